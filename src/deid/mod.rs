@@ -1,0 +1,1 @@
+//! Module `deid` (see the module map in lib.rs).

@@ -1,0 +1,1 @@
+//! Module `engine` (see the module map in lib.rs).

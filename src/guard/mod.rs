@@ -1,0 +1,1 @@
+//! Module `guard` (see the module map in lib.rs).

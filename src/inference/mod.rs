@@ -1,0 +1,1 @@
+//! Module `inference` (see the module map in lib.rs).

@@ -1,0 +1,25 @@
+//! phiguard: a local-first clinical de-identification service.
+//!
+//! Module map (dependencies point down this list, never up):
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`settings`] | the one settings table, env → file → defaults, validation, persistence |
+//! | [`guard`] | retry, budgets, circuit breakers, rate limits, admission, bulkheads, deadlines |
+//! | [`detect`] | span and label types, rule recognizers, merging |
+//! | [`deid`] | de-identification transforms, policies, the streaming carry buffer |
+//! | [`inference`] | candle token classifiers, tokenization with offsets, windowing |
+//! | [`models`] | the model catalog, local store, imports and downloads |
+//! | [`engine`] | model backends keyed by id, worker threads, the guarded call path |
+//! | [`server`] | the axum router, handlers, error envelope, auth, metrics, admin API |
+//! | [`cli`] | the `phiguard` sub-commands |
+
+pub mod cli;
+pub mod deid;
+pub mod detect;
+pub mod engine;
+pub mod guard;
+pub mod inference;
+pub mod models;
+pub mod server;
+pub mod settings;

@@ -1,0 +1,1 @@
+//! Module `models` (see the module map in lib.rs).

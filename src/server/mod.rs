@@ -1,0 +1,1 @@
+//! Module `server` (see the module map in lib.rs).

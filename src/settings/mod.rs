@@ -1,0 +1,1 @@
+//! Module `settings` (see the module map in lib.rs).
