@@ -21,5 +21,6 @@ pub mod engine;
 pub mod guard;
 pub mod inference;
 pub mod models;
+pub mod secrets;
 pub mod server;
 pub mod settings;
