@@ -4,7 +4,8 @@
 Every note is invented from the word pools in corpus_pools.py; no patient data is involved.
 Gold spans are produced by construction: each PHI value is appended to the note together
 with its label, so offsets are exact Unicode code-point offsets (Python string indices)
-and `text[start:end]` is the entity text. Labels are phiguard's canonical names
+and `text[start:end]` is the entity text. Each span also carries that `text`, so readers
+(tools/check_corpus.py, phiguard's `eval::read_gold`) can prove the offsets are code points. Labels are phiguard's canonical names
 (`Label::canonical()` in src/detect/span.rs).
 
 Labelling conventions (so a reader of the figures knows what was asked for):
@@ -87,7 +88,8 @@ class Note:
             if not text:
                 continue
             if label is not None:
-                self.spans.append({"start": self.length, "end": self.length + len(text), "label": label})
+                self.spans.append({"start": self.length, "end": self.length + len(text), "label": label,
+                                   "text": text})
             self.parts.append(text)
             self.length += len(text)
 

@@ -102,7 +102,9 @@ pub struct LabelMetrics {
 pub enum LeakBasis {
     /// From the de-identified texts: a gold word (a run of letters and digits of three or
     /// more code points, or the whole span when it has no such run) leaks when it still
-    /// occurs in the output of its document, delimited by non-alphanumerics.
+    /// occurs in the output of its document, delimited by non-alphanumerics. Runs of one or
+    /// two code points inside a span that also has longer words are not checked (`7` in
+    /// `Flat 7, 106 Marlborough Gardens`), so this basis can under-count by those.
     RedactedOutput,
     /// From predicted coverage: a gold letter or digit leaks when no predicted span covers
     /// it.
