@@ -177,8 +177,18 @@ fn parse_target(canonical: &str) -> Result<Option<Label>> {
         })
 }
 
+/// A label name fit for an error message: label-like names (letters, digits, `_`, `-`,
+/// spaces, at most 40) are shown; anything else may be misplaced text and is withheld.
 fn cut(name: &str) -> String {
-    name.chars().take(40).collect()
+    let label_like = name.chars().count() <= 40
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ' '));
+    if label_like {
+        name.to_owned()
+    } else {
+        "<withheld: not label-like>".to_owned()
+    }
 }
 
 /// Reads a gold file (JSON Lines or a JSON array of documents).
@@ -392,6 +402,7 @@ mod tests {
             format!("{{\"text\":{secret}}}"),
             format!("{{\"text\":\"{secret}\",\"gold_spans\":[{{\"start\":0,\"end\":3,\"label\":\"PATIENT\"}}]}}"),
             format!("{{\"text\":\"{secret}\"}}"),
+            format!("{{\"text\":\"{secret}\",\"gold_spans\":[{{\"start\":0,\"end\":3,\"label\":\"{secret}, 12 Oak St\"}}]}}"),
         ];
         for case in cases {
             let raw = format!("{{\"text\":\"ok\",\"gold_spans\":[]}}\n{case}\n");

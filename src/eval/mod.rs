@@ -94,7 +94,8 @@ pub enum EvalError {
     UnknownLabel {
         /// 1-based line number (0 for a label map entry).
         line: usize,
-        /// The label name, cut to 40 characters.
+        /// The label name when it looks like one (ASCII word characters, at most 40),
+        /// otherwise a placeholder: a misplaced value could be patient text.
         label: String,
     },
     /// Returned when a label map file is not a flat table of strings.
