@@ -17,11 +17,9 @@ const N_LABELS: usize = Label::ALL.len();
 /// Raw counts for one label (or overall), added up over documents.
 #[derive(Clone, Copy, Debug, Default)]
 struct Tally {
-    strict_gold: usize,
-    strict_pred: usize,
+    gold: usize,
+    pred: usize,
     strict_match: usize,
-    ov_gold: usize,
-    ov_pred: usize,
     ov_found: usize,
     ov_correct: usize,
     any_found: usize,
@@ -36,16 +34,11 @@ struct Tally {
 impl Tally {
     fn metrics(&self) -> Metrics {
         Metrics {
-            strict: Prf::from_counts(
-                self.strict_gold,
-                self.strict_pred,
-                self.strict_match,
-                self.strict_match,
-            ),
-            overlap: Prf::from_counts(self.ov_gold, self.ov_pred, self.ov_found, self.ov_correct),
+            strict: Prf::from_counts(self.gold, self.pred, self.strict_match, self.strict_match),
+            overlap: Prf::from_counts(self.gold, self.pred, self.ov_found, self.ov_correct),
             overlap_any_label: Prf::from_counts(
-                self.ov_gold,
-                self.ov_pred,
+                self.gold,
+                self.pred,
                 self.any_found,
                 self.any_correct,
             ),
@@ -156,7 +149,7 @@ pub fn score(docs: &[GoldDoc], predicted: &[Vec<Span>], redacted: Option<&[Strin
     let per_label = Label::ALL
         .iter()
         .zip(per.iter())
-        .filter(|(_, t)| t.strict_gold + t.strict_pred > 0)
+        .filter(|(_, t)| t.gold + t.pred > 0)
         .map(|(label, t)| LabelMetrics {
             label: *label,
             metrics: t.metrics(),
@@ -208,8 +201,7 @@ fn tally_spans(
         let same = pred.iter().any(|p| p.2 == g.2 && overlaps(g, p));
         let any = pred.iter().any(|p| overlaps(g, p));
         for t in [&mut *t, &mut *overall] {
-            t.strict_gold += 1;
-            t.ov_gold += 1;
+            t.gold += 1;
             t.strict_match += usize::from(exact);
             t.ov_found += usize::from(same);
             t.any_found += usize::from(any);
@@ -220,8 +212,7 @@ fn tally_spans(
         let same = gold.iter().any(|g| g.2 == p.2 && overlaps(g, p));
         let any = gold.iter().any(|g| overlaps(g, p));
         for t in [&mut *t, &mut *overall] {
-            t.strict_pred += 1;
-            t.ov_pred += 1;
+            t.pred += 1;
             t.ov_correct += usize::from(same);
             t.any_correct += usize::from(any);
         }
