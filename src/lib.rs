@@ -7,6 +7,7 @@
 //! | [`settings`] | the one settings table, env → file → defaults, validation, persistence |
 //! | [`guard`] | retry, budgets, circuit breakers, rate limits, admission, bulkheads, deadlines |
 //! | [`detect`] | span and label types, rule recognizers, merging |
+//! | [`eval`] | gold readers and accuracy scoring (span, character, leak rate) |
 //! | [`deid`] | de-identification transforms, policies, the streaming carry buffer |
 //! | [`inference`] | candle token classifiers, tokenization with offsets, windowing |
 //! | [`models`] | the model catalog, local store, imports and downloads |
@@ -18,6 +19,7 @@ pub mod cli;
 pub mod deid;
 pub mod detect;
 pub mod engine;
+pub mod eval;
 pub mod guard;
 pub mod inference;
 pub mod models;
