@@ -83,6 +83,35 @@ pub struct ClusterStats {
 }
 
 /// The cluster-wide admission limit of one replica. Cheap to clone; clones share state.
+///
+/// # Example
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use phiguard::cluster::{ClusterConfig, ClusterLimiter, ClusterMode};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let cfg = ClusterConfig {
+///     replicas: 2,
+///     window: Duration::from_secs(1),
+///     ..ClusterConfig::new("redis://phiguard-redis:6379/0", 200)
+/// };
+/// cfg.validate()?; // at start-up, with the other settings
+/// let limiter = ClusterLimiter::new(cfg).await; // never fails; may start local
+/// limiter.register_metrics(prometheus::default_registry())?;
+///
+/// match limiter.try_admit("token-id-7").await {
+///     Ok(()) => { /* go on to the admission queue */ }
+///     Err(rejected) => {
+///         // 429 rate_limited with `Retry-After: rejected.retry_after_secs()`
+///         let _ = rejected.retry_after_secs();
+///     }
+/// }
+/// let degraded = limiter.mode() == ClusterMode::LocalFallback; // status flag
+/// # let _ = degraded;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct ClusterLimiter {
     inner: Arc<Inner>,
