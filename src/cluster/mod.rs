@@ -492,6 +492,19 @@ mod tests {
         Ok(())
     }
 
+    /// Handlers and spawned tasks need these futures and the limiter to be `Send`.
+    #[test]
+    fn futures_and_limiter_are_send_and_sync() {
+        fn send<T: Send>(_: &T) {}
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<ClusterLimiter>();
+        let new = ClusterLimiter::new(ClusterConfig::default());
+        send(&new);
+        drop(new);
+        let admit = |l: ClusterLimiter| async move { l.try_admit("t").await };
+        let _ = |l: ClusterLimiter| send(&admit(l));
+    }
+
     #[test]
     fn mode_serialises_snake_case() -> serde_json::Result<()> {
         assert_eq!(
