@@ -155,7 +155,9 @@ impl ClusterLimiter {
             script: script::admit_script(),
             client,
             conn: Mutex::new(None),
-            shared: AtomicBool::new(false),
+            // "Shared" until the first connect fails, so that a start without Redis
+            // counts as a fallback episode (gauge, counter, log line).
+            shared: AtomicBool::new(true),
             probing: AtomicBool::new(false),
             health: Mutex::new(Health {
                 next_probe_at: now,
@@ -168,8 +170,6 @@ impl ClusterLimiter {
             metrics: ClusterMetrics::new(),
             cfg,
         });
-        // Start as "shared" so that a failed first connect counts as a fallback episode.
-        inner.shared.store(true, Ordering::Release);
         match inner.connect().await {
             Ok(()) => {
                 tracing::info!(
