@@ -12,10 +12,12 @@
 //! | [`inference`] | candle token classifiers, tokenization with offsets, windowing |
 //! | [`models`] | the model catalog, local store, imports and downloads |
 //! | [`engine`] | model backends keyed by id, worker threads, the guarded call path |
+//! | [`cluster`] | the Redis-backed cluster-wide admission limit and its local fallback |
 //! | [`server`] | the axum router, handlers, error envelope, auth, metrics, admin API |
 //! | [`cli`] | the `phiguard` sub-commands |
 
 pub mod cli;
+pub mod cluster;
 pub mod deid;
 pub mod detect;
 pub mod engine;
