@@ -11,7 +11,7 @@ mod store;
 mod tokens;
 
 pub use store::{SecretStore, StoreKind};
-pub use tokens::{Scope, TokenInfo, TokenRegistry};
+pub use tokens::{rotate_client, NewToken, Scope, TokenInfo, TokenRegistry};
 
 /// Errors of the secrets module.
 #[derive(Debug, thiserror::Error)]

@@ -71,6 +71,8 @@ pub struct StartOptions {
     pub loader: Option<Arc<dyn Loader>>,
     /// Recognizers registered as installed models (tests: scripted backends).
     pub extra_backends: Vec<(String, Arc<dyn crate::detect::Recognizer>)>,
+    /// Keep secrets in the 0600 file even where a keychain answers (tests).
+    pub file_secrets: bool,
 }
 
 /// Builds the guard configuration from settings.
@@ -169,6 +171,65 @@ fn batch_config(s: &Settings) -> BatchConfig {
     }
 }
 
+/// Builds the engine (guard, registry with the installed models, worker pool) from
+/// settings; the server and `phiguard deid` share it.
+///
+/// # Errors
+/// [`ServerError::Config`] for settings the guard refuses or bad `PHIGUARD_FAULTS`.
+pub fn build_engine(
+    settings: &Settings,
+    home: &Home,
+    opts: StartOptions,
+) -> Result<Arc<Engine>, ServerError> {
+        let clock: Arc<dyn Clock> = opts.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let sleeper: Arc<dyn Sleeper> = opts.sleeper.unwrap_or_else(|| Arc::new(TokioSleeper));
+        let jitter: Arc<dyn Jitter> = opts.jitter.unwrap_or_else(|| Arc::new(RandJitter));
+        let guard = Arc::new(
+            Guard::new(guard_config(settings), Arc::clone(&clock), sleeper, jitter)
+                .map_err(|e| ServerError::Config(e.to_string()))?,
+        );
+        let faults = Arc::new(Faults::default());
+        if let Ok(spec) = std::env::var("PHIGUARD_FAULTS") {
+            if Faults::ENABLED {
+                faults.set_spec(&spec).map_err(ServerError::Config)?;
+            } else if !spec.trim().is_empty() {
+                tracing::warn!("PHIGUARD_FAULTS is ignored: this build has no fault injection");
+            }
+        }
+        let rules: Arc<dyn crate::detect::Recognizer> =
+            Arc::new(crate::detect::rules::RuleRecognizer::new());
+        let loader = opts.loader.unwrap_or_else(crate::engine::loader::default_loader);
+        let mut specs: Vec<ModelSpec> = crate::engine::loader::installed_specs(home);
+        for (id, _) in &opts.extra_backends {
+            specs.push(ModelSpec {
+                id: id.clone(),
+                dir: Some(std::path::PathBuf::from(format!("scripted:{id}"))),
+                footprint_bytes: 0,
+            });
+        }
+        let loader: Arc<dyn Loader> = if opts.extra_backends.is_empty() {
+            loader
+        } else {
+            Arc::new(crate::engine::loader::WithScripted {
+                inner: loader,
+                scripted: opts.extra_backends.into_iter().collect(),
+            })
+        };
+        let registry = Arc::new(Registry::new(rules, loader, Arc::clone(&faults), specs));
+        let threads = settings
+            .opt_i64("models.inference_threads")
+            .map(|v| v as usize)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let pool = WorkerPool::new(threads, 1024, batch_config(settings), Arc::clone(&faults));
+        Ok(Arc::new(Engine::new(
+            registry,
+            pool,
+            Arc::clone(&guard),
+            faults,
+            naming(settings),
+        )))
+}
+
 fn is_loopback(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
     h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
@@ -211,7 +272,11 @@ impl Server {
                 "binding {host} needs an explicit client token: set PHIGUARD_AUTH_TOKEN (and PHIGUARD_ADMIN_TOKEN)"
             )));
         }
-        let store = SecretStore::open(home.secrets_file());
+        let store = if opts.file_secrets {
+            SecretStore::file_only(home.secrets_file())
+        } else {
+            SecretStore::open(home.secrets_file())
+        };
         let tokens = Arc::new(TokenRegistry::open(
             &store,
             home.data_dir().join("tokens.json"),
@@ -228,53 +293,9 @@ impl Server {
                 ))
             }
         };
-        let clock: Arc<dyn Clock> = opts.clock.unwrap_or_else(|| Arc::new(SystemClock));
-        let sleeper: Arc<dyn Sleeper> = opts.sleeper.unwrap_or_else(|| Arc::new(TokioSleeper));
-        let jitter: Arc<dyn Jitter> = opts.jitter.unwrap_or_else(|| Arc::new(RandJitter));
-        let guard = Arc::new(
-            Guard::new(guard_config(&settings), Arc::clone(&clock), sleeper, jitter)
-                .map_err(|e| ServerError::Config(e.to_string()))?,
-        );
-        let faults = Arc::new(Faults::default());
-        if let Ok(spec) = std::env::var("PHIGUARD_FAULTS") {
-            if Faults::ENABLED {
-                faults.set_spec(&spec).map_err(ServerError::Config)?;
-            } else if !spec.trim().is_empty() {
-                tracing::warn!("PHIGUARD_FAULTS is ignored: this build has no fault injection");
-            }
-        }
-        let rules: Arc<dyn crate::detect::Recognizer> =
-            Arc::new(crate::detect::rules::RuleRecognizer::new());
-        let loader = opts.loader.unwrap_or_else(crate::engine::loader::default_loader);
-        let mut specs: Vec<ModelSpec> = crate::engine::loader::installed_specs(&home);
-        for (id, _) in &opts.extra_backends {
-            specs.push(ModelSpec {
-                id: id.clone(),
-                dir: Some(std::path::PathBuf::from(format!("scripted:{id}"))),
-                footprint_bytes: 0,
-            });
-        }
-        let loader: Arc<dyn Loader> = if opts.extra_backends.is_empty() {
-            loader
-        } else {
-            Arc::new(crate::engine::loader::WithScripted {
-                inner: loader,
-                scripted: opts.extra_backends.into_iter().collect(),
-            })
-        };
-        let registry = Arc::new(Registry::new(rules, loader, Arc::clone(&faults), specs));
-        let threads = settings
-            .opt_i64("models.inference_threads")
-            .map(|v| v as usize)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-        let pool = WorkerPool::new(threads, 1024, batch_config(&settings), Arc::clone(&faults));
-        let engine = Arc::new(Engine::new(
-            registry,
-            pool,
-            Arc::clone(&guard),
-            faults,
-            naming(&settings),
-        ));
+        let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
+        let engine = build_engine(&settings, &home, opts)?;
+        let guard = Arc::clone(&engine.guard);
         let port = settings.i64("server.port") as u16;
         let max_body = settings.i64("limits.max_request_bytes") as usize;
         let state = AppState::new(settings, engine, tokens, hash_key, clock, home, auth_off);
