@@ -377,10 +377,14 @@ impl CircuitBreaker {
     /// time, rounded up, at least 1 s), forced open, or half-open with every probe slot
     /// taken (retry after 1 s).
     pub fn try_acquire_permission(self: &Arc<Self>) -> Result<BreakerPermit, BreakerError> {
-        let now = self.clock.now();
-        let (res, t) = {
+        let (res, t, now) = {
             let mut g = self.inner.lock();
-            let t = g.refresh(&self.key, now);
+            // The clock is read only when the state or the slow-call rule needs it, which
+            // keeps the closed-state fast path free of clock reads.
+            let flowing = matches!(g.state, BreakerState::Closed | BreakerState::Disabled);
+            let now = (!flowing || g.cfg.slow_call_duration_threshold.is_some())
+                .then(|| self.clock.now());
+            let t = now.and_then(|now| g.refresh(&self.key, now));
             let res = match g.state {
                 BreakerState::Closed => Ok((false, true)),
                 BreakerState::Disabled => Ok((false, false)),
@@ -393,10 +397,10 @@ impl CircuitBreaker {
                 }
                 state => Err(BreakerError::CallNotPermitted {
                     state,
-                    retry_after: g.retry_after(now),
+                    retry_after: g.retry_after(now.unwrap_or_else(|| self.clock.now())),
                 }),
             };
-            (res.map(|(probe, record)| (probe, record, g.epoch)), t)
+            (res.map(|(probe, record)| (probe, record, g.epoch)), t, now)
         };
         self.hooks.fire(t);
         res.map(|(probe, record, epoch)| BreakerPermit {
@@ -410,20 +414,21 @@ impl CircuitBreaker {
     }
 
     /// Applies a verdict (`Some((failed, started))`) or a release (`None`) from a permit.
-    fn settle(&self, epoch: u64, probe: bool, verdict: Option<(bool, Instant)>) {
-        let now = self.clock.now();
+    /// The clock is read only for the slow-call rule or a transition.
+    fn settle(&self, epoch: u64, probe: bool, verdict: Option<(bool, Option<Instant>)>) {
+        let now = || self.clock.now();
         let t = {
             let mut g = self.inner.lock();
             if g.epoch != epoch {
                 return;
             }
-            let outcome = verdict.map(|(failed, started)| Outcome {
-                failed,
-                slow: g
-                    .cfg
-                    .slow_call_duration_threshold
-                    .is_some_and(|thr| now.saturating_duration_since(started) >= thr),
-            });
+            let outcome =
+                verdict.map(|(failed, started)| Outcome {
+                    failed,
+                    slow: g.cfg.slow_call_duration_threshold.zip(started).is_some_and(
+                        |(thr, started)| now().saturating_duration_since(started) >= thr,
+                    ),
+                });
             match (g.state, outcome) {
                 (BreakerState::HalfOpen, None) if probe => {
                     g.half_open_in_flight = g.half_open_in_flight.saturating_sub(1);
@@ -433,11 +438,11 @@ impl CircuitBreaker {
                     g.half_open_in_flight = g.half_open_in_flight.saturating_sub(1);
                     g.half_open_successes += 1;
                     (g.half_open_successes >= g.cfg.permitted_calls_in_half_open_state)
-                        .then(|| g.transition(&self.key, BreakerState::Closed, now))
+                        .then(|| g.transition(&self.key, BreakerState::Closed, now()))
                         .flatten()
                 }
                 (BreakerState::HalfOpen, Some(_)) => {
-                    g.transition(&self.key, BreakerState::Open, now)
+                    g.transition(&self.key, BreakerState::Open, now())
                 }
                 (BreakerState::Closed, Some(o)) => {
                     g.record(o);
@@ -449,7 +454,7 @@ impl CircuitBreaker {
                     let trips =
                         g.consecutive_failures >= g.cfg.failure_threshold || g.window_trips();
                     trips
-                        .then(|| g.transition(&self.key, BreakerState::Open, now))
+                        .then(|| g.transition(&self.key, BreakerState::Open, now()))
                         .flatten()
                 }
                 _ => None,
@@ -527,7 +532,7 @@ pub struct BreakerPermit {
     epoch: u64,
     probe: bool,
     record: bool,
-    started: Instant,
+    started: Option<Instant>,
     settled: bool,
 }
 

@@ -83,12 +83,17 @@ impl Bulkheads {
         }
     }
 
-    /// Takes a slot for `key`, waiting at most `min(max_wait_duration, cap)`.
+    /// Takes a slot for `key`, waiting at most `min(max_wait_duration, cap())`; `cap` (the
+    /// request's remaining time) is evaluated only if the bulkhead is full.
     ///
     /// # Errors
     ///
     /// [`BulkheadFull`] when no slot freed up in time (retry after one second).
-    pub async fn acquire(&self, key: &str, cap: Duration) -> Result<BulkheadPermit, BulkheadFull> {
+    pub async fn acquire(
+        &self,
+        key: &str,
+        cap: impl FnOnce() -> Duration,
+    ) -> Result<BulkheadPermit, BulkheadFull> {
         let cfg = *self.cfg.read();
         if cfg.max_concurrent_calls == 0 {
             return Ok(BulkheadPermit { _slot: None });
@@ -100,7 +105,7 @@ impl Bulkheads {
         let full = BulkheadFull {
             retry_after: Duration::from_secs(1),
         };
-        let wait = cfg.max_wait_duration.min(cap);
+        let wait = cfg.max_wait_duration.min(cap());
         if wait.is_zero() {
             return Err(full);
         }
@@ -171,7 +176,7 @@ mod tests {
     fn off_when_zero() {
         let (clock, b) = bulkheads(0, 50);
         let held: Vec<_> = (0..100)
-            .map(|_| drive(&clock, b.acquire("m", LONG)).expect("no limit"))
+            .map(|_| drive(&clock, b.acquire("m", || LONG)).expect("no limit"))
             .collect();
         assert_eq!(held.len(), 100);
     }
@@ -179,10 +184,10 @@ mod tests {
     #[test]
     fn full_bulkhead_waits_then_refuses() {
         let (clock, b) = bulkheads(2, 50);
-        let _a = drive(&clock, b.acquire("m", LONG)).expect("slot 1");
-        let _b = drive(&clock, b.acquire("m", LONG)).expect("slot 2");
+        let _a = drive(&clock, b.acquire("m", || LONG)).expect("slot 1");
+        let _b = drive(&clock, b.acquire("m", || LONG)).expect("slot 2");
         assert_eq!(b.in_flight("m"), 2);
-        let err = drive(&clock, b.acquire("m", LONG)).unwrap_err();
+        let err = drive(&clock, b.acquire("m", || LONG)).unwrap_err();
         assert_eq!(err.retry_after, Duration::from_secs(1));
         assert_eq!(
             clock.elapsed(),
@@ -190,10 +195,10 @@ mod tests {
             "waited the full wait"
         );
         // Another key has its own compartment.
-        assert!(drive(&clock, b.acquire("other", LONG)).is_ok());
+        assert!(drive(&clock, b.acquire("other", || LONG)).is_ok());
         // The wait is capped by the caller (the request deadline).
         let t0 = clock.elapsed();
-        assert!(drive(&clock, b.acquire("m", Duration::from_millis(10))).is_err());
+        assert!(drive(&clock, b.acquire("m", || Duration::from_millis(10))).is_err());
         assert_eq!(clock.elapsed() - t0, Duration::from_millis(10));
     }
 
@@ -203,11 +208,11 @@ mod tests {
         let waker = futures::task::noop_waker();
         let mut cx = std::task::Context::from_waker(&waker);
         let first = b
-            .acquire("m", LONG)
+            .acquire("m", || LONG)
             .now_or_never()
             .expect("ready")
             .expect("slot");
-        let mut second = Box::pin(b.acquire("m", LONG));
+        let mut second = Box::pin(b.acquire("m", || LONG));
         assert!(second.poll_unpin(&mut cx).is_pending());
         drop(first);
         match second.poll_unpin(&mut cx) {
@@ -219,8 +224,8 @@ mod tests {
     #[test]
     fn zero_wait_refuses_at_once() {
         let (clock, b) = bulkheads(1, 0);
-        let _a = drive(&clock, b.acquire("m", LONG)).expect("slot");
-        assert!(drive(&clock, b.acquire("m", LONG)).is_err());
+        let _a = drive(&clock, b.acquire("m", || LONG)).expect("slot");
+        assert!(drive(&clock, b.acquire("m", || LONG)).is_err());
         assert_eq!(clock.elapsed(), Duration::ZERO);
     }
 }

@@ -197,7 +197,7 @@ mod tests {
         let sf = Arc::new(SingleFlight::<u8, u8>::new());
         let leader = {
             let sf = Arc::clone(&sf);
-            tokio::spawn(async move { sf.run(1, || std::future::pending::<u8>()).await })
+            tokio::spawn(async move { sf.run(1, std::future::pending::<u8>).await })
         };
         while sf.in_flight() == 0 {
             tokio::task::yield_now().await;

@@ -273,7 +273,7 @@ impl Guard {
         };
         let _slot = match self
             .bulkheads
-            .acquire(key, deadline.remaining(&*self.clock))
+            .acquire(key, || deadline.remaining(&*self.clock))
             .await
         {
             Ok(slot) => slot,
@@ -309,8 +309,12 @@ impl Guard {
     {
         let retry = self.cfg.read().retry;
         let max_attempts = if enabled { retry.max_attempts } else { 1 };
+        let now = self.clock.now();
+        if now >= deadline.at {
+            return Err(self.timed_out(deadline.timeout));
+        }
         if max_attempts > 1 {
-            self.budget.deposit();
+            self.budget.deposit_at(now);
         }
         let mut backoff = Backoff::new(&retry);
         let mut attempt = 0u32;
@@ -320,9 +324,8 @@ impl Guard {
             if attempt > 1 {
                 bump(&self.stats.retries);
             }
-            if deadline.is_expired(&*self.clock) {
-                return Err(self.timed_out(deadline.timeout));
-            }
+            // The first attempt was checked against the deadline above; later ones are
+            // checked before their backoff wait.
             let result =
                 match deadline::race(&*self.clock, &*self.sleeper, deadline, f(attempt)).await {
                     Ok(r) => r,

@@ -296,7 +296,11 @@ impl RetryBudget {
 
     /// Records a first attempt.
     pub fn deposit(&self) {
-        let now = self.clock.now();
+        self.deposit_at(self.clock.now());
+    }
+
+    /// Records a first attempt made at `now` (saves a clock read on the hot path).
+    pub(crate) fn deposit_at(&self, now: Instant) {
         let mut g = self.inner.lock();
         let i = g.rotate(now);
         g.buckets[i].0 += 1;
