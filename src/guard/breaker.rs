@@ -1,5 +1,6 @@
 //! Circuit breakers, one per model key: [`CircuitBreaker`] (states after resilience4j),
-//! its RAII [`BreakerPermit`], and the lazy [`BreakerRegistry`].
+//! and its RAII [`BreakerPermit`]; the lazy per-key registry is in
+//! [`registry`](super::registry).
 //!
 //! # Why a breaker
 //!
@@ -21,7 +22,7 @@
 //! reset) changes no state. All state sits behind one short `parking_lot` mutex per key;
 //! the transition listener runs after the lock is released.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -575,92 +576,6 @@ impl Drop for BreakerPermit {
         if !self.settled && self.probe {
             self.breaker.settle(self.epoch, true, None);
         }
-    }
-}
-
-/// Counts of breakers per gauge state (Disabled counts as closed, ForcedOpen as open).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StateCounts {
-    /// Closed or disabled.
-    pub closed: u64,
-    /// Open or forced open.
-    pub open: u64,
-    /// Half-open.
-    pub half_open: u64,
-}
-
-/// Breakers by key, created on first use with the registry's current config.
-pub struct BreakerRegistry {
-    clock: Arc<dyn Clock>,
-    hooks: Arc<BreakerHooks>,
-    cfg: RwLock<BreakerConfig>,
-    map: RwLock<HashMap<Arc<str>, Arc<CircuitBreaker>>>,
-}
-
-impl BreakerRegistry {
-    /// An empty registry.
-    pub(crate) fn new(cfg: BreakerConfig, clock: Arc<dyn Clock>, stats: Arc<GuardStats>) -> Self {
-        Self {
-            clock,
-            hooks: Arc::new(BreakerHooks {
-                stats,
-                listener: RwLock::new(None),
-            }),
-            cfg: RwLock::new(cfg),
-            map: RwLock::new(HashMap::new()),
-        }
-    }
-
-    /// The breaker for `key`, created closed if it does not exist yet.
-    pub fn get(&self, key: &str) -> Arc<CircuitBreaker> {
-        if let Some(b) = self.map.read().get(key) {
-            return Arc::clone(b);
-        }
-        let mut map = self.map.write();
-        let cfg = *self.cfg.read();
-        let b = map.entry(Arc::from(key)).or_insert_with_key(|k| {
-            Arc::new(CircuitBreaker::new(
-                Arc::clone(k),
-                cfg,
-                Arc::clone(&self.clock),
-                Arc::clone(&self.hooks),
-            ))
-        });
-        Arc::clone(b)
-    }
-
-    /// Sets (or clears) the transition listener.
-    pub fn set_listener(&self, listener: Option<BreakerListener>) {
-        *self.hooks.listener.write() = listener;
-    }
-
-    /// Applies new thresholds to future and existing breakers.
-    pub fn update_config(&self, cfg: BreakerConfig) {
-        *self.cfg.write() = cfg;
-        for b in self.map.read().values() {
-            b.update_config(cfg);
-        }
-    }
-
-    /// Every breaker, sorted by key.
-    pub fn snapshots(&self) -> Vec<BreakerSnapshot> {
-        let breakers: Vec<Arc<CircuitBreaker>> = self.map.read().values().cloned().collect();
-        let mut out: Vec<BreakerSnapshot> = breakers.iter().map(|b| b.snapshot()).collect();
-        out.sort_by(|a, b| a.key.cmp(&b.key));
-        out
-    }
-
-    /// Breakers per gauge state, computed now.
-    pub fn state_counts(&self) -> StateCounts {
-        let mut c = StateCounts::default();
-        for s in self.snapshots() {
-            match s.state {
-                BreakerState::Closed | BreakerState::Disabled => c.closed += 1,
-                BreakerState::Open | BreakerState::ForcedOpen => c.open += 1,
-                BreakerState::HalfOpen => c.half_open += 1,
-            }
-        }
-        c
     }
 }
 

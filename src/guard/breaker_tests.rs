@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::guard::clock::ManualClock;
+use crate::guard::registry::{BreakerRegistry, StateCounts};
 use proptest::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

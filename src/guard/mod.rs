@@ -39,6 +39,7 @@ pub mod coalesce;
 pub mod deadline;
 pub mod error;
 pub mod rate;
+pub mod registry;
 pub mod retry;
 pub mod stats;
 
@@ -53,8 +54,8 @@ pub use admission::{
     Admission, AdmissionConfig, AdmissionPermit, AdmissionSnapshot, Priority, Shed, ShedReason,
 };
 pub use breaker::{
-    BreakerConfig, BreakerError, BreakerListener, BreakerPermit, BreakerRegistry, BreakerSnapshot,
-    BreakerState, BreakerTransition, CircuitBreaker, StateCounts,
+    BreakerConfig, BreakerError, BreakerListener, BreakerPermit, BreakerSnapshot, BreakerState,
+    BreakerTransition, CircuitBreaker,
 };
 pub use bulkhead::{BulkheadConfig, BulkheadFull, BulkheadPermit, Bulkheads};
 pub use clock::{
@@ -65,6 +66,7 @@ pub use coalesce::{Role, SingleFlight};
 pub use deadline::{with_deadline, Deadline, Elapsed};
 pub use error::{GuardConfigError, GuardError};
 pub use rate::{RateConfig, RateLimited, RateLimiter, Scope};
+pub use registry::{BreakerRegistry, StateCounts};
 pub use retry::{Backoff, BudgetConfig, Classify, JitterMode, RetryBudget, RetryConfig};
 pub use stats::{GuardStats, StatsSnapshot};
 
