@@ -166,6 +166,12 @@ fn an_expired_deadline_makes_no_attempt() {
     let (r, n) = call_with(&clock, &g, &d, Ok(1));
     assert!(matches!(r, Err(GuardError::Timeout { .. })));
     assert_eq!(n, 0);
+    assert_eq!(g.stats().timeouts, 1);
+    assert_eq!(
+        g.breakers()[0].consecutive_failures,
+        0,
+        "no attempt, so no verdict for the breaker"
+    );
 }
 
 #[test]
