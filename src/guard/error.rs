@@ -11,14 +11,19 @@ use thiserror::Error;
 
 use super::admission::Shed;
 use super::breaker::BreakerState;
-use super::rate::RateLimited;
+use super::rate::{RateLimited, Scope};
 
 /// Why a guarded call did not return a value.
 #[derive(Debug, Error)]
 pub enum GuardError<E> {
     /// Returned when a token bucket (per token or global) is empty.
     #[error("rate limit exceeded")]
-    RateLimited(#[from] RateLimited),
+    RateLimited {
+        /// Time until the bucket has a token again.
+        retry_after: Duration,
+        /// The bucket that refused.
+        scope: Scope,
+    },
     /// Returned when the admission queue sheds the request (over a watermark or waited
     /// longer than `max_queue_wait`).
     #[error("admission queue shed the request")]
@@ -48,6 +53,15 @@ pub enum GuardError<E> {
     /// (non-retryable) error.
     #[error("backend call failed")]
     Failed(#[source] E),
+}
+
+impl<E> From<RateLimited> for GuardError<E> {
+    fn from(e: RateLimited) -> Self {
+        GuardError::RateLimited {
+            retry_after: e.retry_after,
+            scope: e.scope,
+        }
+    }
 }
 
 /// A configuration value broke its rule. The message names the field and the rule.
@@ -99,6 +113,20 @@ mod tests {
         assert_eq!(ceil_secs_min1(Duration::from_secs(1)), 1);
         assert_eq!(ceil_secs_min1(Duration::from_millis(28_001)), 29);
         assert_eq!(ceil_secs_min1(Duration::from_secs(29)), 29);
+    }
+
+    #[test]
+    fn refusals_convert_into_guard_errors() {
+        let e: GuardError<()> = RateLimited {
+            retry_after: Duration::from_millis(923),
+            scope: Scope::Global,
+        }
+        .into();
+        assert!(matches!(
+            e,
+            GuardError::RateLimited { scope: Scope::Global, retry_after } if retry_after == Duration::from_millis(923)
+        ));
+        assert_eq!(e.to_string(), "rate limit exceeded");
     }
 
     #[test]
