@@ -337,7 +337,10 @@ impl<R: Rng> Deidentifier<R> {
             Action::Keep => return None,
             Action::Mask => mask(),
             Action::Remove => (String::new(), Action::Remove),
-            Action::Hash => (format!("{}_{}", label.wire(), self.key.tag(original)), Action::Hash),
+            Action::Hash => (
+                format!("{}_{}", label.wire(), self.key.tag(original)),
+                Action::Hash,
+            ),
             Action::Replace => (self.surrogate(label, original), Action::Replace),
             Action::ShiftDates => match DateParts::parse(original)
                 .filter(|_| label.is_date())

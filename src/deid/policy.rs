@@ -189,7 +189,10 @@ mod tests {
         }
         assert_eq!(Policy::parse("GDPR")?.name(), "gdpr_pseudonymization");
         assert_eq!(Policy::parse("abha")?.name(), "india_health_id");
-        assert_eq!(Policy::parse(" HIPAA-Safe-Harbor ")?.name(), "hipaa_safe_harbor");
+        assert_eq!(
+            Policy::parse(" HIPAA-Safe-Harbor ")?.name(),
+            "hipaa_safe_harbor"
+        );
         Ok(())
     }
 
@@ -203,7 +206,13 @@ mod tests {
 
     #[test]
     fn mapping_policies_match_openmed() -> Result<(), PolicyError> {
-        for n in ["gdpr_pseudonymization", "gdpr_art9_health", "canada_pipeda", "uk_ico_anonymisation", "china_pipl"] {
+        for n in [
+            "gdpr_pseudonymization",
+            "gdpr_art9_health",
+            "canada_pipeda",
+            "uk_ico_anonymisation",
+            "china_pipl",
+        ] {
             assert!(Policy::parse(n)?.keep_mapping(), "{n}");
         }
         assert!(!Policy::parse("hipaa_safe_harbor")?.keep_mapping());

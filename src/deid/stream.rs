@@ -198,7 +198,10 @@ impl CarryBuffer {
         let rel = |p: usize| p - self.base;
         // Left context, started at a whitespace boundary when one is available so that a
         // half token never opens the window.
-        let mut start = self.committed.saturating_sub(self.cfg.tokenizer_context_chars).max(self.base);
+        let mut start = self
+            .committed
+            .saturating_sub(self.cfg.tokenizer_context_chars)
+            .max(self.base);
         if start > self.base && start < self.committed {
             let ctx = idx.slice(&self.buf, rel(start), rel(self.committed));
             let prev_ws = idx
@@ -246,14 +249,23 @@ impl CarryBuffer {
         let mut cut = if p.last {
             p.end
         } else {
-            let target = p.end.saturating_sub(self.cfg.max_entity_chars).max(self.committed + 1);
+            let target = p
+                .end
+                .saturating_sub(self.cfg.max_entity_chars)
+                .max(self.committed + 1);
             self.whitespace_cut(&idx, target)
         };
         if let Some(s) = spans.iter().find(|s| s.start < cut && s.end > cut) {
-            cut = if s.start > self.committed { s.start } else { s.end };
+            cut = if s.start > self.committed {
+                s.start
+            } else {
+                s.end
+            };
         }
         spans.retain(|s| s.end <= cut);
-        let text = idx.slice(&self.buf, rel(self.committed), rel(cut)).to_owned();
+        let text = idx
+            .slice(&self.buf, rel(self.committed), rel(cut))
+            .to_owned();
         let commit = Commit {
             offset: self.committed,
             text,
@@ -282,7 +294,9 @@ impl CarryBuffer {
 
     /// Drops text that can no longer be context.
     fn trim(&mut self, idx: &CharIndex) {
-        let keep_from = self.committed.saturating_sub(self.cfg.tokenizer_context_chars + 1);
+        let keep_from = self
+            .committed
+            .saturating_sub(self.cfg.tokenizer_context_chars + 1);
         if keep_from > self.base {
             let b = idx.byte(keep_from - self.base);
             self.buf.drain(..b);

@@ -20,32 +20,92 @@ use crate::detect::rules::dates::DateParts;
 use crate::detect::Label;
 
 const FIRST_NAMES: &[&str] = &[
-    "James", "Maria", "Wei", "Aisha", "Carlos", "Priya", "Olga", "Kwame", "Yuki", "Fatima",
-    "Liam", "Sofia", "Mateo", "Amara", "Hiroshi", "Elena", "Omar", "Ingrid", "Tariq", "Mei",
-    "Diego", "Nadia", "Sven", "Zainab", "Arjun", "Chloe", "Dmitri", "Leilani", "Kofi", "Ana",
-    "Rohan", "Freya", "Jamal", "Lucia", "Tomasz", "Imani", "Kenji", "Rosa", "Emeka", "Hana",
+    "James", "Maria", "Wei", "Aisha", "Carlos", "Priya", "Olga", "Kwame", "Yuki", "Fatima", "Liam",
+    "Sofia", "Mateo", "Amara", "Hiroshi", "Elena", "Omar", "Ingrid", "Tariq", "Mei", "Diego",
+    "Nadia", "Sven", "Zainab", "Arjun", "Chloe", "Dmitri", "Leilani", "Kofi", "Ana", "Rohan",
+    "Freya", "Jamal", "Lucia", "Tomasz", "Imani", "Kenji", "Rosa", "Emeka", "Hana",
 ];
 const LAST_NAMES: &[&str] = &[
-    "Garcia", "Nguyen", "Okafor", "Kowalski", "Haddad", "Tanaka", "Johansson", "Patel",
-    "Mensah", "Rossi", "Schmidt", "Kim", "Petrov", "Alvarez", "Chen", "Mbeki", "O'Brien",
-    "Dubois", "Yilmaz", "Singh", "Novak", "Andersen", "Costa", "Ibrahim", "Fischer", "Moreau",
-    "Sato", "Kaur", "Walsh", "Herrera", "Adeyemi", "Lindqvist", "Farouk", "Morales", "Park",
+    "Garcia",
+    "Nguyen",
+    "Okafor",
+    "Kowalski",
+    "Haddad",
+    "Tanaka",
+    "Johansson",
+    "Patel",
+    "Mensah",
+    "Rossi",
+    "Schmidt",
+    "Kim",
+    "Petrov",
+    "Alvarez",
+    "Chen",
+    "Mbeki",
+    "O'Brien",
+    "Dubois",
+    "Yilmaz",
+    "Singh",
+    "Novak",
+    "Andersen",
+    "Costa",
+    "Ibrahim",
+    "Fischer",
+    "Moreau",
+    "Sato",
+    "Kaur",
+    "Walsh",
+    "Herrera",
+    "Adeyemi",
+    "Lindqvist",
+    "Farouk",
+    "Morales",
+    "Park",
 ];
 const STREETS: &[&str] = &[
-    "Maple", "Cedar", "Willow", "Harbor", "Juniper", "Lakeview", "Sycamore", "Orchard",
-    "Birch", "Meadow", "Riverside", "Hillcrest", "Chestnut", "Magnolia", "Aspen", "Linden",
+    "Maple",
+    "Cedar",
+    "Willow",
+    "Harbor",
+    "Juniper",
+    "Lakeview",
+    "Sycamore",
+    "Orchard",
+    "Birch",
+    "Meadow",
+    "Riverside",
+    "Hillcrest",
+    "Chestnut",
+    "Magnolia",
+    "Aspen",
+    "Linden",
 ];
 const STREET_SUFFIXES: &[&str] = &["Street", "Avenue", "Road", "Lane", "Drive", "Court", "Way"];
 const CITIES: &[&str] = &[
-    "Riverton", "Fairview", "Lakewood", "Milford", "Ashland", "Brookfield", "Clayton",
-    "Georgetown", "Kingsport", "Oakdale", "Westbury", "Greenville", "Salem", "Dayton",
+    "Riverton",
+    "Fairview",
+    "Lakewood",
+    "Milford",
+    "Ashland",
+    "Brookfield",
+    "Clayton",
+    "Georgetown",
+    "Kingsport",
+    "Oakdale",
+    "Westbury",
+    "Greenville",
+    "Salem",
+    "Dayton",
 ];
 const STATES_FULL: &[&str] = &["Oregon", "Ohio", "Vermont", "Nevada", "Kansas", "Maine"];
 const STATES_ABBR: &[&str] = &["OR", "OH", "VT", "NV", "KS", "ME"];
 const COUNTRIES: &[&str] = &["Norway", "Chile", "Kenya", "Portugal", "Vietnam", "Canada"];
 const ORGS: &[&str] = &[
-    "Riverside Medical Center", "Northgate Clinic", "Summit Health Partners",
-    "Lakeshore Family Practice", "Bayview Community Hospital",
+    "Riverside Medical Center",
+    "Northgate Clinic",
+    "Summit Health Partners",
+    "Lakeshore Family Practice",
+    "Bayview Community Hospital",
 ];
 const EMAIL_DOMAINS: &[&str] = &["example.com", "example.org", "example.net"];
 
@@ -55,7 +115,12 @@ fn pick<'a, R: Rng + ?Sized>(list: &[&'a str], rng: &mut R) -> &'a str {
 
 /// A surrogate for `original` labelled `label`. `shift_days` is the request's date offset
 /// (dates are shifted rather than invented, so intervals between them are kept).
-pub(crate) fn generate<R: Rng + ?Sized>(label: Label, original: &str, shift_days: i64, rng: &mut R) -> String {
+pub(crate) fn generate<R: Rng + ?Sized>(
+    label: Label,
+    original: &str,
+    shift_days: i64,
+    rng: &mut R,
+) -> String {
     match label {
         Label::FirstName => pick(FIRST_NAMES, rng).to_owned(),
         Label::LastName => pick(LAST_NAMES, rng).to_owned(),
@@ -80,10 +145,18 @@ pub(crate) fn generate<R: Rng + ?Sized>(label: Label, original: &str, shift_days
             let last = pick(LAST_NAMES, rng).to_ascii_lowercase().replace('\'', "");
             format!("{first}.{last}@{}", pick(EMAIL_DOMAINS, rng))
         }
-        Label::Url => format!("https://www.{}/{}", pick(EMAIL_DOMAINS, rng), shape("abc123", rng)),
+        Label::Url => format!(
+            "https://www.{}/{}",
+            pick(EMAIL_DOMAINS, rng),
+            shape("abc123", rng)
+        ),
         Label::IpAddress => {
             if original.contains(':') {
-                format!("2001:db8::{:x}:{:x}", rng.random::<u16>(), rng.random::<u16>())
+                format!(
+                    "2001:db8::{:x}:{:x}",
+                    rng.random::<u16>(),
+                    rng.random::<u16>()
+                )
             } else {
                 let net = pick(&["192.0.2", "198.51.100", "203.0.113"], rng);
                 format!("{net}.{}", rng.random_range(1..=254))
@@ -208,14 +281,25 @@ fn phone<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
 
 fn street<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
     let lower = original.to_ascii_lowercase();
-    let house_digits = original.chars().take_while(char::is_ascii_digit).count().clamp(1, 5);
+    let house_digits = original
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .count()
+        .clamp(1, 5);
     if lower.contains("box") {
         return format!("PO Box {}", rng.random_range(100..=9999));
     }
     let max = 10u32.pow(u32::try_from(house_digits).unwrap_or(3));
     let number = rng.random_range(max / 10..max).max(1);
-    let mut out = format!("{number} {} {}", pick(STREETS, rng), pick(STREET_SUFFIXES, rng));
-    if ["apt", "unit", "suite", "ste", "#"].iter().any(|w| lower.contains(w)) {
+    let mut out = format!(
+        "{number} {} {}",
+        pick(STREETS, rng),
+        pick(STREET_SUFFIXES, rng)
+    );
+    if ["apt", "unit", "suite", "ste", "#"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
         out.push_str(&format!(", Apt {}", rng.random_range(1..=40)));
     }
     out
@@ -302,7 +386,11 @@ mod tests {
         assert!(generate(Label::Email, "a@b.org", 0, &mut rng).contains("@example."));
         assert!(generate(Label::Ssn, "123-45-6789", 0, &mut rng).starts_with('9'));
         let ip = generate(Label::IpAddress, "10.0.0.1", 0, &mut rng);
-        assert!(ip.starts_with("192.0.2.") || ip.starts_with("198.51.100.") || ip.starts_with("203.0.113."));
+        assert!(
+            ip.starts_with("192.0.2.")
+                || ip.starts_with("198.51.100.")
+                || ip.starts_with("203.0.113.")
+        );
         assert!(generate(Label::IpAddress, "fe80::1", 0, &mut rng).starts_with("2001:db8::"));
         assert_eq!(generate(Label::Zipcode, "02115-6110", 0, &mut rng).len(), 5);
     }
@@ -322,6 +410,9 @@ mod tests {
     #[test]
     fn dates_are_shifted_in_format() {
         let mut rng = StdRng::seed_from_u64(3);
-        assert_eq!(generate(Label::Date, "Jan 2, 1980", 10, &mut rng), "Jan 12, 1980");
+        assert_eq!(
+            generate(Label::Date, "Jan 2, 1980", 10, &mut rng),
+            "Jan 12, 1980"
+        );
     }
 }

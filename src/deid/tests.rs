@@ -40,7 +40,10 @@ fn spans() -> Vec<Span> {
 #[test]
 fn mask_uses_wire_labels() {
     let out = run(method(Method::Mask), TEXT, &spans());
-    assert_eq!(out.text, "[first_name] [last_name] born [date] email [email]");
+    assert_eq!(
+        out.text,
+        "[first_name] [last_name] born [date] email [email]"
+    );
     assert_eq!(out.replacements.len(), 4);
     assert!(out.mapping.is_empty());
     assert_eq!(out.replacements[2].original, "01/02/1980");
@@ -60,8 +63,12 @@ fn hash_is_keyed_and_stable() {
     assert_eq!(a.text, b.text);
     let first = &a.replacements[0].replacement;
     assert!(first.starts_with("first_name_") && first.len() == "first_name_".len() + 8);
-    let other = Deidentifier::new(method(Method::Hash), &HashKey::from_bytes([8u8; 32]), StdRng::seed_from_u64(1))
-        .apply(TEXT, &spans());
+    let other = Deidentifier::new(
+        method(Method::Hash),
+        &HashKey::from_bytes([8u8; 32]),
+        StdRng::seed_from_u64(1),
+    )
+    .apply(TEXT, &spans());
     assert_ne!(other.text, a.text, "a different key gives different hashes");
     // Not the unkeyed SHA-256 prefix OpenMed uses.
     use sha2::Digest;
@@ -72,9 +79,17 @@ fn hash_is_keyed_and_stable() {
 #[test]
 fn replace_is_consistent_within_a_request() {
     let text = "Smith saw Smith and Jones";
-    let s = [sp(0, 5, Label::LastName), sp(10, 15, Label::LastName), sp(20, 25, Label::LastName)];
+    let s = [
+        sp(0, 5, Label::LastName),
+        sp(10, 15, Label::LastName),
+        sp(20, 25, Label::LastName),
+    ];
     let out = run(method(Method::Replace), text, &s);
-    let r: Vec<&str> = out.replacements.iter().map(|r| r.replacement.as_str()).collect();
+    let r: Vec<&str> = out
+        .replacements
+        .iter()
+        .map(|r| r.replacement.as_str())
+        .collect();
     assert_eq!(r[0], r[1]);
     assert_ne!(r[0], r[2]);
     assert_ne!(r[0], "Smith");
@@ -88,7 +103,10 @@ fn shift_dates_keeps_format_and_masks_the_rest() {
         ..DeidOptions::default()
     };
     let out = run(opts, TEXT, &spans());
-    assert_eq!(out.text, "[first_name] [last_name] born 01/12/1980 email [email]");
+    assert_eq!(
+        out.text,
+        "[first_name] [last_name] born 01/12/1980 email [email]"
+    );
     assert_eq!(out.replacements[2].action, Action::ShiftDates);
     assert_eq!(out.replacements[0].action, Action::Mask);
 }
@@ -102,14 +120,22 @@ fn shift_dates_keep_year_and_unparseable() {
         ..DeidOptions::default()
     };
     let text = "on 12/30/1980 and yesterday";
-    let out = run(opts, text, &[sp(3, 13, Label::Date), sp(18, 27, Label::Date)]);
+    let out = run(
+        opts,
+        text,
+        &[sp(3, 13, Label::Date), sp(18, 27, Label::Date)],
+    );
     assert_eq!(out.text, "on 01/04/1980 and [date]");
 }
 
 #[test]
 fn random_shift_is_nonzero_and_shared() {
     for seed in 0..50 {
-        let d = Deidentifier::new(method(Method::ShiftDates), &key(), StdRng::seed_from_u64(seed));
+        let d = Deidentifier::new(
+            method(Method::ShiftDates),
+            &key(),
+            StdRng::seed_from_u64(seed),
+        );
         assert!(d.shift_days() != 0 && d.shift_days().abs() <= 365);
     }
     let text = "01/01/2000 and 01/11/2000";
@@ -118,7 +144,11 @@ fn random_shift_is_nonzero_and_shared() {
     let parse = |s: &str| chrono::NaiveDate::parse_from_str(s, "%m/%d/%Y").ok();
     let a = parse(&out.replacements[0].replacement);
     let b = parse(&out.replacements[1].replacement);
-    assert_eq!(a.zip(b).map(|(a, b)| (b - a).num_days()), Some(10), "interval kept");
+    assert_eq!(
+        a.zip(b).map(|(a, b)| (b - a).num_days()),
+        Some(10),
+        "interval kept"
+    );
 }
 
 #[test]
@@ -128,7 +158,10 @@ fn keep_mapping_fills_pairs() {
         ..DeidOptions::default()
     };
     let out = run(opts, TEXT, &spans());
-    assert_eq!(out.mapping[0], ("[first_name]".to_owned(), "John".to_owned()));
+    assert_eq!(
+        out.mapping[0],
+        ("[first_name]".to_owned(), "John".to_owned())
+    );
     assert_eq!(out.mapping.len(), 4);
 }
 
@@ -149,7 +182,10 @@ fn hipaa_safe_harbor_policy() -> std::result::Result<(), PolicyError> {
         sp(58, 68, Label::Date),
     ];
     let out = run(opts, text, &s);
-    assert_eq!(out.text, "[first_name], 90+-year-old, DOB 1980, age 45, ZIP [zipcode], seen 2019");
+    assert_eq!(
+        out.text,
+        "[first_name], 90+-year-old, DOB 1980, age 45, ZIP [zipcode], seen 2019"
+    );
     assert!(out.mapping.is_empty());
     Ok(())
 }
@@ -177,29 +213,33 @@ fn hash_key_hex_round_trip_and_redacted_debug() -> Result<()> {
 
 #[test]
 fn method_serde_names() -> serde_json::Result<()> {
-    assert_eq!(serde_json::to_string(&Method::ShiftDates)?, "\"shift_dates\"");
+    assert_eq!(
+        serde_json::to_string(&Method::ShiftDates)?,
+        "\"shift_dates\""
+    );
     let m: Method = serde_json::from_str("\"hash\"")?;
     assert_eq!(m, Method::Hash);
     Ok(())
 }
 
 fn arb_case() -> impl Strategy<Value = (String, Vec<Span>)> {
-    "\\PC{0,60}".prop_flat_map(|text| {
-        let n = text.chars().count();
-        let span = (0..=n, 1usize..8, 0..Label::ALL.len()).prop_map(move |(s, len, l)| {
-            let s = s.min(n.saturating_sub(1));
-            (s, (s + len).min(n), l)
-        });
-        (Just(text), prop::collection::vec(span, 0..6))
-    })
-    .prop_map(|(text, raw)| {
-        let spans = raw
-            .into_iter()
-            .filter(|(s, e, _)| s < e)
-            .map(|(s, e, l)| Span::new(s, e, Label::ALL[l], 0.5, Source::Rule))
-            .collect();
-        (text, spans)
-    })
+    "\\PC{0,60}"
+        .prop_flat_map(|text| {
+            let n = text.chars().count();
+            let span = (0..=n, 1usize..8, 0..Label::ALL.len()).prop_map(move |(s, len, l)| {
+                let s = s.min(n.saturating_sub(1));
+                (s, (s + len).min(n), l)
+            });
+            (Just(text), prop::collection::vec(span, 0..6))
+        })
+        .prop_map(|(text, raw)| {
+            let spans = raw
+                .into_iter()
+                .filter(|(s, e, _)| s < e)
+                .map(|(s, e, l)| Span::new(s, e, Label::ALL[l], 0.5, Source::Rule))
+                .collect();
+            (text, spans)
+        })
 }
 
 fn arb_method() -> impl Strategy<Value = Method> {

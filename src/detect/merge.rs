@@ -98,12 +98,23 @@ mod tests {
     }
 
     fn arb_span() -> impl Strategy<Value = Span> {
-        (0usize..200, 1usize..30, 0usize..Label::ALL.len(), 0u8..=100, any::<bool>()).prop_map(
-            |(start, len, l, score, model)| {
-                let source = if model { Source::Model } else { Source::Rule };
-                Span::new(start, start + len, Label::ALL[l], f32::from(score) / 100.0, source)
-            },
+        (
+            0usize..200,
+            1usize..30,
+            0usize..Label::ALL.len(),
+            0u8..=100,
+            any::<bool>(),
         )
+            .prop_map(|(start, len, l, score, model)| {
+                let source = if model { Source::Model } else { Source::Rule };
+                Span::new(
+                    start,
+                    start + len,
+                    Label::ALL[l],
+                    f32::from(score) / 100.0,
+                    source,
+                )
+            })
     }
 
     proptest! {

@@ -178,10 +178,10 @@ pub(crate) fn intl_phone(s: &str) -> Option<&str> {
 
 /// US state and territory postal abbreviations.
 pub(crate) const STATES: [&str; 56] = [
-    "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA",
-    "KS", "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ",
-    "NM", "NY", "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT",
-    "VA", "WA", "WV", "WI", "WY", "DC", "PR", "GU", "VI", "AS", "MP",
+    "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS",
+    "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY",
+    "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV",
+    "WI", "WY", "DC", "PR", "GU", "VI", "AS", "MP",
 ];
 
 /// `ST 12345`: the two letters must be a state abbreviation (the ZIP is the capture).
@@ -221,7 +221,13 @@ mod tests {
     #[test]
     fn ssn_issuance_rules() {
         assert!(ssn("123-45-6789").is_some());
-        for bad in ["000-12-3456", "666-12-3456", "900-12-3456", "123-00-4567", "123-45-0000"] {
+        for bad in [
+            "000-12-3456",
+            "666-12-3456",
+            "900-12-3456",
+            "123-00-4567",
+            "123-45-0000",
+        ] {
             assert!(ssn(bad).is_none(), "{bad}");
         }
     }

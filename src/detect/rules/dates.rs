@@ -252,14 +252,17 @@ impl DateParts {
         // Padding: a one-digit field means "no padding"; a two-digit field below 10 means
         // padding; a two-digit field of 10 or more follows the other field, else pads.
         let pad_of = |role: Role| -> Option<bool> {
-            nums.iter().zip(&roles).find(|(_, r)| **r == role).and_then(|((_, t), _)| {
-                let v: u32 = t.parse().ok()?;
-                match (t.len(), v) {
-                    (1, _) => Some(false),
-                    (_, v) if v < 10 => Some(true),
-                    _ => None,
-                }
-            })
+            nums.iter()
+                .zip(&roles)
+                .find(|(_, r)| **r == role)
+                .and_then(|((_, t), _)| {
+                    let v: u32 = t.parse().ok()?;
+                    match (t.len(), v) {
+                        (1, _) => Some(false),
+                        (_, v) if v < 10 => Some(true),
+                        _ => None,
+                    }
+                })
         };
         let (pm, pd) = (pad_of(Role::Month), pad_of(Role::Day));
         // Numeric dates default to padding (`12/25` style); with a month name, `30` reads
@@ -294,7 +297,9 @@ impl DateParts {
     /// The date moved by `days`, written in the source format. With `keep_year` the
     /// source year is kept (a shifted February 29th in a non-leap year becomes the 28th).
     pub(crate) fn shifted(&self, days: i64, keep_year: bool) -> Option<String> {
-        let moved = self.anchor()?.checked_add_signed(Duration::try_days(days)?)?;
+        let moved = self
+            .anchor()?
+            .checked_add_signed(Duration::try_days(days)?)?;
         let (mut y, m, mut d) = (moved.year(), moved.month(), moved.day());
         if keep_year {
             if let Some(src) = self.year {
@@ -323,7 +328,9 @@ impl DateParts {
                 Tok::MonthNum { pad } => out.push_str(&pad_num(month, *pad)),
                 Tok::Day { pad } => out.push_str(&pad_num(day, *pad)),
                 Tok::MonthName { style, case } => {
-                    let idx = usize::try_from(month.saturating_sub(1)).unwrap_or(0).min(11);
+                    let idx = usize::try_from(month.saturating_sub(1))
+                        .unwrap_or(0)
+                        .min(11);
                     let full = MONTHS[idx];
                     let word = match style {
                         NameStyle::Full => full,
@@ -354,7 +361,11 @@ fn pad_num(v: u32, pad: bool) -> String {
 }
 
 /// Assigns year/month/day roles to the numeric fields.
-fn assign_roles(nums: &[(usize, String)], has_month_name: bool, tokens: &[Tok]) -> Option<Vec<Role>> {
+fn assign_roles(
+    nums: &[(usize, String)],
+    has_month_name: bool,
+    tokens: &[Tok],
+) -> Option<Vec<Role>> {
     let lens: Vec<usize> = nums.iter().map(|(_, t)| t.len()).collect();
     if has_month_name {
         return match lens.as_slice() {

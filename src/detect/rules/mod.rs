@@ -93,7 +93,10 @@ impl RuleRecognizer {
         for p in &self.patterns {
             for caps in p.re.captures_iter(text) {
                 let Some(m) = caps.get(p.group) else { continue };
-                if !caps.get(0).is_some_and(|whole| (p.full_check)(whole.as_str())) {
+                if !caps
+                    .get(0)
+                    .is_some_and(|whole| (p.full_check)(whole.as_str()))
+                {
                     continue;
                 }
                 let Some(accepted) = (p.check)(m.as_str()) else {

@@ -39,31 +39,103 @@ const MONTH: &str = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|ju
 const ID_TOKEN: &str = r"\b[A-Za-z]{0,3}\d[A-Za-z0-9-]{3,24}\b";
 
 const PHONE_WORDS: &[&str] = &[
-    "phone", "tel", "tel.", "telephone", "cell", "mobile", "call", "fax", "pager", "contact",
-    "ph:", "ph.", "ph #", "home", "work",
+    "phone",
+    "tel",
+    "tel.",
+    "telephone",
+    "cell",
+    "mobile",
+    "call",
+    "fax",
+    "pager",
+    "contact",
+    "ph:",
+    "ph.",
+    "ph #",
+    "home",
+    "work",
 ];
 const FAX_WORDS: &[&str] = &["fax", "facsimile"];
-const SSN_WORDS: &[&str] = &["ssn", "ss#", "ss #", "social security", "soc sec", "soc. sec."];
+const SSN_WORDS: &[&str] = &[
+    "ssn",
+    "ss#",
+    "ss #",
+    "social security",
+    "soc sec",
+    "soc. sec.",
+];
 const MRN_WORDS: &[&str] = &[
-    "mrn", "mr#", "mr #", "mr no", "medical record", "med rec", "chart", "chart #", "chart no",
-    "record #", "record no", "hospital number", "hospital #", "patient id", "pt id",
+    "mrn",
+    "mr#",
+    "mr #",
+    "mr no",
+    "medical record",
+    "med rec",
+    "chart",
+    "chart #",
+    "chart no",
+    "record #",
+    "record no",
+    "hospital number",
+    "hospital #",
+    "patient id",
+    "pt id",
 ];
 const PLAN_WORDS: &[&str] = &[
-    "member id", "member #", "member number", "member no", "policy", "subscriber",
-    "insurance id", "insurance #", "insurance number", "insurance no", "medicare", "medicaid",
-    "health plan", "group number", "group #", "plan id", "beneficiary", "mbi",
+    "member id",
+    "member #",
+    "member number",
+    "member no",
+    "policy",
+    "subscriber",
+    "insurance id",
+    "insurance #",
+    "insurance number",
+    "insurance no",
+    "medicare",
+    "medicaid",
+    "health plan",
+    "group number",
+    "group #",
+    "plan id",
+    "beneficiary",
+    "mbi",
 ];
 const ACCOUNT_WORDS: &[&str] = &["account", "acct", "acct.", "a/c", "billing", "invoice"];
 const LICENSE_WORDS: &[&str] = &[
-    "license", "licence", "lic #", "lic no", "lic.", "dl#", "dl #", "dl no",
-    "driver's license", "drivers license", "driver license", "driver's licence",
-    "certificate", "cert #", "board certification",
+    "license",
+    "licence",
+    "lic #",
+    "lic no",
+    "lic.",
+    "dl#",
+    "dl #",
+    "dl no",
+    "driver's license",
+    "drivers license",
+    "driver license",
+    "driver's licence",
+    "certificate",
+    "cert #",
+    "board certification",
 ];
 const NPI_WORDS: &[&str] = &["npi", "national provider"];
 const PLATE_WORDS: &[&str] = &["plate", "plates", "tag number", "tag #", "registration"];
 const DEVICE_WORDS: &[&str] = &[
-    "serial", "serial number", "serial no", "s/n", "sn", "sn:", "device id", "device",
-    "udi", "implant", "pacemaker", "lot", "model number", "imei",
+    "serial",
+    "serial number",
+    "serial no",
+    "s/n",
+    "sn",
+    "sn:",
+    "device id",
+    "device",
+    "udi",
+    "implant",
+    "pacemaker",
+    "lot",
+    "model number",
+    "imei",
 ];
 const ZIP_WORDS: &[&str] = &["zip", "zip code", "zipcode", "postal code", "postcode"];
 
@@ -79,7 +151,13 @@ struct Spec {
     full_check: fn(&str) -> bool,
 }
 
-fn spec(name: &'static str, re: &str, label: Label, score: f32, check: fn(&str) -> Option<&str>) -> Spec {
+fn spec(
+    name: &'static str,
+    re: &str,
+    label: Label,
+    score: f32,
+    check: fn(&str) -> Option<&str>,
+) -> Spec {
     Spec {
         name,
         re: re.to_owned(),
