@@ -106,7 +106,13 @@ impl RuleRecognizer {
                     continue;
                 }
                 let (b_start, b_end) = (m.start(), m.start() + accepted.len());
-                let left = left_context(text, b_start);
+                // The left context is only built for rules that read it.
+                let needs_left = matches!(p.context, Context::Required(_)) || p.relabel.is_some();
+                let left = if needs_left {
+                    left_context(text, b_start)
+                } else {
+                    String::new()
+                };
                 if let Context::Required(words) = p.context {
                     if !has_keyword(&left, words) {
                         continue;
