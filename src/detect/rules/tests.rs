@@ -171,3 +171,52 @@ fn every_rule_compiles_and_has_a_unique_name() {
     dedup.dedup();
     assert_eq!(names.len(), dedup.len());
 }
+
+mod props {
+    use super::rec;
+    use crate::detect::rules::dates::DateParts;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn find_never_panics_and_spans_index_the_text(text in "\\PC{0,200}") {
+            let n = text.chars().count();
+            let spans = rec().find(&text);
+            for w in spans.windows(2) {
+                prop_assert!(w[0].end <= w[1].start);
+            }
+            prop_assert!(spans.iter().all(|s| s.start < s.end && s.end <= n));
+        }
+
+        #[test]
+        fn find_on_digit_soup_never_panics(text in "[0-9 /.:+()-]{0,80}[A-Za-z ]{0,10}") {
+            let n = text.chars().count();
+            prop_assert!(rec().find(&text).iter().all(|s| s.end <= n));
+        }
+
+        #[test]
+        fn date_parse_never_panics(text in "\\PC{0,30}", days in -4000i64..4000, keep in any::<bool>()) {
+            if let Some(d) = DateParts::parse(&text) {
+                let _ = d.shifted(days, keep);
+                let _ = d.year_only();
+            }
+        }
+
+        #[test]
+        fn shifted_dates_parse_back_to_the_shifted_day(m in 1u32..=12, d in 1u32..=28, y in 1900i32..2100, days in -800i64..800) {
+            for src in [format!("{m:02}/{d:02}/{y}"), format!("{y}-{m:02}-{d:02}"), format!("{d}.{m}.{y}")] {
+                let parsed = DateParts::parse(&src);
+                prop_assert!(parsed.is_some(), "{}", src);
+                let shifted = parsed.and_then(|p| p.shifted(days, false));
+                let back = shifted.as_deref().and_then(DateParts::parse);
+                let want = chrono::NaiveDate::from_ymd_opt(y, m, d)
+                    .and_then(|x| x.checked_add_signed(chrono::Duration::days(days)));
+                use chrono::Datelike;
+                prop_assert_eq!(
+                    back.map(|b| (b.year, b.month, b.day)),
+                    want.map(|w| (Some(w.year()), w.month(), Some(w.day())))
+                );
+            }
+        }
+    }
+}
