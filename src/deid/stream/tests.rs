@@ -152,6 +152,16 @@ fn arb_text() -> impl Strategy<Value = String> {
         .prop_map(|v| v.into_iter().flat_map(|(p, s)| [p, s]).collect::<String>())
 }
 
+/// Configurations whose left context covers the rules' context reach plus one token
+/// (the condition under which streaming must equal a single pass).
+fn arb_config() -> impl Strategy<Value = StreamConfig> {
+    (32usize..400, 72usize..=160, 40usize..=128).prop_map(|(w, c, e)| StreamConfig {
+        window_chars: w,
+        tokenizer_context_chars: c,
+        max_entity_chars: e,
+    })
+}
+
 fn arb_method() -> impl Strategy<Value = Method> {
     prop_oneof![
         Just(Method::Mask),
@@ -164,13 +174,19 @@ fn arb_method() -> impl Strategy<Value = Method> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
     #[test]
-    fn streaming_equals_single_shot(text in arb_text(), chunk in 1usize..=64, m in arb_method(), seed in any::<u64>()) {
+    fn streaming_equals_single_shot(
+        text in arb_text(),
+        chunk in 1usize..=64,
+        m in arb_method(),
+        seed in any::<u64>(),
+        cfg in arb_config(),
+    ) {
         let key = HashKey::from_bytes([3u8; 32]);
         let opts = DeidOptions { method: m, ..DeidOptions::default() };
         let single = Deidentifier::new(opts.clone(), &key, StdRng::seed_from_u64(seed))
             .apply(&text, &rules().find(&text));
         let mut deid = Deidentifier::new(opts, &key, StdRng::seed_from_u64(seed));
-        let commits = stream(&text, chunk, small());
+        let commits = stream(&text, chunk, cfg);
         let mut joined = String::new();
         let chars: Vec<char> = text.chars().collect();
         let mut next = 0;
