@@ -236,7 +236,15 @@ fn specs() -> Vec<Spec> {
         spec("device_ctx", r"\b[A-Za-z]{0,6}\d[A-Za-z0-9-]{3,30}\b", Label::DeviceId, 0.8, checks::id_token).needs(DEVICE_WORDS),
         spec("udi_gs1", r"\(01\)\d{14}(?:\(\d{2,4}\)[A-Za-z0-9]{1,20})*", Label::DeviceId, 0.9, checks::any),
         // --- credit cards
-        spec("credit_card", r"\b(?:\d[ -]?){12,18}\d\b", Label::CreditCard, 0.9, checks::credit_card),
+        // Card groupings (4-4-4-x, Amex 4-6-5) or one run, so two phone numbers in a row
+        // never read as one card.
+        spec(
+            "credit_card",
+            r"\b(?:\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{1,7}|\d{4}[ -]?\d{6}[ -]?\d{4,5})\b",
+            Label::CreditCard,
+            0.9,
+            checks::credit_card,
+        ),
         // --- zip codes, addresses
         spec("zip_after_state", r"\b[A-Z]{2},?\s+(\d{5}(?:-\d{4})?)\b", Label::Zipcode, 0.85, checks::any)
             .group(1)
@@ -253,7 +261,7 @@ fn specs() -> Vec<Spec> {
         // --- ages over 89
         spec("age_year_old", r"(?i)\b(\d{2,3})[- ](?:years?|yrs?)[- ]old\b", Label::Age, 0.9, checks::age_over_89).group(1),
         spec("age_word", r"(?i)\b(?:age|aged|age:)\s*(\d{2,3})\b", Label::Age, 0.9, checks::age_over_89).group(1),
-        spec("age_yo", r"(?i)\b(\d{2,3})\s*(?:yo\b|y/o\b|y\.o\.|yrs? old\b)", Label::Age, 0.9, checks::age_over_89).group(1),
+        spec("age_yo", r"(?i)\b(\d{2,3})[\s-]*(?:yo\b|y/o\b|y\.o\.|yrs? old\b)", Label::Age, 0.9, checks::age_over_89).group(1),
     ]
 }
 

@@ -110,6 +110,9 @@ rows! {
     udi: "UDI (01)00844588003288(17)141120(10)7654321D" => [("(01)00844588003288(17)141120(10)7654321D", DeviceId)];
     // cards
     card: "card 4111 1111 1111 1111 on file" => [("4111 1111 1111 1111", CreditCard)];
+    card_run: "card 4111111111111111." => [("4111111111111111", CreditCard)];
+    card_amex: "amex 3782 822463 10005" => [("3782 822463 10005", CreditCard)];
+    two_phones_not_card: "555-123-4567 555-123-4567" => [("555-123-4567", Phone), ("555-123-4567", Phone)];
     card_bad_luhn: "card 4111 1111 1111 1112 on file" => [];
     // zip and addresses
     zip_state: "Springfield, IL 62704" => [("62704", Zipcode)];
@@ -126,6 +129,7 @@ rows! {
     age_aged: "aged 101 years" => [("101", Age)];
     age_yo: "96 yo female" => [("96", Age)];
     age_y_o: "97 y/o male" => [("97", Age)];
+    age_dash_yo: "a 96-yo woman" => [("96", Age)];
     age_89_not_phi: "an 89-year-old man" => [];
     age_45_not_phi: "45 yo female" => [];
     // hard negatives in clinical prose
@@ -133,6 +137,7 @@ rows! {
     labs: "Na 138, K 4.1, Cr 1.02, HbA1c 7.2%" => [];
     icd: "ICD-10 E11.9 and I10" => [];
     vitals: "HR 72, RR 16, SpO2 98%, T 37.2" => [];
+    clinical_paragraph: "HPI: 67 yo M with hx of HTN, DM2 (A1c 7.2% on 3/4), CHF EF 35%. Vitals: BP 132/84, HR 88, T 98.6F, SpO2 96% RA. Labs: WBC 11.2, Hgb 13.5, Plt 250, Na 135, K 4.2, Cr 1.1. Meds: lisinopril 10 mg daily, metformin 500 mg BID, insulin 12 units at 21:00. Plan: f/u in 2 weeks, repeat BMP in 2019 style. ICD-10 I50.22, E11.9. Troponin 0.04 ng/mL x 2. GCS 15/15. APGAR 8/9." => [];
 }
 
 at! {
