@@ -194,7 +194,7 @@ impl CarryBuffer {
         }
         let end = (self.committed + step).min(self.total);
         let last = self.finished && end == self.total;
-        let idx = CharIndex::new(&self.buf);
+        let idx = self.index_upto(end);
         let rel = |p: usize| p - self.base;
         // Left context, started at a whitespace boundary when one is available so that a
         // half token never opens the window.
@@ -244,7 +244,7 @@ impl CarryBuffer {
                 s
             })
             .collect();
-        let idx = CharIndex::new(&self.buf);
+        let idx = self.index_upto(p.end);
         let rel = |q: usize| q - self.base;
         let mut cut = if p.last {
             p.end
@@ -274,6 +274,17 @@ impl CarryBuffer {
         self.committed = cut;
         self.trim(&idx);
         Some(commit)
+    }
+
+    /// Index of the buffered text up to code point `upto` (original offsets), so a large
+    /// pushed piece costs one window's work per window, not the whole piece's.
+    fn index_upto(&self, upto: usize) -> CharIndex {
+        let byte = self
+            .buf
+            .char_indices()
+            .nth(upto - self.base)
+            .map_or(self.buf.len(), |(b, _)| b);
+        CharIndex::new(&self.buf[..byte])
     }
 
     /// The largest cut in `(committed, target]` that sits next to whitespace, else

@@ -202,3 +202,14 @@ proptest! {
         prop_assert_eq!(joined, single.text);
     }
 }
+
+#[test]
+fn one_large_piece_equals_small_pieces() {
+    let text = "MRN: 00123456, call 555-123-4567, DOB 01/02/1980. ".repeat(400);
+    let a: Vec<Commit> = stream(&text, text.chars().count(), StreamConfig::default());
+    let b: Vec<Commit> = stream(&text, 37, StreamConfig::default());
+    let spans = |cs: &[Commit]| cs.iter().flat_map(|c| c.spans.clone()).collect::<Vec<_>>();
+    assert_eq!(spans(&a), rules().find(&text));
+    assert_eq!(spans(&b), rules().find(&text));
+    assert!(a.len() > 5, "a long text is committed window by window");
+}
