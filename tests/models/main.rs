@@ -193,7 +193,7 @@ async fn pull_installs_with_progress_reaching_the_total() -> TestResult {
 
 #[tokio::test]
 async fn a_cut_connection_is_resumed_with_a_range_request() -> TestResult {
-    let hub = Hub::start(&["--cut-after", "3000"]);
+    let hub = Hub::start(&["--cut-after", "5000"]);
     let (_tmp, store) = new_store();
     hub.downloader()
         .pull(&store, TINY, |_| {}, CancellationToken::new())
@@ -203,18 +203,18 @@ async fn a_cut_connection_is_resumed_with_a_range_request() -> TestResult {
     let total = fixture_bytes("model.safetensors").len() as u64;
     let gets = hub.blob_gets();
     assert_eq!(gets.len(), 2, "{gets:?}");
-    assert_eq!(gets[0]["sent"], 3000);
-    assert_eq!(gets[1]["range"], "bytes=3000-");
+    assert_eq!(gets[0]["sent"], 5000);
+    assert_eq!(gets[1]["range"], "bytes=5000-");
     assert_eq!(gets[1]["status"], 206);
     let after_resume = gets[1]["sent"].as_u64().unwrap_or(u64::MAX);
-    assert_eq!(after_resume, total - 3000);
+    assert_eq!(after_resume, total - 5000);
     assert!(after_resume < total);
     Ok(())
 }
 
 #[tokio::test]
 async fn a_failed_pull_leaves_a_partial_that_the_next_pull_resumes() -> TestResult {
-    let hub = Hub::start(&["--cut-after", "3000"]);
+    let hub = Hub::start(&["--cut-after", "5000"]);
     let (_tmp, store) = new_store();
     let once = hub.downloader().with_max_attempts(1);
     let err = once
@@ -222,7 +222,7 @@ async fn a_failed_pull_leaves_a_partial_that_the_next_pull_resumes() -> TestResu
         .await
         .expect_err("the cut must fail a single-attempt pull");
     assert!(matches!(err, ModelError::Transport(_)), "{err}");
-    assert_eq!(std::fs::metadata(partial_file(&store, "model.safetensors"))?.len(), 3000);
+    assert_eq!(std::fs::metadata(partial_file(&store, "model.safetensors"))?.len(), 5000);
     assert!(store.get(TINY).is_none());
 
     let (seen, progress) = recorder();
@@ -236,9 +236,9 @@ async fn a_failed_pull_leaves_a_partial_that_the_next_pull_resumes() -> TestResu
         .cloned()
         .expect("progress for the weights");
     let before_weights = (fixture_bytes("config.json").len() + fixture_bytes("tokenizer.json").len()) as u64;
-    assert_eq!(first_weights.bytes, before_weights + 3000, "progress did not start from the resumed bytes");
+    assert_eq!(first_weights.bytes, before_weights + 5000, "progress did not start from the resumed bytes");
     let gets = hub.blob_gets();
-    assert_eq!(gets.last().map(|g| g["range"].clone()), Some("bytes=3000-".into()));
+    assert_eq!(gets.last().map(|g| g["range"].clone()), Some("bytes=5000-".into()));
     assert!(store.verify(TINY)?.ok());
     Ok(())
 }
@@ -281,7 +281,7 @@ async fn git_blob_etags_of_small_files_are_verified_too() -> TestResult {
 
 #[tokio::test]
 async fn cancellation_stops_promptly_and_keeps_a_resumable_partial() -> TestResult {
-    let slow = Hub::start(&["--throttle", "4000"]);
+    let slow = Hub::start(&["--throttle", "2000"]);
     let (_tmp, store) = new_store();
     let cancel = CancellationToken::new();
     let cancelled_at = Arc::new(Mutex::new(None::<Instant>));
@@ -294,7 +294,7 @@ async fn cancellation_stops_promptly_and_keeps_a_resumable_partial() -> TestResu
             move |p: Progress| {
                 if p.file == "model.safetensors" && !token.is_cancelled() && p.bytes > 0 {
                     let before = fixture_total() - fixture_bytes("model.safetensors").len() as u64;
-                    if p.bytes >= before + 1000 {
+                    if p.bytes >= before + 500 {
                         *stamp.lock().expect("stamp lock") = Some(Instant::now());
                         token.cancel();
                     }
@@ -306,9 +306,13 @@ async fn cancellation_stops_promptly_and_keeps_a_resumable_partial() -> TestResu
         .expect_err("a cancelled pull must fail");
     assert!(matches!(err, ModelError::Cancelled), "{err}");
     let at = cancelled_at.lock().expect("stamp lock").expect("cancel was requested");
-    assert!(at.elapsed() < Duration::from_secs(1), "cancellation took {:?}", at.elapsed());
+    // At 2000 B/s the rest of the file would take over 3 s: stopping well under that is
+    // the cancellation, not the end of the download.
+    let took = at.elapsed();
+    assert!(took < Duration::from_millis(1500), "cancellation took {took:?}");
     let kept = std::fs::metadata(partial_file(&store, "model.safetensors"))?.len();
-    assert!(kept >= 1000 && kept < fixture_bytes("model.safetensors").len() as u64);
+    let size = fixture_bytes("model.safetensors").len() as u64;
+    assert!(kept >= 500 && kept < size, "kept {kept} of {size} bytes");
     assert!(store.get(TINY).is_none());
     drop(slow);
 
