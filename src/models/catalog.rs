@@ -134,7 +134,9 @@ impl Catalog {
     pub fn from_toml(text: &str) -> Result<Catalog> {
         let file: CatalogFile =
             toml::from_str(text).map_err(|e| ModelError::Catalog(e.message().to_owned()))?;
-        let catalog = Catalog { entries: file.model };
+        let catalog = Catalog {
+            entries: file.model,
+        };
         catalog.validate()?;
         Ok(catalog)
     }
@@ -317,10 +319,7 @@ labels = ["FIRST_NAME", "DATE"]
         assert!(c.get("phiguard-test/tiny-bert").is_some());
         let again = c.clone().extended(TINY);
         assert!(matches!(again, Err(ModelError::Catalog(_))));
-        let alias_clash = TINY.replace(
-            "task = \"pii\"",
-            "aliases = [\"rampart\"]\ntask = \"pii\"",
-        );
+        let alias_clash = TINY.replace("task = \"pii\"", "aliases = [\"rampart\"]\ntask = \"pii\"");
         let alias_clash = alias_clash.replace("tiny-bert", "tiny-bert-2");
         assert!(Catalog::builtin()?.extended(&alias_clash).is_err());
         Ok(())
@@ -363,10 +362,16 @@ labels = ["FIRST_NAME", "DATE"]
 
     #[test]
     fn id_rules() {
-        for ok in ["rampart", "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1", "a_b.c/d-e"] {
+        for ok in [
+            "rampart",
+            "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1",
+            "a_b.c/d-e",
+        ] {
             assert!(is_valid_id(ok), "{ok}");
         }
-        for bad in ["", "/x", "x/", "a/b/c", "../x", "a/..", ".hidden", "a--b", "a b", "é"] {
+        for bad in [
+            "", "/x", "x/", "a/b/c", "../x", "a/..", ".hidden", "a--b", "a b", "é",
+        ] {
             assert!(!is_valid_id(bad), "{bad}");
         }
     }

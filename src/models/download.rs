@@ -80,7 +80,11 @@ enum Checksum {
 impl Checksum {
     /// Parses an `ETag` / `X-Linked-Etag` value (`W/"…"` or `"…"`).
     fn parse(etag: &str) -> Option<Checksum> {
-        let v = etag.trim().trim_start_matches("W/").trim_matches('"').to_ascii_lowercase();
+        let v = etag
+            .trim()
+            .trim_start_matches("W/")
+            .trim_matches('"')
+            .to_ascii_lowercase();
         if !v.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
@@ -215,7 +219,11 @@ impl Downloader {
         progress: impl Fn(Progress) + Send + Sync,
         cancel: CancellationToken,
     ) -> Result<Installed> {
-        let entry = self.catalog.get(id).ok_or(ModelError::NotInCatalog)?.clone();
+        let entry = self
+            .catalog
+            .get(id)
+            .ok_or(ModelError::NotInCatalog)?
+            .clone();
         if entry.bundled {
             return Err(ModelError::BundledReadOnly);
         }
@@ -274,7 +282,9 @@ impl Downloader {
         let mut revision = entry.revision.clone();
         let mut metas = Vec::with_capacity(entry.files.len());
         for file in &entry.files {
-            let meta = self.with_retries(cancel, file, || self.head(&entry.id, &revision, file)).await?;
+            let meta = self
+                .with_retries(cancel, file, || self.head(&entry.id, &revision, file))
+                .await?;
             if let Some(commit) = meta.commit.as_ref().filter(|c| is_plain_file_name(c)) {
                 revision = commit.clone();
             }
@@ -309,7 +319,10 @@ impl Downloader {
                     commit,
                     Some(license),
                 );
-                if matches!(r, Err(ModelError::InvalidModel { .. } | ModelError::UnsupportedFamily(_))) {
+                if matches!(
+                    r,
+                    Err(ModelError::InvalidModel { .. } | ModelError::UnsupportedFamily(_))
+                ) {
                     // Verified bytes that are still not a model: keeping them helps no one.
                     let _ = std::fs::remove_dir_all(&partial);
                 }
@@ -322,7 +335,12 @@ impl Downloader {
     }
 
     /// Runs `op` until it succeeds, fails for good, or the attempts run out.
-    async fn with_retries<T, F, Fut>(&self, cancel: &CancellationToken, file: &str, mut op: F) -> Result<T>
+    async fn with_retries<T, F, Fut>(
+        &self,
+        cancel: &CancellationToken,
+        file: &str,
+        mut op: F,
+    ) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
@@ -379,27 +397,44 @@ impl Downloader {
                 let linked = header(h, "x-linked-etag").and_then(|e| Checksum::parse(&e));
                 let size = header(h, "x-linked-size").and_then(|s| s.parse().ok());
                 if let (Some(checksum), Some(size)) = (linked, size) {
-                    return Ok(FileMeta { name: file.to_owned(), size, checksum, commit });
+                    return Ok(FileMeta {
+                        name: file.to_owned(),
+                        size,
+                        checksum,
+                        commit,
+                    });
                 }
                 let next = header(h, LOCATION.as_str()).ok_or(ModelError::HubStatus {
                     status: status.as_u16(),
                     file: file.to_owned(),
                 })?;
-                url = url.join(&next).map_err(|_| ModelError::Transport("bad redirect".into()))?;
+                url = url
+                    .join(&next)
+                    .map_err(|_| ModelError::Transport("bad redirect".into()))?;
                 continue;
             }
             if !status.is_success() {
-                return Err(ModelError::HubStatus { status: status.as_u16(), file: file.to_owned() });
+                return Err(ModelError::HubStatus {
+                    status: status.as_u16(),
+                    file: file.to_owned(),
+                });
             }
             let checksum = header(h, "x-linked-etag")
                 .or_else(|| header(h, "etag"))
                 .and_then(|e| Checksum::parse(&e))
-                .ok_or_else(|| ModelError::MissingChecksum { file: file.to_owned() })?;
+                .ok_or_else(|| ModelError::MissingChecksum {
+                    file: file.to_owned(),
+                })?;
             let size = header(h, "x-linked-size")
                 .or_else(|| header(h, CONTENT_LENGTH.as_str()))
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(|| ModelError::Transport("hub sent no file size".into()))?;
-            return Ok(FileMeta { name: file.to_owned(), size, checksum, commit });
+            return Ok(FileMeta {
+                name: file.to_owned(),
+                size,
+                checksum,
+                commit,
+            });
         }
         Err(ModelError::Transport("too many redirects".into()))
     }
@@ -440,17 +475,23 @@ impl Downloader {
         }
 
         let url = self.url(repo, revision, &meta.name);
-        self.with_retries(cancel, &meta.name, || self.fetch_range(&url, &part, meta, cancel, on_bytes))
-            .await?;
+        self.with_retries(cancel, &meta.name, || {
+            self.fetch_range(&url, &part, meta, cancel, on_bytes)
+        })
+        .await?;
 
         let (sha256, sha1, size) = hash_file(part.clone()).await?;
         if size != meta.size || !matches_checksum(&meta.checksum, &sha256, &sha1) {
             remove(&part).await?;
             remove(&tag).await?;
             return Err(if size != meta.size {
-                ModelError::SizeMismatch { file: meta.name.clone() }
+                ModelError::SizeMismatch {
+                    file: meta.name.clone(),
+                }
             } else {
-                ModelError::ChecksumMismatch { file: meta.name.clone() }
+                ModelError::ChecksumMismatch {
+                    file: meta.name.clone(),
+                }
             });
         }
         tokio::fs::rename(&part, &done)
@@ -498,21 +539,30 @@ impl Downloader {
                 let start = header(resp.headers(), CONTENT_RANGE.as_str())
                     .and_then(|r| content_range_start(&r));
                 if start != Some(have) {
-                    return Err(ModelError::Transport("hub answered a different range".into()));
+                    return Err(ModelError::Transport(
+                        "hub answered a different range".into(),
+                    ));
                 }
             }
             StatusCode::OK => {
                 // The server ignored the range: start over.
-                file.set_len(0).await.map_err(io("truncating a partial download"))?;
+                file.set_len(0)
+                    .await
+                    .map_err(io("truncating a partial download"))?;
                 have = 0;
                 on_bytes(0);
             }
             StatusCode::RANGE_NOT_SATISFIABLE => {
                 remove(part).await?;
-                return Err(ModelError::Transport("range not satisfiable; restarting".into()));
+                return Err(ModelError::Transport(
+                    "range not satisfiable; restarting".into(),
+                ));
             }
             s => {
-                return Err(ModelError::HubStatus { status: s.as_u16(), file: meta.name.clone() });
+                return Err(ModelError::HubStatus {
+                    status: s.as_u16(),
+                    file: meta.name.clone(),
+                });
             }
         }
         let mut stream = resp.bytes_stream();
@@ -529,21 +579,31 @@ impl Downloader {
                 Some(Ok(chunk)) => {
                     have += chunk.len() as u64;
                     if have > meta.size {
-                        file.flush().await.map_err(io("writing a partial download"))?;
+                        file.flush()
+                            .await
+                            .map_err(io("writing a partial download"))?;
                         remove(part).await?;
-                        return Err(ModelError::SizeMismatch { file: meta.name.clone() });
+                        return Err(ModelError::SizeMismatch {
+                            file: meta.name.clone(),
+                        });
                     }
-                    file.write_all(&chunk).await.map_err(io("writing a partial download"))?;
+                    file.write_all(&chunk)
+                        .await
+                        .map_err(io("writing a partial download"))?;
                     on_bytes(have);
                 }
                 Some(Err(e)) => {
-                    file.flush().await.map_err(io("writing a partial download"))?;
+                    file.flush()
+                        .await
+                        .map_err(io("writing a partial download"))?;
                     return Err(transport(e));
                 }
                 None => break,
             }
         }
-        file.flush().await.map_err(io("writing a partial download"))?;
+        file.flush()
+            .await
+            .map_err(io("writing a partial download"))?;
         if have < meta.size {
             return Err(ModelError::Transport("connection closed early".into()));
         }
@@ -558,7 +618,13 @@ fn header(h: &HeaderMap, name: &str) -> Option<String> {
 
 /// Start offset of `Content-Range: bytes START-END/TOTAL`.
 fn content_range_start(v: &str) -> Option<u64> {
-    v.trim().strip_prefix("bytes ")?.split('-').next()?.trim().parse().ok()
+    v.trim()
+        .strip_prefix("bytes ")?
+        .split('-')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// A transport error described without its URL (which names the model).
@@ -588,7 +654,9 @@ fn matches_checksum(want: &Checksum, sha256: &str, git_sha1: &str) -> bool {
 async fn hash_file(path: PathBuf) -> Result<(String, String, u64)> {
     blocking(move || {
         use std::io::Read;
-        let size = std::fs::metadata(&path).map_err(io("hashing a download"))?.len();
+        let size = std::fs::metadata(&path)
+            .map_err(io("hashing a download"))?
+            .len();
         let mut f = std::fs::File::open(&path).map_err(io("hashing a download"))?;
         let mut sha256 = Sha256::new();
         let mut sha1 = Sha1::new();
@@ -602,7 +670,11 @@ async fn hash_file(path: PathBuf) -> Result<(String, String, u64)> {
             sha256.update(&buf[..n]);
             sha1.update(&buf[..n]);
         }
-        Ok((hex::encode(sha256.finalize()), hex::encode(sha1.finalize()), size))
+        Ok((
+            hex::encode(sha256.finalize()),
+            hex::encode(sha1.finalize()),
+            size,
+        ))
     })
     .await
 }
@@ -630,9 +702,15 @@ mod tests {
     #[test]
     fn etags_parse_as_the_hub_sends_them() {
         let sha = "b779505cf106d0fc79ae3c5283f98084201e79b69a6e2a63b47e7673a9e730ea";
-        assert_eq!(Checksum::parse(&format!("\"{sha}\"")), Some(Checksum::Sha256(sha.into())));
+        assert_eq!(
+            Checksum::parse(&format!("\"{sha}\"")),
+            Some(Checksum::Sha256(sha.into()))
+        );
         let git = "d7d3fc2d916d36c75435394311e3fd1d9648abef";
-        assert_eq!(Checksum::parse(&format!("W/\"{git}\"")), Some(Checksum::GitSha1(git.into())));
+        assert_eq!(
+            Checksum::parse(&format!("W/\"{git}\"")),
+            Some(Checksum::GitSha1(git.into()))
+        );
         assert_eq!(Checksum::parse("\"abc\""), None);
         assert_eq!(Checksum::parse("\"zz\""), None);
     }
@@ -675,9 +753,13 @@ mod tests {
         let store = Store::with_bundled(dir.path().join("m"), None)?;
         // Port 9 (discard) on loopback: any request would fail with a transport error.
         let d = Downloader::new("http://127.0.0.1:9", None, Catalog::builtin()?)?;
-        let r = d.pull(&store, "evil/../../etc", |_| {}, CancellationToken::new()).await;
+        let r = d
+            .pull(&store, "evil/../../etc", |_| {}, CancellationToken::new())
+            .await;
         assert!(matches!(r, Err(ModelError::NotInCatalog)));
-        let r = d.pull(&store, "rampart", |_| {}, CancellationToken::new()).await;
+        let r = d
+            .pull(&store, "rampart", |_| {}, CancellationToken::new())
+            .await;
         assert!(matches!(r, Err(ModelError::BundledReadOnly)));
         Ok(())
     }

@@ -36,6 +36,5 @@ pub use download::{CancellationToken, Downloader, Progress, DEFAULT_ENDPOINT};
 pub use error::{ModelError, Result};
 pub use manifest::{Manifest, ManifestFile, ModelSource};
 pub use store::{
-    bundled_dir, FileCheck, FileStatus, Installed, Store, VerifyReport, BUNDLED_DIR_ENV,
-    BUNDLED_ID,
+    bundled_dir, FileCheck, FileStatus, Installed, Store, VerifyReport, BUNDLED_DIR_ENV, BUNDLED_ID,
 };

@@ -22,8 +22,8 @@ use serde::Serialize;
 
 use super::catalog::{is_plain_file_name, is_valid_id, Catalog};
 use super::error::{io, ModelError, Result};
-use super::manifest::{parse_sha256sums, sha256_file, Manifest, ManifestFile, SCHEMA};
 pub use super::manifest::ModelSource;
+use super::manifest::{parse_sha256sums, sha256_file, Manifest, ManifestFile, SCHEMA};
 use super::validate::{validate_dir, OPTIONAL_FILES, REQUIRED_FILES};
 
 /// Id of the model that ships with phiguard.
@@ -282,7 +282,15 @@ impl Store {
             let license = Catalog::builtin()
                 .ok()
                 .and_then(|c| c.get(&id).map(|e| e.license.clone()));
-            self.commit_dir(&id, &staging, &target, files, ModelSource::Imported, None, license)
+            self.commit_dir(
+                &id,
+                &staging,
+                &target,
+                files,
+                ModelSource::Imported,
+                None,
+                license,
+            )
         })();
         if result.is_err() {
             let _ = std::fs::remove_dir_all(&staging);
@@ -551,7 +559,10 @@ mod tests {
         ));
         s.remove("local/tiny")?;
         assert!(s.get("local/tiny").is_none());
-        assert!(matches!(s.remove("local/tiny"), Err(ModelError::NotInstalled)));
+        assert!(matches!(
+            s.remove("local/tiny"),
+            Err(ModelError::NotInstalled)
+        ));
         Ok(())
     }
 
@@ -562,7 +573,10 @@ mod tests {
         let all = s.installed()?;
         assert_eq!(all[0].id, BUNDLED_ID);
         assert_eq!(all[0].source, ModelSource::Bundled);
-        assert!(matches!(s.remove(BUNDLED_ID), Err(ModelError::BundledReadOnly)));
+        assert!(matches!(
+            s.remove(BUNDLED_ID),
+            Err(ModelError::BundledReadOnly)
+        ));
         assert!(matches!(
             s.import(&fixture(), Some(BUNDLED_ID)),
             Err(ModelError::BundledReadOnly)

@@ -32,8 +32,13 @@ pub(crate) const OPTIONAL_FILES: [&str; 8] = [
 
 /// `model_type` values phiguard has candle code for (DESIGN §7). DeBERTa-v3 checkpoints
 /// declare `deberta-v2`.
-pub const SUPPORTED_FAMILIES: [&str; 5] =
-    ["bert", "distilbert", "deberta-v2", "modernbert", "xlm-roberta"];
+pub const SUPPORTED_FAMILIES: [&str; 5] = [
+    "bert",
+    "distilbert",
+    "deberta-v2",
+    "modernbert",
+    "xlm-roberta",
+];
 
 /// Largest safetensors header accepted (the format itself caps it at 100 MB).
 const MAX_HEADER: u64 = 100_000_000;
@@ -66,7 +71,9 @@ pub fn validate_dir(dir: &Path) -> Result<ModelInfo> {
 }
 
 fn read_small(path: &Path, name: &str) -> Result<Vec<u8>> {
-    let len = std::fs::metadata(path).map_err(io("reading model files"))?.len();
+    let len = std::fs::metadata(path)
+        .map_err(io("reading model files"))?
+        .len();
     if len > 64 * 1024 * 1024 {
         return Err(ModelError::invalid(name, "too large"));
     }
@@ -138,7 +145,9 @@ pub fn check_config(bytes: &[u8]) -> Result<ModelInfo> {
 /// Removes a `B-`/`I-`/`E-`/`S-`/`L-`/`U-` (or `_`) tag prefix.
 pub(crate) fn strip_bio(label: &str) -> &str {
     let b = label.as_bytes();
-    if b.len() > 2 && matches!(b[0], b'B' | b'I' | b'E' | b'S' | b'L' | b'U') && matches!(b[1], b'-' | b'_')
+    if b.len() > 2
+        && matches!(b[0], b'B' | b'I' | b'E' | b'S' | b'L' | b'U')
+        && matches!(b[1], b'-' | b'_')
     {
         &label[2..]
     } else {
@@ -178,13 +187,15 @@ pub fn check_safetensors(path: &Path) -> Result<()> {
     let mut f = std::fs::File::open(path).map_err(io("reading model files"))?;
     let total = f.metadata().map_err(io("reading model files"))?.len();
     let mut len = [0u8; 8];
-    f.read_exact(&mut len).map_err(|_| bad("truncated header"))?;
+    f.read_exact(&mut len)
+        .map_err(|_| bad("truncated header"))?;
     let header_len = u64::from_le_bytes(len);
     if header_len == 0 || header_len > MAX_HEADER || header_len > total.saturating_sub(8) {
         return Err(bad("bad header length"));
     }
     let mut header = vec![0u8; usize::try_from(header_len).map_err(|_| bad("bad header length"))?];
-    f.read_exact(&mut header).map_err(|_| bad("truncated header"))?;
+    f.read_exact(&mut header)
+        .map_err(|_| bad("truncated header"))?;
     check_safetensors_header(&header, total - 8 - header_len)
 }
 
@@ -192,7 +203,9 @@ pub fn check_safetensors(path: &Path) -> Result<()> {
 pub(crate) fn check_safetensors_header(header: &[u8], data_len: u64) -> Result<()> {
     let bad = |why: &str| ModelError::invalid("model.safetensors", why);
     let v: Value = serde_json::from_slice(header).map_err(|_| bad("header is not JSON"))?;
-    let map = v.as_object().ok_or_else(|| bad("header is not an object"))?;
+    let map = v
+        .as_object()
+        .ok_or_else(|| bad("header is not an object"))?;
     let mut tensors = 0usize;
     let mut max_end = 0u64;
     for (name, t) in map {
@@ -226,7 +239,9 @@ pub(crate) fn check_safetensors_header(header: &[u8], data_len: u64) -> Result<(
         if end > data_len {
             return Err(bad("tensor data lies past the end of the file"));
         }
-        let bits = elements.checked_mul(width).ok_or_else(|| bad("bad shape"))?;
+        let bits = elements
+            .checked_mul(width)
+            .ok_or_else(|| bad("bad shape"))?;
         if bits.div_ceil(8) != end - begin {
             return Err(bad("tensor byte count does not match its shape"));
         }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use phiguard::models::{
-    Catalog, CancellationToken, Downloader, FileStatus, ModelError, ModelSource, Progress, Store,
+    CancellationToken, Catalog, Downloader, FileStatus, ModelError, ModelSource, Progress, Store,
 };
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -40,8 +40,10 @@ fn fixture_total() -> u64 {
 }
 
 fn catalog() -> Catalog {
-    Catalog::load(Some(&repo_root().join("tests/fixtures/hub/catalog-extra.toml")))
-        .expect("test catalog")
+    Catalog::load(Some(
+        &repo_root().join("tests/fixtures/hub/catalog-extra.toml"),
+    ))
+    .expect("test catalog")
 }
 
 /// The fixture hub server, killed on drop.
@@ -107,7 +109,9 @@ impl Hub {
     fn blob_gets(&self) -> Vec<serde_json::Value> {
         self.requests()
             .into_iter()
-            .filter(|r| r["method"] == "GET" && r["path"].as_str().is_some_and(|p| p.starts_with("/_cdn/")))
+            .filter(|r| {
+                r["method"] == "GET" && r["path"].as_str().is_some_and(|p| p.starts_with("/_cdn/"))
+            })
             .collect()
     }
 
@@ -167,20 +171,33 @@ async fn pull_installs_with_progress_reaching_the_total() -> TestResult {
     assert!(last.done);
     assert_eq!(last.total_bytes, fixture_total());
     assert_eq!(last.bytes, last.total_bytes);
-    assert!(seen.windows(2).all(|w| w[0].bytes <= w[1].bytes), "progress went backwards");
+    assert!(
+        seen.windows(2).all(|w| w[0].bytes <= w[1].bytes),
+        "progress went backwards"
+    );
     assert_eq!(seen.iter().filter(|p| p.done).count(), 1);
 
     assert_eq!(store.manifest(TINY)?.revision.as_deref(), Some(COMMIT));
     assert!(store.verify(TINY)?.ok());
     assert_eq!(store.installed()?.len(), 1);
-    assert!(!store.root().join(".partial/phiguard-test--tiny-bert").exists());
+    assert!(!store
+        .root()
+        .join(".partial/phiguard-test--tiny-bert")
+        .exists());
     // Pinned: after the first answer, files are fetched at the commit, not at `main`.
     let pinned = hub
         .requests()
         .iter()
-        .filter(|r| r["path"].as_str().is_some_and(|p| p.contains(&format!("/resolve/{COMMIT}/"))))
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .is_some_and(|p| p.contains(&format!("/resolve/{COMMIT}/")))
+        })
         .count();
-    assert!(pinned >= 2, "later files were not fetched at the pinned commit");
+    assert!(
+        pinned >= 2,
+        "later files were not fetched at the pinned commit"
+    );
 
     // A second pull of an installed model is a no-op.
     let before = hub.requests().len();
@@ -222,7 +239,10 @@ async fn a_failed_pull_leaves_a_partial_that_the_next_pull_resumes() -> TestResu
         .await
         .expect_err("the cut must fail a single-attempt pull");
     assert!(matches!(err, ModelError::Transport(_)), "{err}");
-    assert_eq!(std::fs::metadata(partial_file(&store, "model.safetensors"))?.len(), 5000);
+    assert_eq!(
+        std::fs::metadata(partial_file(&store, "model.safetensors"))?.len(),
+        5000
+    );
     assert!(store.get(TINY).is_none());
 
     let (seen, progress) = recorder();
@@ -235,10 +255,18 @@ async fn a_failed_pull_leaves_a_partial_that_the_next_pull_resumes() -> TestResu
         .find(|p| p.file == "model.safetensors")
         .cloned()
         .expect("progress for the weights");
-    let before_weights = (fixture_bytes("config.json").len() + fixture_bytes("tokenizer.json").len()) as u64;
-    assert_eq!(first_weights.bytes, before_weights + 5000, "progress did not start from the resumed bytes");
+    let before_weights =
+        (fixture_bytes("config.json").len() + fixture_bytes("tokenizer.json").len()) as u64;
+    assert_eq!(
+        first_weights.bytes,
+        before_weights + 5000,
+        "progress did not start from the resumed bytes"
+    );
     let gets = hub.blob_gets();
-    assert_eq!(gets.last().map(|g| g["range"].clone()), Some("bytes=5000-".into()));
+    assert_eq!(
+        gets.last().map(|g| g["range"].clone()),
+        Some("bytes=5000-".into())
+    );
     assert!(store.verify(TINY)?.ok());
     Ok(())
 }
@@ -305,11 +333,17 @@ async fn cancellation_stops_promptly_and_keeps_a_resumable_partial() -> TestResu
         .await
         .expect_err("a cancelled pull must fail");
     assert!(matches!(err, ModelError::Cancelled), "{err}");
-    let at = cancelled_at.lock().expect("stamp lock").expect("cancel was requested");
+    let at = cancelled_at
+        .lock()
+        .expect("stamp lock")
+        .expect("cancel was requested");
     // At 2000 B/s the rest of the file would take over 3 s: stopping well under that is
     // the cancellation, not the end of the download.
     let took = at.elapsed();
-    assert!(took < Duration::from_millis(1500), "cancellation took {took:?}");
+    assert!(
+        took < Duration::from_millis(1500),
+        "cancellation took {took:?}"
+    );
     let kept = std::fs::metadata(partial_file(&store, "model.safetensors"))?.len();
     let size = fixture_bytes("model.safetensors").len() as u64;
     assert!(kept >= 500 && kept < size, "kept {kept} of {size} bytes");
@@ -388,11 +422,19 @@ async fn an_alias_resolves_to_its_catalog_id_and_unknown_names_are_refused() -> 
     let (_tmp, store) = new_store();
     let err = hub
         .downloader()
-        .pull(&store, "phiguard-test/not-in-catalog", |_| {}, CancellationToken::new())
+        .pull(
+            &store,
+            "phiguard-test/not-in-catalog",
+            |_| {},
+            CancellationToken::new(),
+        )
         .await
         .expect_err("unknown names are refused");
     assert!(matches!(err, ModelError::NotInCatalog));
-    assert!(hub.requests().is_empty(), "an unknown name reached the network");
+    assert!(
+        hub.requests().is_empty(),
+        "an unknown name reached the network"
+    );
     Ok(())
 }
 
@@ -401,7 +443,10 @@ fn import_then_verify_detects_a_changed_byte_then_remove() -> TestResult {
     let (_tmp, store) = new_store();
     let m = store.import(&fixture_dir(), Some("local/tiny-bert"))?;
     assert_eq!(m.source, ModelSource::Imported);
-    assert_eq!(store.get("local/tiny-bert").map(|i| i.size_bytes), Some(fixture_total()));
+    assert_eq!(
+        store.get("local/tiny-bert").map(|i| i.size_bytes),
+        Some(fixture_total())
+    );
     assert!(store.verify("local/tiny-bert")?.ok());
 
     let weights = m.dir.join("model.safetensors");
@@ -421,13 +466,22 @@ fn import_then_verify_detects_a_changed_byte_then_remove() -> TestResult {
 
     std::fs::remove_file(m.dir.join("tokenizer.json"))?;
     let report = store.verify("local/tiny-bert")?;
-    assert!(report.files.iter().any(|f| f.name == "tokenizer.json" && f.status == FileStatus::Missing));
+    assert!(report
+        .files
+        .iter()
+        .any(|f| f.name == "tokenizer.json" && f.status == FileStatus::Missing));
 
     store.remove("local/tiny-bert")?;
     assert!(store.get("local/tiny-bert").is_none());
     assert!(store.installed()?.is_empty());
-    assert!(matches!(store.remove("local/tiny-bert"), Err(ModelError::NotInstalled)));
-    assert!(matches!(store.remove("rampart"), Err(ModelError::BundledReadOnly)));
+    assert!(matches!(
+        store.remove("local/tiny-bert"),
+        Err(ModelError::NotInstalled)
+    ));
+    assert!(matches!(
+        store.remove("rampart"),
+        Err(ModelError::BundledReadOnly)
+    ));
     Ok(())
 }
 
@@ -447,21 +501,39 @@ fn import_refuses_broken_folders_and_leaves_nothing_behind() -> TestResult {
     copy_fixture(&src)?;
     std::fs::write(src.join("config.json"), br#"{"model_type":"bert"}"#)?;
     let err = store.import(&src, None).expect_err("no id2label");
-    assert!(matches!(&err, ModelError::InvalidModel { file, .. } if file == "config.json"), "{err}");
+    assert!(
+        matches!(&err, ModelError::InvalidModel { file, .. } if file == "config.json"),
+        "{err}"
+    );
 
     copy_fixture(&src)?;
     let weights = std::fs::read(src.join("model.safetensors"))?;
-    std::fs::write(src.join("model.safetensors"), &weights[..weights.len() - 10])?;
+    std::fs::write(
+        src.join("model.safetensors"),
+        &weights[..weights.len() - 10],
+    )?;
     let err = store.import(&src, None).expect_err("truncated weights");
-    assert!(matches!(&err, ModelError::InvalidModel { file, .. } if file == "model.safetensors"), "{err}");
+    assert!(
+        matches!(&err, ModelError::InvalidModel { file, .. } if file == "model.safetensors"),
+        "{err}"
+    );
 
     copy_fixture(&src)?;
-    std::fs::write(src.join("SHA256SUMS"), format!("{}  config.json\n", "0".repeat(64)))?;
+    std::fs::write(
+        src.join("SHA256SUMS"),
+        format!("{}  config.json\n", "0".repeat(64)),
+    )?;
     let err = store.import(&src, None).expect_err("SHA256SUMS mismatch");
-    assert!(matches!(&err, ModelError::InvalidModel { file, .. } if file == "config.json"), "{err}");
+    assert!(
+        matches!(&err, ModelError::InvalidModel { file, .. } if file == "config.json"),
+        "{err}"
+    );
 
     std::fs::remove_file(src.join("SHA256SUMS"))?;
-    assert!(matches!(store.import(&src, Some("bad id")), Err(ModelError::InvalidId)));
+    assert!(matches!(
+        store.import(&src, Some("bad id")),
+        Err(ModelError::InvalidId)
+    ));
 
     let leftovers: Vec<_> = std::fs::read_dir(store.root())?
         .filter_map(|e| e.ok())
