@@ -547,3 +547,70 @@ fn import_refuses_broken_folders_and_leaves_nothing_behind() -> TestResult {
     assert_eq!(m.id, "my-model");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_partial_of_another_file_version_is_discarded_not_resumed() -> TestResult {
+    let hub = Hub::start(&[]);
+    let (_tmp, store) = new_store();
+    let part = partial_file(&store, "model.safetensors");
+    std::fs::create_dir_all(part.parent().expect("partial folder"))?;
+    std::fs::write(&part, vec![0xAB; 100])?;
+    std::fs::write(part.with_extension("partial.etag"), "0".repeat(64))?;
+
+    hub.downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await?;
+    let gets = hub.blob_gets();
+    assert_eq!(gets.len(), 1);
+    assert!(
+        gets[0]["range"].is_null(),
+        "a stale partial was resumed: {gets:?}"
+    );
+    assert!(store.verify(TINY)?.ok());
+    Ok(())
+}
+
+#[test]
+fn the_bundled_model_when_shipped_is_listed_and_verifies() -> TestResult {
+    // `models/rampart` is produced by tools/ (the inference work); this checks the store's
+    // view of it wherever bundled_dir() finds it.
+    let Some(dir) = phiguard::models::bundled_dir() else {
+        return Ok(());
+    };
+    let tmp = tempfile::tempdir()?;
+    let store = Store::with_bundled(tmp.path().join("models"), Some(dir))?;
+    let all = store.installed()?;
+    assert_eq!(all[0].id, "rampart");
+    assert_eq!(all[0].source, ModelSource::Bundled);
+    assert_eq!(all[0].family, "bert");
+    assert_eq!(all[0].license.as_deref(), Some("CC-BY-4.0"));
+    assert!(store.verify("rampart")?.ok());
+    Ok(())
+}
+
+#[tokio::test]
+async fn cli_functions_pull_list_verify_and_remove() -> TestResult {
+    use phiguard::models::cli;
+    let hub = Hub::start(&[]);
+    let (_tmp, store) = new_store();
+    let d = hub.downloader();
+    let m = cli::pull(&d, &store, TINY, false).await?;
+    assert_eq!(m.id, TINY);
+    let table = cli::list(&store, d.catalog())?;
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(TINY))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        row.contains("installed") && row.contains("11.6 kB"),
+        "{table}"
+    );
+    let (report, ok) = cli::verify(&store, TINY)?;
+    assert!(ok, "{report}");
+    assert_eq!(cli::rm(&store, TINY)?, format!("removed {TINY}"));
+    assert!(cli::list(&store, d.catalog())?
+        .lines()
+        .any(|l| l.starts_with(TINY) && l.contains("available")));
+    Ok(())
+}
