@@ -12,7 +12,9 @@
 //! - On the CPU, bias+GELU, bias+residual+LayerNorm and mask+softmax are fused kernels
 //!   ([`super::ops`]); other devices use the composite candle ops.
 
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Tensor};
+#[cfg(test)]
+use candle_core::{Device, D};
 use candle_nn::VarBuilder;
 
 use super::config::ModelConfig;

@@ -427,8 +427,10 @@ impl Recognizer for TokenClassifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inference::tokenize::tests::tiny_bert_tokenizer;
-    use proptest::prelude::*;
+    use crate::inference::tokenize::tiny_bert_tokenizer;
+    use proptest::prelude::{
+        prop_assert, prop_assert_eq, prop_oneof, proptest, Just, ProptestConfig, TestCaseError,
+    };
     use proptest::strategy::Strategy as _;
 
     const LABELS: &str = r#"{"0":"O","1":"B-GIVEN_NAME","2":"I-GIVEN_NAME","3":"B-CITY","4":"I-CITY"}"#;
@@ -446,8 +448,8 @@ mod tests {
     }
 
     #[test]
-    fn long_texts_stitch_to_the_same_logits_as_one_window() -> Result<()> {
-        // Windows of 12 tokens (10 content) with overlap 4, against one 38-token window.
+    fn long_texts_are_windowed_and_every_token_gets_logits() -> Result<()> {
+        // Windows of 12 tokens (10 content) with overlap 4 over a 20-token text.
         let small = tiny_classifier(ClassifierOptions {
             window_tokens: Some(12),
             window_overlap: 4,

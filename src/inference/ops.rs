@@ -10,7 +10,7 @@
 //! CUDA the model uses the composite candle ops instead.
 //!
 //! Accuracy: `exp` has a relative error below 2e-7 and `erf` an absolute error below
-//! 2e-7 (Abramowitz & Stegun 7.1.26), far inside the 1e-4 logit tolerance of the
+//! 1e-6 in f32 (Abramowitz & Stegun 7.1.26), far inside the 1e-4 logit tolerance of the
 //! parity tests.
 
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Shape};
@@ -43,7 +43,7 @@ pub(crate) fn fast_exp(x: f32) -> f32 {
     p * f32::from_bits(bits)
 }
 
-/// erf(x) with an absolute error below 2e-7 (Abramowitz & Stegun 7.1.26).
+/// erf(x) with an absolute error below 1e-6 in f32 (Abramowitz & Stegun 7.1.26).
 #[inline(always)]
 pub(crate) fn fast_erf(x: f32) -> f32 {
     let a = x.abs();
@@ -193,21 +193,21 @@ mod tests {
             x += 0.0137;
         }
         assert_eq!(fast_exp(-1e30), fast_exp(-87.0));
-        let mut x = -6.0f64;
-        while x < 6.0 {
-            let want = libm_erf(x);
-            assert!((f64::from(fast_erf(x as f32)) - want).abs() < 3e-7, "erf({x})");
+        let mut x = -3.0f64;
+        while x < 3.0 {
+            let want = series_erf(x);
+            assert!((f64::from(fast_erf(x as f32)) - want).abs() < 1e-6, "erf({x})");
             x += 0.001;
+        }
+        // Beyond 3 the series cancels badly; known values instead.
+        for (x, want) in [(3.5f32, 0.999_999_256_901_628f64), (4.0, 0.999_999_984_582_742), (6.0, 1.0)] {
+            assert!((f64::from(fast_erf(x)) - want).abs() < 1e-6, "erf({x})");
+            assert!((f64::from(fast_erf(-x)) + want).abs() < 1e-6, "erf(-{x})");
         }
     }
 
-    /// erf by its series / continued fraction in f64, as a reference.
-    fn libm_erf(x: f64) -> f64 {
-        // Series: erf(x) = 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)); fine to |x| < 6
-        // with f64 and enough terms when summed as a running product.
-        if x.abs() > 5.5 {
-            return x.signum();
-        }
+    /// erf by its Maclaurin series in f64 (accurate to ~1e-12 for |x| <= 3).
+    fn series_erf(x: f64) -> f64 {
         let mut term = x;
         let mut sum = x;
         let mut n = 0.0;
