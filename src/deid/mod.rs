@@ -156,6 +156,11 @@ impl HashKey {
         Ok(HashKey(bytes))
     }
 
+    /// The raw key, for keyed audit hashes elsewhere in the crate. Never log it.
+    pub fn secret_bytes(&self) -> [u8; 32] {
+        self.0
+    }
+
     /// The 64-hex-character form, for persistence.
     pub fn to_hex(&self) -> String {
         hex::encode(self.0)

@@ -54,6 +54,8 @@ pub struct Status {
     pub admission: Value,
     /// Totals (the dashboard derives rates).
     pub totals: Value,
+    /// The cluster-wide limit: `null` when per process.
+    pub cluster: Value,
 }
 
 impl Status {
@@ -105,6 +107,10 @@ pub fn status(st: &AppState) -> Status {
             "high_watermark": settings.high_watermark(),
             "low_watermark": settings.low_watermark(),
         }),
+        cluster: match &st.cluster {
+            Some(c) => json!({"mode": c.mode(), "stats": c.stats()}),
+            None => Value::Null,
+        },
         totals: json!({"requests": requests, "errors": errors, "shed": shed,
                        "retries": stats.retries, "attempts": stats.attempts}),
     }

@@ -310,9 +310,9 @@ impl ApiError {
     pub fn from_guard<E>(e: crate::guard::GuardError<E>) -> Self {
         use crate::guard::GuardError as G;
         match e {
-            G::RateLimited(r) => ApiError::RateLimited {
-                retry_after: r.retry_after.as_secs_f64(),
-                key: r.scope.as_str(),
+            G::RateLimited { retry_after, scope } => ApiError::RateLimited {
+                retry_after: retry_after.as_secs_f64(),
+                key: scope.as_str(),
             },
             G::Shed(s) => ApiError::Backpressure {
                 priority: s.priority.as_str(),

@@ -82,6 +82,11 @@ impl Metrics {
         }
     }
 
+    /// The registry, for families owned elsewhere (the cluster limiter's).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// Records one finished request.
     pub fn observe(&self, route: &str, status: u16, elapsed: Duration) {
         self.requests
@@ -101,7 +106,7 @@ impl Metrics {
                 continue;
             }
             for m in mf.get_metric() {
-                let v = m.get_counter().value() as u64;
+                let v = m.get_counter().get_value() as u64;
                 all += v;
                 let status = m
                     .get_label()

@@ -119,7 +119,13 @@ fn strip_port(host: &str) -> &str {
 }
 
 /// 400 unless the Host header is trusted (DNS-rebinding protection for a loopback service).
+///
+/// Probes and `/metrics` are exempt: kubelets and Prometheus address pods by IP, and these
+/// routes carry no patient data.
 pub async fn trusted_host(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    if matches!(req.uri().path(), "/health" | "/livez" | "/readyz" | "/metrics") {
+        return next.run(req).await;
+    }
     let host = req
         .headers()
         .get(header::HOST)
@@ -270,7 +276,19 @@ pub async fn admission(State(st): State<AppState>, mut req: Request, next: Next)
         .map(|c| c.token_id.clone())
         .unwrap_or_default();
     if let Err(e) = st.engine.guard.check_rate(&token) {
-        return ApiError::from_guard(GuardError::<()>::RateLimited(e)).into_response();
+        return ApiError::from_guard(GuardError::<()>::RateLimited {
+            retry_after: e.retry_after,
+            scope: e.scope,
+        }).into_response();
+    }
+    if let Some(cluster) = &st.cluster {
+        if let Err(r) = cluster.try_admit(&token).await {
+            return ApiError::RateLimited {
+                retry_after: r.retry_after.as_secs_f64(),
+                key: "cluster",
+            }
+            .into_response();
+        }
     }
     let permit = match st.engine.guard.admit(priority).await {
         Ok(p) => p,

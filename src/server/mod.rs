@@ -9,6 +9,7 @@ pub mod api;
 pub mod error;
 pub mod metrics;
 pub mod middleware;
+pub mod models_api;
 mod ndjson;
 pub mod openapi;
 pub mod ops;
@@ -298,14 +299,29 @@ impl Server {
         let guard = Arc::clone(&engine.guard);
         let port = settings.i64("server.port") as u16;
         let max_body = settings.i64("limits.max_request_bytes") as usize;
-        let state = AppState::new(settings, engine, tokens, hash_key, clock, home, auth_off);
+        let cluster = match settings.str("cluster.redis_url") {
+            "" => None,
+            url => {
+                let mut cfg = crate::cluster::ClusterConfig::new(
+                    url,
+                    settings.opt_i64("cluster.admissions").unwrap_or(1) as u32,
+                );
+                cfg.key_prefix = settings.str("cluster.key_prefix").to_string();
+                cfg.window = Duration::from_secs_f64(settings.f64("cluster.window_seconds"));
+                cfg.replicas = settings.i64("cluster.replicas") as u32;
+                cfg.validate()
+                    .map_err(|e| ServerError::Config(e.to_string()))?;
+                Some(crate::cluster::ClusterLimiter::new(cfg).await)
+            }
+        };
+        let state = AppState::new(settings, engine, tokens, hash_key, clock, home, auth_off, cluster);
         apply_live(&state, &state.settings());
         {
             let st = state.clone();
             guard.set_breaker_listener(Some(Arc::new(move |t: &crate::guard::BreakerTransition| {
                 st.publish(
                     "breaker",
-                    serde_json::json!({"key": t.key, "from": t.from.as_str(), "to": t.to.as_str()}),
+                    serde_json::json!({"key": t.key.to_string(), "from": t.from.as_str(), "to": t.to.as_str()}),
                 );
             })));
         }

@@ -60,6 +60,12 @@ pub(crate) async fn detect(
     Ok(det)
 }
 
+/// A per-request RNG that may cross `.await` points (`ThreadRng` may not).
+pub(crate) fn request_rng() -> rand::rngs::StdRng {
+    use rand::SeedableRng;
+    rand::rngs::StdRng::from_os_rng()
+}
+
 /// OpenMed's timestamp: naive local ISO-8601 with microseconds.
 pub(crate) fn timestamp() -> String {
     chrono::Local::now()
@@ -252,7 +258,7 @@ pub async fn pii_deidentify(
             .collect();
         let dopts = deid_options(&req);
         let policy_name = dopts.policy.as_ref().map(|p| p.name());
-        let mut deid = Deidentifier::new(dopts, &st.hash_key, rand::rng());
+        let mut deid = Deidentifier::new(dopts, &st.hash_key, request_rng());
         let out = deid.apply(&req.text, &spans);
         let entities: Vec<Value> = out
             .replacements

@@ -22,7 +22,7 @@ use super::api::{DeidentifyRequest, ExtractRequest, StreamOptions};
 use super::error::ApiError;
 use super::middleware::{Body, HeldAdmission};
 use super::ndjson::dumps;
-use super::pii::{call_options, deid_options, limits, round4};
+use super::pii::{call_options, deid_options, limits, request_rng, round4};
 use super::state::AppState;
 use super::validate::parse_object;
 use crate::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
@@ -31,7 +31,7 @@ use crate::detect::{CharIndex, Span};
 use crate::engine::CallOptions;
 
 fn keyed_hash(st: &AppState, text: &str) -> String {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(st.hash_key.as_bytes())
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&st.hash_key.secret_bytes())
         .unwrap_or_else(|_| <Hmac<Sha256> as Mac>::new_from_slice(&[0u8; 32]).expect("static key"));
     mac.update(text.as_bytes());
     format!("hmac-sha256:{}", hex::encode(mac.finalize().into_bytes()))
@@ -211,7 +211,7 @@ pub async fn pii_deidentify_stream(
         let _held = held;
         let opts = call_options(&st, req.fallback, req.keep_alive);
         let dopts = deid_options(&req);
-        let mut deid = Deidentifier::new(dopts, &st.hash_key, rand::rng());
+        let mut deid = Deidentifier::new(dopts, &st.hash_key, request_rng());
         let mut index = 0usize;
         let mut spans_out = Vec::new();
         let mut redacted_len = 0usize;

@@ -153,6 +153,11 @@ impl Settings {
                 "admission.low_watermark (PHIGUARD_BATCH_LOW_WATERMARK) must be below the high watermark {high}"
             )));
         }
+        if !self.str("cluster.redis_url").is_empty() && self.opt_i64("cluster.admissions").is_none() {
+            return Err(SettingsError::Conflict(
+                "PHIGUARD_CLUSTER_ADMISSIONS must be set when PHIGUARD_REDIS_URL is".into(),
+            ));
+        }
         if self.f64("retry.backoff_max_seconds") < self.f64("retry.backoff_initial_seconds") {
             return Err(SettingsError::Conflict(
                 "retry.backoff_max_seconds (PHIGUARD_RETRY_BACKOFF_MAX_SECONDS) must not be below retry.backoff_initial_seconds".into(),

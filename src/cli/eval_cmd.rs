@@ -1,0 +1,113 @@
+//! `phiguard eval --gold FILE`: scores the engine (rules + model, as the service runs them)
+//! against gold spans; exits 1 when `--min-recall` is not met.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{init_logging, runtime, Failure};
+use crate::deid::{DeidOptions, Deidentifier, Method};
+use crate::engine::CallOptions;
+use crate::eval::{read_gold, score, LabelMap};
+use crate::guard::Deadline;
+use crate::settings::{Home, Settings};
+
+pub(super) struct Args {
+    pub(super) gold: PathBuf,
+    pub(super) model: Option<String>,
+    pub(super) method: String,
+    pub(super) json: bool,
+    pub(super) min_recall: Option<f64>,
+    pub(super) label_map: Option<PathBuf>,
+    pub(super) threshold: f64,
+}
+
+pub(super) fn run(args: Args) -> Result<(), Failure> {
+    let home = Home::from_env();
+    let settings = Settings::load(&home)?;
+    init_logging(&settings);
+    let map = match &args.label_map {
+        Some(p) => Some(LabelMap::from_path(p).map_err(|e| Failure::usage(e.to_string()))?),
+        None => None,
+    };
+    let docs = read_gold(&args.gold, map.as_ref()).map_err(|e| Failure::usage(e.to_string()))?;
+    let method = match args.method.as_str() {
+        "mask" => Method::Mask,
+        "remove" => Method::Remove,
+        "replace" => Method::Replace,
+        "hash" => Method::Hash,
+        "shift_dates" => Method::ShiftDates,
+        _ => return Err(Failure::usage("--method must be mask, remove, replace, hash or shift_dates")),
+    };
+    let rt = runtime()?;
+    let report = rt.block_on(async {
+        let engine = crate::server::build_engine(&settings, &home, Default::default())
+            .map_err(|e| Failure::usage(e.to_string()))?;
+        let id = engine
+            .resolve(args.model.as_deref())
+            .map_err(|_| Failure::usage("the model is not installed (see `phiguard models list`)"))?;
+        let key = crate::deid::HashKey::generate(&mut rand::rng());
+        let bar = if args.json {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::new(docs.len() as u64)
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} notes {elapsed_precise}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let mut predicted = Vec::with_capacity(docs.len());
+        let mut redacted = Vec::with_capacity(docs.len());
+        let mut timings: Vec<Duration> = Vec::with_capacity(docs.len());
+        for doc in &docs {
+            let opts = CallOptions {
+                deadline: Deadline::unbounded(engine.guard.clock().now()),
+                fallback_rules: false,
+                keep_alive: None,
+            };
+            let started = Instant::now();
+            let det = engine
+                .detect(&id, Arc::from(doc.text.as_str()), &opts)
+                .await
+                .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?;
+            timings.push(started.elapsed());
+            let spans: Vec<_> = det
+                .spans
+                .into_iter()
+                .filter(|s| s.score >= args.threshold as f32)
+                .collect();
+            let mut d = Deidentifier::new(
+                DeidOptions {
+                    method,
+                    ..Default::default()
+                },
+                &key,
+                rand::rng(),
+            );
+            redacted.push(d.apply(&doc.text, &spans).text);
+            predicted.push(spans);
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+        Ok::<_, Failure>(score(&docs, &predicted, Some(&redacted)).with_timings(&docs, &timings, 5))
+    })?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| Failure::runtime(e.to_string()))?
+        );
+    } else {
+        print!("{}", report.render_table());
+    }
+    if let Some(min) = args.min_recall {
+        let got = report.overall_char_recall();
+        if got < min {
+            return Err(Failure::runtime(format!(
+                "character recall {got:.4} is below --min-recall {min}"
+            )));
+        }
+    }
+    Ok(())
+}
