@@ -193,6 +193,9 @@ impl From<crate::settings::SettingsError> for Failure {
 /// Entry point used by `src/main.rs`.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Parallelism comes from the inference worker threads, each running whole batches with
+    // single-threaded candle ops; set before any other thread exists.
+    crate::inference::init_cpu_threads(1);
     let result = match cli.command {
         Command::Serve { host, port, ui } => serve::run(host, port, ui),
         Command::Deid {
