@@ -69,7 +69,7 @@ impl Backbone {
             Family::DistilBert => Backbone::DistilBert(
                 distilbert::DistilBertForTokenClassification::load(
                     vb,
-                    &distilbert::Config::from_raw(&cfg.raw, n)?,
+                    &distilbert::Config::from_model_config(&cfg.config, n)?,
                 )?,
             ),
             Family::DebertaV2 => Backbone::DebertaV2(
