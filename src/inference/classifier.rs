@@ -66,30 +66,30 @@ impl Backbone {
                 vb,
                 &bert::Config::from_model_config(&cfg.config, n)?,
             )?),
-            Family::DistilBert => Backbone::DistilBert(
-                distilbert::DistilBertForTokenClassification::load(
+            Family::DistilBert => {
+                Backbone::DistilBert(distilbert::DistilBertForTokenClassification::load(
                     vb,
                     &distilbert::Config::from_model_config(&cfg.config, n)?,
-                )?,
-            ),
-            Family::DebertaV2 => Backbone::DebertaV2(
-                deberta_v2::DebertaV2ForTokenClassification::load(
+                )?)
+            }
+            Family::DebertaV2 => {
+                Backbone::DebertaV2(deberta_v2::DebertaV2ForTokenClassification::load(
                     vb,
                     &deberta_v2::Config::from_raw(&cfg.raw, n)?,
-                )?,
-            ),
-            Family::ModernBert => Backbone::ModernBert(
-                modernbert::ModernBertForTokenClassification::load(
+                )?)
+            }
+            Family::ModernBert => {
+                Backbone::ModernBert(modernbert::ModernBertForTokenClassification::load(
                     vb,
                     &modernbert::Config::from_model_config(&cfg.config, n)?,
-                )?,
-            ),
-            Family::XlmRoberta => Backbone::XlmRoberta(
-                xlm_roberta::XlmRobertaForTokenClassification::load(
+                )?)
+            }
+            Family::XlmRoberta => {
+                Backbone::XlmRoberta(xlm_roberta::XlmRobertaForTokenClassification::load(
                     vb,
                     &xlm_roberta::Config::from_raw(&cfg.raw, n)?,
-                )?,
-            ),
+                )?)
+            }
         })
     }
 
@@ -279,7 +279,11 @@ impl TokenClassifier {
         }
         let ids = Tensor::from_vec(ids, (batch.len(), width), &self.device)?;
         let mask = Tensor::from_vec(mask, (batch.len(), width), &self.device)?;
-        let logits = self.model.forward(&ids, &mask)?.to_dtype(DType::F32)?.to_vec3::<f32>()?;
+        let logits = self
+            .model
+            .forward(&ids, &mask)?
+            .to_dtype(DType::F32)?
+            .to_vec3::<f32>()?;
         Ok(logits
             .into_iter()
             .zip(batch)
@@ -380,7 +384,8 @@ impl TokenClassifier {
             if let Some((last, last_ty, parts)) = spans.last_mut() {
                 if last.label == label && last.end <= e.start {
                     let gap = index.slice(text, last.end, e.start);
-                    let join = gap.is_empty() || (*last_ty != e.ty && gap.chars().all(char::is_whitespace));
+                    let join = gap.is_empty()
+                        || (*last_ty != e.ty && gap.chars().all(char::is_whitespace));
                     if join {
                         last.score = (last.score * *parts as f32 + e.score) / (*parts + 1) as f32;
                         last.end = e.end;
@@ -390,7 +395,11 @@ impl TokenClassifier {
                     }
                 }
             }
-            spans.push((Span::new(e.start, e.end, label, e.score, Source::Model), e.ty, 1));
+            spans.push((
+                Span::new(e.start, e.end, label, e.score, Source::Model),
+                e.ty,
+                1,
+            ));
         }
         spans
             .into_iter()
@@ -433,7 +442,8 @@ mod tests {
     };
     use proptest::strategy::Strategy as _;
 
-    const LABELS: &str = r#"{"0":"O","1":"B-GIVEN_NAME","2":"I-GIVEN_NAME","3":"B-CITY","4":"I-CITY"}"#;
+    const LABELS: &str =
+        r#"{"0":"O","1":"B-GIVEN_NAME","2":"I-GIVEN_NAME","3":"B-CITY","4":"I-CITY"}"#;
 
     fn tiny_classifier(options: ClassifierOptions) -> Result<TokenClassifier> {
         let dev = Device::Cpu;
@@ -477,9 +487,21 @@ mod tests {
     fn text_strategy() -> impl proptest::strategy::Strategy<Value = String> {
         proptest::collection::vec(
             prop_oneof![
-                Just("zoe"), Just("Zoë"), Just("José"), Just("São"), Just("paulo"), Just("😀"),
-                Just("12/03"), Just(" "), Just("  "), Just("\n"), Just("Dr."), Just("x"),
-                Just("Müllers"), Just("-"), Just("中文")
+                Just("zoe"),
+                Just("Zoë"),
+                Just("José"),
+                Just("São"),
+                Just("paulo"),
+                Just("😀"),
+                Just("12/03"),
+                Just(" "),
+                Just("  "),
+                Just("\n"),
+                Just("Dr."),
+                Just("x"),
+                Just("Müllers"),
+                Just("-"),
+                Just("中文")
             ],
             0..60,
         )

@@ -83,11 +83,26 @@ impl DistilBertForTokenClassification {
             map.insert(to, t);
         };
         let emb = body.pp("embeddings");
-        put("bert.embeddings.word_embeddings.weight".into(), emb.get((cfg.vocab_size, d), "word_embeddings.weight")?);
-        put("bert.embeddings.position_embeddings.weight".into(), emb.get((cfg.positions, d), "position_embeddings.weight")?);
-        put("bert.embeddings.token_type_embeddings.weight".into(), Tensor::zeros((1, d), DType::F32, vb.device())?);
-        put("bert.embeddings.LayerNorm.weight".into(), emb.get(d, "LayerNorm.weight")?);
-        put("bert.embeddings.LayerNorm.bias".into(), emb.get(d, "LayerNorm.bias")?);
+        put(
+            "bert.embeddings.word_embeddings.weight".into(),
+            emb.get((cfg.vocab_size, d), "word_embeddings.weight")?,
+        );
+        put(
+            "bert.embeddings.position_embeddings.weight".into(),
+            emb.get((cfg.positions, d), "position_embeddings.weight")?,
+        );
+        put(
+            "bert.embeddings.token_type_embeddings.weight".into(),
+            Tensor::zeros((1, d), DType::F32, vb.device())?,
+        );
+        put(
+            "bert.embeddings.LayerNorm.weight".into(),
+            emb.get(d, "LayerNorm.weight")?,
+        );
+        put(
+            "bert.embeddings.LayerNorm.bias".into(),
+            emb.get(d, "LayerNorm.bias")?,
+        );
         for l in 0..cfg.layers {
             let src = body.pp(format!("transformer.layer.{l}"));
             let to = format!("bert.encoder.layer.{l}.");
@@ -99,8 +114,14 @@ impl DistilBertForTokenClassification {
                 ("ffn.lin1", "intermediate.dense", f, d),
                 ("ffn.lin2", "output.dense", d, f),
             ] {
-                put(format!("{to}{dst}.weight"), src.pp(from).get((out_dim, in_dim), "weight")?);
-                put(format!("{to}{dst}.bias"), src.pp(from).get(out_dim, "bias")?);
+                put(
+                    format!("{to}{dst}.weight"),
+                    src.pp(from).get((out_dim, in_dim), "weight")?,
+                );
+                put(
+                    format!("{to}{dst}.bias"),
+                    src.pp(from).get(out_dim, "bias")?,
+                );
             }
             for (from, dst) in [
                 ("sa_layer_norm", "attention.output.LayerNorm"),
@@ -110,8 +131,14 @@ impl DistilBertForTokenClassification {
                 put(format!("{to}{dst}.bias"), src.pp(from).get(d, "bias")?);
             }
         }
-        put("classifier.weight".into(), vb.pp("classifier").get((cfg.num_labels, d), "weight")?);
-        put("classifier.bias".into(), vb.pp("classifier").get(cfg.num_labels, "bias")?);
+        put(
+            "classifier.weight".into(),
+            vb.pp("classifier").get((cfg.num_labels, d), "weight")?,
+        );
+        put(
+            "classifier.bias".into(),
+            vb.pp("classifier").get(cfg.num_labels, "bias")?,
+        );
         let renamed = VarBuilder::from_tensors(map, DType::F32, vb.device());
         Ok(Self {
             model: BertForTokenClassification::load(renamed, &cfg.bert)?,
