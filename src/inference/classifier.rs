@@ -164,15 +164,23 @@ impl TokenClassifier {
         if weight_files.is_empty() {
             return Err(InferenceError::NoWeights);
         }
-        let mut tensors = std::collections::HashMap::new();
-        for file in &weight_files {
-            let bytes = std::fs::read(file).map_err(|source| InferenceError::Io {
+        let read = |file: &Path| {
+            std::fs::read(file).map_err(|source| InferenceError::Io {
                 file: "model.safetensors",
                 source,
-            })?;
-            tensors.extend(candle_core::safetensors::load_buffer(&bytes, device)?);
-        }
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, device);
+            })
+        };
+        // One file (the usual case): tensors are converted to f32 one by one as the
+        // model asks for them, so the f16 copy never exists in full next to the f32 one.
+        let vb = if let [only] = weight_files.as_slice() {
+            VarBuilder::from_buffered_safetensors(read(only)?, DType::F32, device)?
+        } else {
+            let mut tensors = std::collections::HashMap::new();
+            for file in &weight_files {
+                tensors.extend(candle_core::safetensors::load_buffer(&read(file)?, device)?);
+            }
+            VarBuilder::from_tensors(tensors, DType::F32, device)
+        };
         Self::from_parts(cfg, tokenizer, vb, device, options)
     }
 
