@@ -45,7 +45,7 @@ impl Config {
         if c.hidden_size == 0 || c.num_attention_heads == 0 || c.num_hidden_layers == 0 {
             return Err(InferenceError::Config("bert sizes must be non-zero".into()));
         }
-        if c.hidden_size % c.num_attention_heads != 0 {
+        if !c.hidden_size.is_multiple_of(c.num_attention_heads) {
             return Err(InferenceError::Config(
                 "hidden_size must be a multiple of num_attention_heads".into(),
             ));

@@ -339,10 +339,10 @@ impl TokenClassifier {
             })
             .collect();
         for ((i, w), rows) in jobs.iter().zip(window_logits) {
-            for t in w.own_start..w.own_end {
-                if let Some(row) = rows.get(prefix.len() + t - w.start) {
-                    out[*i].logits[t] = row.clone();
-                }
+            let owned = &mut out[*i].logits[w.own_start..w.own_end];
+            let rows = rows.iter().skip(prefix.len() + w.own_start - w.start);
+            for (dst, row) in owned.iter_mut().zip(rows) {
+                dst.clone_from(row);
             }
         }
         for (text_logits, enc) in out.iter_mut().zip(encoded) {

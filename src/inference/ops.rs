@@ -69,7 +69,7 @@ impl CustomOp1 for BiasGelu<'_> {
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
         let x = f32_slice(s, l, self.name())?;
         let n = self.bias.len();
-        if n == 0 || x.len() % n != 0 {
+        if n == 0 || !x.len().is_multiple_of(n) {
             candle_core::bail!("bias-gelu: bias does not match the last dimension")
         }
         let mut out = vec![0f32; x.len()];
@@ -106,7 +106,7 @@ impl CustomOp2 for BiasResidualLayerNorm<'_> {
         let x = f32_slice(s1, l1, self.name())?;
         let res = f32_slice(s2, l2, self.name())?;
         let n = self.gamma.len();
-        if n == 0 || x.len() != res.len() || x.len() % n != 0 || self.bias.len() != n {
+        if n == 0 || x.len() != res.len() || !x.len().is_multiple_of(n) || self.bias.len() != n {
             candle_core::bail!("bias-residual-layer-norm: shapes do not match")
         }
         let mut out = vec![0f32; x.len()];
