@@ -53,7 +53,7 @@ impl Default for ClassifierOptions {
 enum Backbone {
     Bert(bert::BertForTokenClassification),
     DistilBert(distilbert::DistilBertForTokenClassification),
-    DebertaV2(deberta_v2::DebertaV2ForTokenClassification),
+    DebertaV2(Box<deberta_v2::DebertaV2ForTokenClassification>),
     ModernBert(modernbert::ModernBertForTokenClassification),
     XlmRoberta(xlm_roberta::XlmRobertaForTokenClassification),
 }
@@ -73,10 +73,10 @@ impl Backbone {
                 )?)
             }
             Family::DebertaV2 => {
-                Backbone::DebertaV2(deberta_v2::DebertaV2ForTokenClassification::load(
+                Backbone::DebertaV2(Box::new(deberta_v2::DebertaV2ForTokenClassification::load(
                     vb,
                     &deberta_v2::Config::from_raw(&cfg.raw, n)?,
-                )?)
+                )?))
             }
             Family::ModernBert => {
                 Backbone::ModernBert(modernbert::ModernBertForTokenClassification::load(
