@@ -76,7 +76,10 @@ impl TextTokenizer {
         let special = probe.get_special_tokens_mask();
         let ids = probe.get_ids();
         let first_content = special.iter().position(|&s| s == 0).unwrap_or(ids.len());
-        let last_content = special.iter().rposition(|&s| s == 0).map_or(ids.len(), |i| i + 1);
+        let last_content = special
+            .iter()
+            .rposition(|&s| s == 0)
+            .map_or(ids.len(), |i| i + 1);
         let prefix = ids[..first_content].to_vec();
         let suffix = ids[last_content..].to_vec();
         let pad_id = ["[PAD]", "<pad>", "<|padding|>"]
@@ -133,8 +136,8 @@ impl TextTokenizer {
 /// A tiny BERT-style WordPiece tokenizer (lower-casing, accent stripping).
 pub(crate) fn tiny_bert_tokenizer() -> Result<TextTokenizer> {
     let vocab = [
-        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "zoe", "met", "jose", "in", "sao",
-        "paulo", "on", "12", "/", "03", "-", "##s", "dr", ".", "muller", "😀", "a",
+        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "zoe", "met", "jose", "in", "sao", "paulo",
+        "on", "12", "/", "03", "-", "##s", "dr", ".", "muller", "😀", "a",
     ];
     let vocab_json: String = vocab
         .iter()
@@ -180,8 +183,8 @@ mod tests {
         assert_eq!(
             pieces,
             vec![
-                "Zoë", "met", "José", "in", "São", "Paulo", "on", "12", "/", "03", "😀", "Dr",
-                ".", "Müller"
+                "Zoë", "met", "José", "in", "São", "Paulo", "on", "12", "/", "03", "😀", "Dr", ".",
+                "Müller"
             ]
         );
         // Words: "12/03" is three words for BERT's pre-tokenizer (punctuation splits).
