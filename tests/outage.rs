@@ -35,7 +35,12 @@ async fn start(env: &[(&str, &str)]) -> (Server, tempfile::TempDir) {
         file_secrets: true,
         ..Default::default()
     };
-    (Server::start_with(settings, home, opts).await.expect("start"), dir)
+    (
+        Server::start_with(settings, home, opts)
+            .await
+            .expect("start"),
+        dir,
+    )
 }
 
 /// Runs `clients` loops sending de-identify requests until `stop`; counts 200s and others.
@@ -49,9 +54,18 @@ fn clients(
 ) -> Vec<tokio::task::JoinHandle<()>> {
     (0..clients)
         .map(|_| {
-            let (base, stop, ok, failed, last) = (base.clone(), stop.clone(), ok.clone(), failed.clone(), last_failure.clone());
+            let (base, stop, ok, failed, last) = (
+                base.clone(),
+                stop.clone(),
+                ok.clone(),
+                failed.clone(),
+                last_failure.clone(),
+            );
             tokio::spawn(async move {
-                let http = reqwest::Client::builder().no_proxy().build().expect("client");
+                let http = reqwest::Client::builder()
+                    .no_proxy()
+                    .build()
+                    .expect("client");
                 while !stop.load(Ordering::Relaxed) {
                     let r = http
                         .post(format!("{base}/pii/deidentify"))
@@ -81,9 +95,20 @@ async fn full_outage_then_recovery() {
     let (server, _dir) = start(&[("PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS", "2")]).await;
     let base = format!("http://{}", server.local_addr());
     let st = server.state().clone();
-    let (stop, ok, failed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (stop, ok, failed) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+    );
     let last_failure = Arc::new(parking_lot::Mutex::new(None));
-    let handles = clients(base, 8, stop.clone(), ok.clone(), failed.clone(), last_failure.clone());
+    let handles = clients(
+        base,
+        8,
+        stop.clone(),
+        ok.clone(),
+        failed.clone(),
+        last_failure.clone(),
+    );
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = st.engine.guard.stats().attempts;
     let ok_before = ok.load(Ordering::Relaxed);
@@ -97,17 +122,25 @@ async fn full_outage_then_recovery() {
     // with no failure at all (bounded).
     let recovered_at = loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let last = last_failure.lock().unwrap_or(outage_ended).max(outage_ended);
+        let last = last_failure
+            .lock()
+            .unwrap_or(outage_ended)
+            .max(outage_ended);
         if last.elapsed() >= Duration::from_secs(1) {
             break last;
         }
-        assert!(outage_ended.elapsed() < Duration::from_secs(20), "no recovery within 20 s");
+        assert!(
+            outage_ended.elapsed() < Duration::from_secs(20),
+            "no recovery within 20 s"
+        );
     };
     stop.store(true, Ordering::Relaxed);
     for h in handles {
         let _ = h.await;
     }
-    let recovery = recovered_at.saturating_duration_since(outage_ended).as_secs_f64();
+    let recovery = recovered_at
+        .saturating_duration_since(outage_ended)
+        .as_secs_f64();
     eprintln!(
         "FIGURES full outage: 10 s, 8 clients; {requests_during} requests refused during the outage, \
          {during} backend attempts during it; recovered {recovery:.2} s after its end (recovery timeout 2 s); \
@@ -116,7 +149,10 @@ async fn full_outage_then_recovery() {
         ok.load(Ordering::Relaxed)
     );
     // The breaker must have cut the backend off: far fewer attempts than requests.
-    assert!(during < requests_during / 4 + 50, "{during} attempts for {requests_during} refused requests");
+    assert!(
+        during < requests_during / 4 + 50,
+        "{during} attempts for {requests_during} refused requests"
+    );
     assert!(recovery < 10.0);
     server.shutdown().await;
 }
@@ -127,12 +163,25 @@ async fn half_of_the_calls_fail_attempts_per_request() {
     let base = format!("http://{}", server.local_addr());
     let st = server.state().clone();
     st.engine.faults.set_spec("infer=flaky:50").expect("faults");
-    let (stop, ok, failed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (stop, ok, failed) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+    );
     let last_failure = Arc::new(parking_lot::Mutex::new(None));
     let before = st.engine.guard.stats();
-    let handles = clients(base, 8, stop.clone(), ok.clone(), failed.clone(), last_failure);
+    let handles = clients(
+        base,
+        8,
+        stop.clone(),
+        ok.clone(),
+        failed.clone(),
+        last_failure,
+    );
     let started = Instant::now();
-    while ok.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) < 3000 && started.elapsed() < Duration::from_secs(30) {
+    while ok.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) < 3000
+        && started.elapsed() < Duration::from_secs(30)
+    {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     stop.store(true, Ordering::Relaxed);

@@ -39,15 +39,19 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         "replace" => Method::Replace,
         "hash" => Method::Hash,
         "shift_dates" => Method::ShiftDates,
-        _ => return Err(Failure::usage("--method must be mask, remove, replace, hash or shift_dates")),
+        _ => {
+            return Err(Failure::usage(
+                "--method must be mask, remove, replace, hash or shift_dates",
+            ))
+        }
     };
     let rt = runtime()?;
     let report = rt.block_on(async {
         let engine = crate::server::build_engine(&settings, &home, Default::default())
             .map_err(|e| Failure::usage(e.to_string()))?;
-        let id = engine
-            .resolve(args.model.as_deref())
-            .map_err(|_| Failure::usage("the model is not installed (see `phiguard models list`)"))?;
+        let id = engine.resolve(args.model.as_deref()).map_err(|_| {
+            Failure::usage("the model is not installed (see `phiguard models list`)")
+        })?;
         let key = crate::deid::HashKey::generate(&mut rand::rng());
         let bar = if args.json {
             ProgressBar::hidden()

@@ -165,7 +165,11 @@ pub async fn admin_settings_put(
                 Value::Null => String::new(),
                 Value::Array(a) => a
                     .iter()
-                    .map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()))
+                    .map(|x| {
+                        x.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| x.to_string())
+                    })
                     .collect::<Vec<_>>()
                     .join(","),
                 other => other.to_string(),
@@ -187,7 +191,10 @@ pub async fn admin_settings_put(
     })?;
     super::apply_live(&st, &next);
     *st.settings.write() = std::sync::Arc::new(next);
-    st.publish("status", serde_json::to_value(status(&st)).unwrap_or(Value::Null));
+    st.publish(
+        "status",
+        serde_json::to_value(status(&st)).unwrap_or(Value::Null),
+    );
     Ok(axum::Json(settings_json(&st)).into_response())
 }
 
@@ -208,7 +215,10 @@ pub async fn admin_breaker_action(
         _ => return Err(ApiError::NotFound),
     }
     let snap = guard.breaker(&key).snapshot();
-    st.publish("status", serde_json::to_value(status(&st)).unwrap_or(Value::Null));
+    st.publish(
+        "status",
+        serde_json::to_value(status(&st)).unwrap_or(Value::Null),
+    );
     Ok(axum::Json(json!({"key": snap.key, "model_id": snap.key, "state": snap.state.as_str(),
         "consecutive_failures": snap.consecutive_failures, "retry_after_seconds": snap.retry_after_seconds,
         "failure_rate": snap.failure_rate}))
@@ -281,9 +291,10 @@ pub async fn admin_faults_put(
         };
         parts.push(format!("{k}={mode}"));
     }
-    st.engine.faults.set_spec(&parts.join(",")).map_err(|m| {
-        ApiError::Validation(vec![FieldProblem::new("body", m, "value_error")])
-    })?;
+    st.engine
+        .faults
+        .set_spec(&parts.join(","))
+        .map_err(|m| ApiError::Validation(vec![FieldProblem::new("body", m, "value_error")]))?;
     Ok(axum::Json(st.engine.faults.snapshot()).into_response())
 }
 

@@ -59,7 +59,11 @@ fn id_field(body: &[u8]) -> Result<String, ApiError> {
     let id = f.opt_str("id");
     f.finish()?;
     id.filter(|s| !s.is_empty()).ok_or_else(|| {
-        ApiError::Validation(vec![FieldProblem::new("body.id", "Field required", "missing")])
+        ApiError::Validation(vec![FieldProblem::new(
+            "body.id",
+            "Field required",
+            "missing",
+        )])
     })
 }
 
@@ -158,7 +162,10 @@ pub async fn admin_models_pull(
                         };
                         e.clone()
                     };
-                    progress_st.publish("download", serde_json::to_value(info).unwrap_or(Value::Null));
+                    progress_st.publish(
+                        "download",
+                        serde_json::to_value(info).unwrap_or(Value::Null),
+                    );
                 },
                 cancel.clone(),
             )
@@ -191,10 +198,17 @@ pub async fn admin_models_pull(
             })
         };
         if let Some(info) = info {
-            st2.publish("download", serde_json::to_value(info).unwrap_or(Value::Null));
+            st2.publish(
+                "download",
+                serde_json::to_value(info).unwrap_or(Value::Null),
+            );
         }
     });
-    Ok((StatusCode::ACCEPTED, axum::Json(json!({"id": id, "state": "running"}))).into_response())
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(json!({"id": id, "state": "running"})),
+    )
+        .into_response())
 }
 
 /// `DELETE /admin/models/pull/{id}` cancels a running download.
@@ -225,7 +239,10 @@ pub async fn admin_models_verify(
         if store.get(&id2).is_none() {
             return Err(ApiError::NoSuchResource);
         }
-        store.verify(&id2).map(|r| r.ok()).map_err(|_| ApiError::Internal)
+        store
+            .verify(&id2)
+            .map(|r| r.ok())
+            .map_err(|_| ApiError::Internal)
     })
     .await
     .map_err(|_| ApiError::Internal)??;
@@ -242,13 +259,14 @@ pub async fn admin_models_default(
         return Err(ApiError::NoSuchResource);
     }
     let mut next = (*st.settings()).clone();
-    next.apply(&[("models.default".into(), id.clone())]).map_err(|errs| {
-        ApiError::Validation(
-            errs.into_iter()
-                .map(|e| FieldProblem::new(e.field, e.message, "value_error"))
-                .collect(),
-        )
-    })?;
+    next.apply(&[("models.default".into(), id.clone())])
+        .map_err(|errs| {
+            ApiError::Validation(
+                errs.into_iter()
+                    .map(|e| FieldProblem::new(e.field, e.message, "value_error"))
+                    .collect(),
+            )
+        })?;
     next.persist().map_err(|_| ApiError::Internal)?;
     super::apply_live(&st, &next);
     *st.settings.write() = Arc::new(next);

@@ -267,7 +267,8 @@ pub async fn pii_deidentify(
             .collect();
         let mut metadata = json!({"degraded": det.degraded, "lang": req.lang});
         if let Some(p) = policy_name {
-            metadata["policy"] = json!({"name": p, "schema_version": 1, "keep_mapping": deid.keeps_mapping()});
+            metadata["policy"] =
+                json!({"name": p, "schema_version": 1, "keep_mapping": deid.keeps_mapping()});
         }
         if req.method == "shift_dates" {
             metadata["date_shift_days"] = json!(deid.shift_days());

@@ -16,7 +16,7 @@
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Method};
-use axum::middleware::{from_fn_with_state as mw};
+use axum::middleware::from_fn_with_state as mw;
 use axum::response::IntoResponse;
 use axum::routing::{delete, get, post};
 use axum::Router;
@@ -59,7 +59,10 @@ pub fn app(st: AppState, max_body: usize) -> Router {
         .route("/pii/extract", post(pii::pii_extract))
         .route("/pii/extract/stream", post(stream::pii_extract_stream))
         .route("/pii/deidentify", post(pii::pii_deidentify))
-        .route("/pii/deidentify/stream", post(stream::pii_deidentify_stream))
+        .route(
+            "/pii/deidentify/stream",
+            post(stream::pii_deidentify_stream),
+        )
         .route_layer(mw(st.clone(), middleware::admission));
     let mut admin_routes = Router::new()
         .route("/admin/status", get(admin::admin_status))
@@ -79,10 +82,22 @@ pub fn app(st: AppState, max_body: usize) -> Router {
         .route("/admin/events", get(admin::admin_events))
         .route("/admin/models", get(models_api::admin_models))
         .route("/admin/models/pull", post(models_api::admin_models_pull))
-        .route("/admin/models/pull/{*id}", delete(models_api::admin_models_cancel))
-        .route("/admin/models/verify", post(models_api::admin_models_verify))
-        .route("/admin/models/default", post(models_api::admin_models_default))
-        .route("/admin/models/{*id}", delete(models_api::admin_models_delete));
+        .route(
+            "/admin/models/pull/{*id}",
+            delete(models_api::admin_models_cancel),
+        )
+        .route(
+            "/admin/models/verify",
+            post(models_api::admin_models_verify),
+        )
+        .route(
+            "/admin/models/default",
+            post(models_api::admin_models_default),
+        )
+        .route(
+            "/admin/models/{*id}",
+            delete(models_api::admin_models_delete),
+        );
     if crate::engine::Faults::ENABLED {
         admin_routes = admin_routes.route(
             "/admin/faults",

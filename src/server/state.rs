@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use parking_lot::RwLock;
 use tokio::sync::broadcast;
 
+use super::error::ApiError;
 use super::metrics::Metrics;
 use crate::deid::HashKey;
 use crate::engine::Engine;
-use super::error::ApiError;
 use crate::guard::{Clock, SingleFlight};
 use crate::secrets::TokenRegistry;
 use crate::settings::{Home, Settings};

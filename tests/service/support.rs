@@ -75,16 +75,14 @@ impl Recognizer for Scripted {
             }
             s.waiting.fetch_sub(1, Ordering::SeqCst);
         }
-        if s
-            .panic_next
+        if s.panic_next
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok()
         {
             panic!("scripted panic");
         }
         if s.failing.load(Ordering::SeqCst)
-            || s
-                .fail_next
+            || s.fail_next
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok()
         {
@@ -149,14 +147,19 @@ impl TestServer {
             )],
             file_secrets: true,
         };
-        let server = Server::start_with(settings, home, opts).await.expect("start");
+        let server = Server::start_with(settings, home, opts)
+            .await
+            .expect("start");
         let base = format!("http://{}", server.local_addr());
         TestServer {
             server: Some(server),
             base,
             clock,
             script,
-            http: reqwest::Client::builder().no_proxy().build().expect("client"),
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client"),
             _dir: dir,
         }
     }
@@ -229,14 +232,25 @@ impl TestServer {
 }
 
 /// Reads an error envelope and checks its shape.
-pub(crate) async fn envelope(resp: reqwest::Response) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {
+pub(crate) async fn envelope(
+    resp: reqwest::Response,
+) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let body: serde_json::Value = resp.json().await.expect("json body");
     let err = &body["error"];
     assert!(err["code"].is_string(), "envelope without code: {body}");
-    assert!(err["message"].is_string(), "envelope without message: {body}");
-    assert!(err.get("details").is_some(), "envelope without details: {body}");
-    assert!(err["request_id"].is_string(), "envelope without request_id: {body}");
+    assert!(
+        err["message"].is_string(),
+        "envelope without message: {body}"
+    );
+    assert!(
+        err.get("details").is_some(),
+        "envelope without details: {body}"
+    );
+    assert!(
+        err["request_id"].is_string(),
+        "envelope without request_id: {body}"
+    );
     (status, body, headers)
 }
