@@ -157,31 +157,18 @@ async fn full_outage_then_recovery() {
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn half_of_the_calls_fail_attempts_per_request() {
-    let (server, _dir) = start(&[]).await;
+/// One flaky:50 run; returns (requests, ok, guarded calls, backend attempts).
+async fn flaky_run(env: &[(&str, &str)]) -> (u64, u64, u64, u64) {
+    let (server, _dir) = start(env).await;
     let base = format!("http://{}", server.local_addr());
     let st = server.state().clone();
     st.engine.faults.set_spec("infer=flaky:50").expect("faults");
-    let (stop, ok, failed) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicU64::new(0)),
-        Arc::new(AtomicU64::new(0)),
-    );
+    let (stop, ok, failed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let last_failure = Arc::new(parking_lot::Mutex::new(None));
     let before = st.engine.guard.stats();
-    let handles = clients(
-        base,
-        8,
-        stop.clone(),
-        ok.clone(),
-        failed.clone(),
-        last_failure,
-    );
+    let handles = clients(base, 8, stop.clone(), ok.clone(), failed.clone(), last_failure);
     let started = Instant::now();
-    while ok.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) < 3000
-        && started.elapsed() < Duration::from_secs(30)
-    {
+    while ok.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) < 3000 && started.elapsed() < Duration::from_secs(30) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     stop.store(true, Ordering::Relaxed);
@@ -189,16 +176,27 @@ async fn half_of_the_calls_fail_attempts_per_request() {
         let _ = h.await;
     }
     let after = st.engine.guard.stats();
-    let calls = after.calls - before.calls;
-    let attempts = after.attempts - before.attempts;
-    let logical = ok.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed);
-    let per_call = attempts as f64 / calls.max(1) as f64;
-    let per_request = attempts as f64 / logical.max(1) as f64;
-    eprintln!(
-        "FIGURES flaky:50: {logical} requests ({} ok), {calls} guarded calls, {attempts} backend attempts: \
-         {per_call:.3} attempts per guarded call, {per_request:.3} per request (OpenMed: 1.75)",
-        ok.load(Ordering::Relaxed)
-    );
-    assert!(per_call <= 1.35, "retry budget not holding: {per_call}");
     server.shutdown().await;
+    let ok = ok.load(Ordering::Relaxed);
+    (ok + failed.load(Ordering::Relaxed), ok, after.calls - before.calls, after.attempts - before.attempts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_of_the_calls_fail_attempts_per_request() {
+    // Defaults: the consecutive-failure breaker sees the failures the budget did not retry.
+    let (requests, ok, calls, attempts) = flaky_run(&[]).await;
+    eprintln!(
+        "FIGURES flaky:50, defaults: {requests} requests ({ok} ok), {calls} reached the guard's retry loop or breaker, \
+         {attempts} backend attempts = {:.3} per request",
+        attempts as f64 / requests.max(1) as f64
+    );
+    // The retry budget alone (breaker kept closed): backend attempts per logical request.
+    let (requests, ok, calls, attempts) =
+        flaky_run(&[("PHIGUARD_BREAKER_FAILURE_THRESHOLD", "10000")]).await;
+    let per_request = attempts as f64 / calls.max(1) as f64;
+    eprintln!(
+        "FIGURES flaky:50, breaker held closed: {requests} requests ({ok} ok), {attempts} backend attempts = \
+         {per_request:.3} attempts per request (goal <= 1.25; OpenMed's 3 attempts: 1.75)"
+    );
+    assert!(per_request <= 1.35, "retry budget not holding: {per_request}");
 }

@@ -437,9 +437,14 @@ impl Server {
     }
 }
 
+/// Loads the preload list and the default model before `/readyz` turns ready, so the first
+/// request does not pay for a model load.
 async fn preload(st: &AppState) {
     let settings = st.settings();
-    for name in settings.list("models.preload") {
+    let mut names: Vec<String> = settings.list("models.preload").to_vec();
+    names.push(st.engine.default_model());
+    names.dedup();
+    for name in &names {
         let Ok(id) = st.engine.resolve(Some(name)) else {
             tracing::warn!("a preload model is not installed; skipped");
             continue;
