@@ -163,12 +163,25 @@ async fn flaky_run(env: &[(&str, &str)]) -> (u64, u64, u64, u64) {
     let base = format!("http://{}", server.local_addr());
     let st = server.state().clone();
     st.engine.faults.set_spec("infer=flaky:50").expect("faults");
-    let (stop, ok, failed) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (stop, ok, failed) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+    );
     let last_failure = Arc::new(parking_lot::Mutex::new(None));
     let before = st.engine.guard.stats();
-    let handles = clients(base, 8, stop.clone(), ok.clone(), failed.clone(), last_failure);
+    let handles = clients(
+        base,
+        8,
+        stop.clone(),
+        ok.clone(),
+        failed.clone(),
+        last_failure,
+    );
     let started = Instant::now();
-    while ok.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) < 3000 && started.elapsed() < Duration::from_secs(30) {
+    while ok.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) < 3000
+        && started.elapsed() < Duration::from_secs(30)
+    {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     stop.store(true, Ordering::Relaxed);
@@ -178,7 +191,12 @@ async fn flaky_run(env: &[(&str, &str)]) -> (u64, u64, u64, u64) {
     let after = st.engine.guard.stats();
     server.shutdown().await;
     let ok = ok.load(Ordering::Relaxed);
-    (ok + failed.load(Ordering::Relaxed), ok, after.calls - before.calls, after.attempts - before.attempts)
+    (
+        ok + failed.load(Ordering::Relaxed),
+        ok,
+        after.calls - before.calls,
+        after.attempts - before.attempts,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,5 +216,8 @@ async fn half_of_the_calls_fail_attempts_per_request() {
         "FIGURES flaky:50, breaker held closed: {requests} requests ({ok} ok), {attempts} backend attempts = \
          {per_request:.3} attempts per request (goal <= 1.25; OpenMed's 3 attempts: 1.75)"
     );
-    assert!(per_request <= 1.35, "retry budget not holding: {per_request}");
+    assert!(
+        per_request <= 1.35,
+        "retry budget not holding: {per_request}"
+    );
 }

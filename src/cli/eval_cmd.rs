@@ -1,17 +1,12 @@
 //! `phiguard eval --gold FILE`: scores the engine (rules + model, as the service runs them)
 //! against gold spans; exits 1 when `--min-recall` is not met.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
 use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
 
 use super::{init_logging, runtime, Failure};
-use crate::deid::{DeidOptions, Deidentifier, Method};
-use crate::engine::CallOptions;
-use crate::eval::{read_gold, score, LabelMap};
-use crate::guard::Deadline;
+use crate::deid::Method;
+use crate::eval::{read_gold, LabelMap};
 use crate::settings::{Home, Settings};
 
 pub(super) struct Args {
@@ -52,7 +47,6 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         let id = engine.resolve(args.model.as_deref()).map_err(|_| {
             Failure::usage("the model is not installed (see `phiguard models list`)")
         })?;
-        let key = crate::deid::HashKey::generate(&mut rand::rng());
         let bar = if args.json {
             ProgressBar::hidden()
         } else {
@@ -62,40 +56,18 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             ProgressStyle::with_template("{bar:40} {pos}/{len} notes {elapsed_precise}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        let mut predicted = Vec::with_capacity(docs.len());
-        let mut redacted = Vec::with_capacity(docs.len());
-        let mut timings: Vec<Duration> = Vec::with_capacity(docs.len());
-        for doc in &docs {
-            let opts = CallOptions {
-                deadline: Deadline::unbounded(engine.guard.clock().now()),
-                fallback_rules: false,
-                keep_alive: None,
-            };
-            let started = Instant::now();
-            let det = engine
-                .detect(&id, Arc::from(doc.text.as_str()), &opts)
-                .await
-                .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?;
-            timings.push(started.elapsed());
-            let spans: Vec<_> = det
-                .spans
-                .into_iter()
-                .filter(|s| s.score >= args.threshold as f32)
-                .collect();
-            let mut d = Deidentifier::new(
-                DeidOptions {
-                    method,
-                    ..Default::default()
-                },
-                &key,
-                rand::rng(),
-            );
-            redacted.push(d.apply(&doc.text, &spans).text);
-            predicted.push(spans);
-            bar.inc(1);
-        }
+        let report = crate::engine::evaluate::evaluate(
+            &engine,
+            &id,
+            &docs,
+            method,
+            args.threshold as f32,
+            || bar.inc(1),
+        )
+        .await
+        .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?;
         bar.finish_and_clear();
-        Ok::<_, Failure>(score(&docs, &predicted, Some(&redacted)).with_timings(&docs, &timings, 5))
+        Ok::<_, Failure>(report)
     })?;
     if args.json {
         println!(

@@ -7,6 +7,7 @@
 //! While a model's breaker is open and degraded mode is allowed, the rules-only backend
 //! answers instead, marked degraded; nothing ever leaves the device.
 
+pub mod evaluate;
 pub mod faults;
 pub mod loader;
 pub mod registry;

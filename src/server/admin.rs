@@ -326,3 +326,43 @@ fn status_event(st: &AppState) -> SseEvent {
         .event("status")
         .data(serde_json::to_string(&status(st)).unwrap_or_default())
 }
+
+/// `POST /admin/eval` `{"gold": "<JSONL or JSON array>", "model_name"?, "method"?}`: the
+/// `phiguard eval` report as JSON, for the dashboard. Gold errors name the line, never
+/// the text.
+pub async fn admin_eval(
+    State(st): State<AppState>,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let map = parse_object(&body)?;
+    let mut f = super::validate::Fields::new(&map);
+    let gold = f.opt_str("gold").unwrap_or_default();
+    let model = f.opt_str("model_name");
+    let method = f
+        .opt_choice("method", super::api::METHODS)
+        .unwrap_or("mask");
+    let threshold = f.f64_in("confidence_threshold", 0.5, 0.0, 1.0);
+    if gold.trim().is_empty() {
+        f.body_problem("gold must hold JSONL gold documents");
+    }
+    f.finish()?;
+    let docs = crate::eval::read_gold_str(&gold, None).map_err(|e| {
+        ApiError::Validation(vec![FieldProblem::new(
+            "body.gold",
+            e.to_string(),
+            "value_error",
+        )])
+    })?;
+    let id = st.engine.resolve(model.as_deref())?;
+    let method = match method {
+        "remove" => crate::deid::Method::Remove,
+        "replace" => crate::deid::Method::Replace,
+        "hash" => crate::deid::Method::Hash,
+        "shift_dates" => crate::deid::Method::ShiftDates,
+        _ => crate::deid::Method::Mask,
+    };
+    let report =
+        crate::engine::evaluate::evaluate(&st.engine, &id, &docs, method, threshold as f32, || {})
+            .await?;
+    Ok(axum::Json(report).into_response())
+}
