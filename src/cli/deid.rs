@@ -26,18 +26,9 @@ pub(super) struct Args {
     pub(super) threshold: f64,
 }
 
-fn method(name: &str) -> Result<Method, Failure> {
-    Ok(match name {
-        "mask" => Method::Mask,
-        "remove" => Method::Remove,
-        "replace" => Method::Replace,
-        "hash" => Method::Hash,
-        "shift_dates" => Method::ShiftDates,
-        _ => {
-            return Err(Failure::usage(
-                "--method must be mask, remove, replace, hash or shift_dates",
-            ))
-        }
+pub(super) fn method(name: &str) -> Result<Method, Failure> {
+    Method::from_wire(name).ok_or_else(|| {
+        Failure::usage("--method must be mask, remove, replace, hash or shift_dates")
     })
 }
 

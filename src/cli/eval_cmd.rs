@@ -5,7 +5,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
 use super::{init_logging, runtime, Failure};
-use crate::deid::Method;
 use crate::eval::{read_gold, LabelMap};
 use crate::settings::{Home, Settings};
 
@@ -28,18 +27,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         None => None,
     };
     let docs = read_gold(&args.gold, map.as_ref()).map_err(|e| Failure::usage(e.to_string()))?;
-    let method = match args.method.as_str() {
-        "mask" => Method::Mask,
-        "remove" => Method::Remove,
-        "replace" => Method::Replace,
-        "hash" => Method::Hash,
-        "shift_dates" => Method::ShiftDates,
-        _ => {
-            return Err(Failure::usage(
-                "--method must be mask, remove, replace, hash or shift_dates",
-            ))
-        }
-    };
+    let method = super::deid::method(&args.method)?;
     let rt = runtime()?;
     let report = rt.block_on(async {
         let engine = crate::server::build_engine(&settings, &home, Default::default())

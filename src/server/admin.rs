@@ -354,13 +354,7 @@ pub async fn admin_eval(
         )])
     })?;
     let id = st.engine.resolve(model.as_deref())?;
-    let method = match method {
-        "remove" => crate::deid::Method::Remove,
-        "replace" => crate::deid::Method::Replace,
-        "hash" => crate::deid::Method::Hash,
-        "shift_dates" => crate::deid::Method::ShiftDates,
-        _ => crate::deid::Method::Mask,
-    };
+    let method = crate::deid::Method::from_wire(method).unwrap_or_default();
     let report =
         crate::engine::evaluate::evaluate(&st.engine, &id, &docs, method, threshold as f32, || {})
             .await?;

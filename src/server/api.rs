@@ -205,7 +205,7 @@ impl StreamOptions {
 }
 
 /// Methods accepted by `/pii/deidentify`.
-pub const METHODS: &[&str] = &["mask", "remove", "replace", "hash", "shift_dates"];
+pub const METHODS: &[&str] = &crate::deid::Method::NAMES;
 
 impl DeidentifyRequest {
     /// Parses and validates (with `chunk_size` when `stream`).

@@ -192,13 +192,7 @@ pub async fn analyze(State(st): State<AppState>, Body(body): Body) -> Result<Res
 
 /// Builds the transform options of a de-identification request.
 pub(crate) fn deid_options(req: &DeidentifyRequest) -> DeidOptions {
-    let method = match req.method.as_str() {
-        "remove" => Method::Remove,
-        "replace" => Method::Replace,
-        "hash" => Method::Hash,
-        "shift_dates" => Method::ShiftDates,
-        _ => Method::Mask,
-    };
+    let method = Method::from_wire(&req.method).unwrap_or_default();
     DeidOptions {
         method,
         date_shift_days: req.date_shift_days,

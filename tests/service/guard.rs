@@ -78,20 +78,7 @@ async fn half_open_lets_exactly_one_probe_through_under_concurrency() {
     t.script.failing.store(false, Ordering::SeqCst);
     t.script.block();
     let before = t.script.calls.load(Ordering::SeqCst);
-    let probe = tokio::spawn({
-        let http = t.http.clone();
-        let url = t.url("/pii/extract");
-        async move {
-            http.post(url)
-                .bearer_auth(crate::support::CLIENT)
-                .json(&json!({"text": "Zed"}))
-                .send()
-                .await
-                .expect("send")
-                .status()
-                .as_u16()
-        }
-    });
+    let probe = t.spawn_post("/pii/extract", json!({"text": "Zed"}));
     t.until("the probe to reach the backend", || {
         t.script.waiting.load(Ordering::SeqCst) == 1
     })
@@ -111,7 +98,7 @@ async fn half_open_lets_exactly_one_probe_through_under_concurrency() {
         "exactly one probe"
     );
     t.script.release();
-    assert_eq!(probe.await.expect("join"), 200);
+    assert_eq!(probe.await.expect("join").status(), 200);
     t.shutdown().await;
 }
 
@@ -179,20 +166,7 @@ async fn admission_sheds_at_high_watermark_until_low() {
     ])
     .await;
     t.script.block();
-    let spawn = |t: &TestServer| {
-        let http = t.http.clone();
-        let url = t.url("/pii/extract");
-        tokio::spawn(async move {
-            http.post(url)
-                .bearer_auth(crate::support::CLIENT)
-                .json(&json!({"text": "Zed"}))
-                .send()
-                .await
-                .expect("send")
-                .status()
-                .as_u16()
-        })
-    };
+    let spawn = |t: &TestServer| t.spawn_post("/pii/extract", json!({"text": "Zed"}));
     let mut admitted = vec![spawn(&t)];
     t.until("first request running", || {
         t.script.waiting.load(Ordering::SeqCst) == 1
@@ -215,7 +189,7 @@ async fn admission_sheds_at_high_watermark_until_low() {
     assert!(headers.get("retry-after").is_some());
     // One finishes: depth 2, above the low watermark, so shedding continues (hysteresis).
     t.script.release_one();
-    let first = admitted.remove(0).await.expect("join");
+    let first = admitted.remove(0).await.expect("join").status();
     assert_eq!(first, 200);
     t.until("second running", || {
         t.script.waiting.load(Ordering::SeqCst) == 1
@@ -225,9 +199,9 @@ async fn admission_sheds_at_high_watermark_until_low() {
     assert_eq!(status, 503, "still shedding above the low watermark");
     // Another finishes: depth 1 = low watermark, shedding stops.
     t.script.release_one();
-    assert_eq!(admitted.remove(0).await.expect("join"), 200);
+    assert_eq!(admitted.remove(0).await.expect("join").status(), 200);
     t.script.release();
-    assert_eq!(admitted.remove(0).await.expect("join"), 200);
+    assert_eq!(admitted.remove(0).await.expect("join").status(), 200);
     assert_eq!(
         t.post("/pii/extract", json!({"text": "Zed"}))
             .await
@@ -246,19 +220,7 @@ async fn bulkhead_full_is_service_busy() {
     ])
     .await;
     t.script.block();
-    let first = tokio::spawn({
-        let http = t.http.clone();
-        let url = t.url("/pii/extract");
-        async move {
-            http.post(url)
-                .bearer_auth(crate::support::CLIENT)
-                .json(&json!({"text": "Zed"}))
-                .send()
-                .await
-                .expect("send")
-                .status()
-        }
-    });
+    let first = t.spawn_post("/pii/extract", json!({"text": "Zed"}));
     t.until("first in flight", || {
         t.script.waiting.load(Ordering::SeqCst) == 1
     })
@@ -271,7 +233,7 @@ async fn bulkhead_full_is_service_busy() {
     );
     assert!(headers.get("retry-after").is_some());
     t.script.release();
-    assert_eq!(first.await.expect("join"), 200);
+    assert_eq!(first.await.expect("join").status(), 200);
     t.shutdown().await;
 }
 
@@ -279,18 +241,7 @@ async fn bulkhead_full_is_service_busy() {
 async fn deadline_gives_504_with_the_timeout() {
     let t = TestServer::start(&[("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "5")]).await;
     t.script.block();
-    let req = tokio::spawn({
-        let http = t.http.clone();
-        let url = t.url("/pii/deidentify");
-        async move {
-            http.post(url)
-                .bearer_auth(crate::support::CLIENT)
-                .json(&json!({"text": "Zed"}))
-                .send()
-                .await
-                .expect("send")
-        }
-    });
+    let req = t.spawn_post("/pii/deidentify", json!({"text": "Zed"}));
     t.until("call in flight", || {
         t.script.waiting.load(Ordering::SeqCst) == 1
     })

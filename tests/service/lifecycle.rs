@@ -19,19 +19,7 @@ async fn shutdown_refuses_new_work_and_drains_in_flight() {
         200
     );
     t.script.block();
-    let inflight = tokio::spawn({
-        let http = t.http.clone();
-        let url = t.url("/pii/deidentify");
-        async move {
-            http.post(url)
-                .bearer_auth(CLIENT)
-                .json(&json!({"text": "Zed"}))
-                .send()
-                .await
-                .expect("send")
-                .status()
-        }
-    });
+    let inflight = t.spawn_post("/pii/deidentify", json!({"text": "Zed"}));
     t.until("request in flight", || {
         t.script.waiting.load(Ordering::SeqCst) == 1
     })
@@ -62,7 +50,7 @@ async fn shutdown_refuses_new_work_and_drains_in_flight() {
     );
     t.script.release();
     assert_eq!(
-        inflight.await.expect("join"),
+        inflight.await.expect("join").status(),
         200,
         "in-flight work finished"
     );

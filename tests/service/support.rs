@@ -179,6 +179,24 @@ impl TestServer {
             .expect("request")
     }
 
+    /// POST JSON with the client token on a spawned task; resolves to the response.
+    pub(crate) fn spawn_post(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+    ) -> tokio::task::JoinHandle<reqwest::Response> {
+        let http = self.http.clone();
+        let url = self.url(path);
+        tokio::spawn(async move {
+            http.post(url)
+                .bearer_auth(CLIENT)
+                .json(&body)
+                .send()
+                .await
+                .expect("request")
+        })
+    }
+
     /// GET with the admin token.
     pub(crate) async fn admin_get(&self, path: &str) -> reqwest::Response {
         self.http
