@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::json;
 
-use crate::support::{envelope, TestServer, ADMIN, CLIENT};
+use crate::support::{envelope, TestServer, ADMIN};
 
 #[tokio::test]
 async fn shutdown_refuses_new_work_and_drains_in_flight() {
