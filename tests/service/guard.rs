@@ -301,3 +301,66 @@ async fn degraded_mode_answers_from_rules_while_open() {
     );
     t.shutdown().await;
 }
+
+#[cfg(feature = "fault-injection")]
+#[tokio::test]
+async fn a_failing_model_load_is_model_load_error() {
+    let t = TestServer::start(&[NO_TIMEOUT, ("PHIGUARD_RETRY_MAX_ATTEMPTS", "2")]).await;
+    let st = t.server.as_ref().expect("server").state().clone();
+    st.engine.registry.unload("scripted");
+    st.engine.faults.set_spec("load=fail").expect("faults");
+    let (status, body, _) = envelope(
+        t.drive(t.post("/pii/extract", json!({"text": "Zed"})))
+            .await,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (500, Some("model_load_error"))
+    );
+    let faults: serde_json::Value = t
+        .admin_get("/admin/faults")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(faults["load"], "fail");
+    st.engine.faults.set_spec("load=ok").expect("faults");
+    assert_eq!(
+        t.post("/pii/extract", json!({"text": "Zed"}))
+            .await
+            .status(),
+        200
+    );
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn coalescing_shares_one_model_call_among_identical_requests() {
+    let t = TestServer::start(&[NO_TIMEOUT, ("PHIGUARD_COALESCING_ENABLED", "true")]).await;
+    t.script.block();
+    let requests: Vec<_> = (0..4)
+        .map(|_| t.spawn_post("/pii/deidentify", json!({"text": "Zed was here"})))
+        .collect();
+    t.until("the leader at the backend", || {
+        t.script.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // Give the followers time to join the leader's flight before releasing it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    t.script.release();
+    let mut stamps = Vec::new();
+    for r in requests {
+        let r = r.await.expect("join");
+        assert_eq!(r.status(), 200);
+        let body: serde_json::Value = r.json().await.expect("json");
+        stamps.push(body["timestamp"].clone());
+    }
+    assert_eq!(
+        t.script.calls.load(Ordering::SeqCst),
+        1,
+        "one model call for four requests"
+    );
+    assert!(stamps.windows(2).all(|w| w[0] == w[1]), "one shared result");
+    t.shutdown().await;
+}
