@@ -26,8 +26,8 @@ use super::pii::{call_options, deid_options, limits, request_rng, round4};
 use super::state::AppState;
 use super::validate::parse_object;
 use crate::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
-use crate::deid::Deidentifier;
-use crate::detect::{CharIndex, Span};
+use crate::deid::{Action, Deidentifier};
+use crate::detect::{CharIndex, Label, Span};
 use crate::engine::CallOptions;
 
 fn keyed_hash(st: &AppState, text: &str) -> String {
@@ -35,6 +35,37 @@ fn keyed_hash(st: &AppState, text: &str) -> String {
         .unwrap_or_else(|_| <Hmac<Sha256> as Mac>::new_from_slice(&[0u8; 32]).expect("static key"));
     mac.update(text.as_bytes());
     format!("hmac-sha256:{}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// OpenMed's span contract (`OpenMedSpan`) only admits its own canonical labels; phiguard's
+/// finer identifier labels map onto the nearest one, and the policy label follows OpenMed's
+/// `policy_label_for`. The phiguard label stays in the span's `metadata`.
+fn openmed_span_labels(label: Label) -> (&'static str, &'static str) {
+    let canonical = match label {
+        Label::MedicalRecordNumber | Label::HealthPlanNumber | Label::LicenseNumber => "ID_NUM",
+        Label::Fax => "PHONE",
+        Label::VehicleId => "VIN",
+        Label::DeviceId => "DEVICE_IDENTIFIER",
+        Label::City | Label::State | Label::Country => "LOCATION",
+        other => other.canonical(),
+    };
+    let policy = match canonical {
+        "DATE" | "TIME" | "AGE" | "ZIPCODE" | "LOCATION" | "ORGANIZATION" => "QUASI_IDENTIFIER",
+        "OTHER" => "CLINICAL_CONCEPT",
+        _ => "DIRECT_IDENTIFIER",
+    };
+    (canonical, policy)
+}
+
+/// The span `action` in OpenMed's closed set (`keep redact replace mask hash format_preserve`).
+fn openmed_span_action(action: Action) -> &'static str {
+    match action {
+        Action::Mask => "mask",
+        Action::Remove => "redact",
+        Action::Hash => "hash",
+        Action::Keep => "keep",
+        Action::Replace | Action::ShiftDates | Action::YearOnly | Action::AgeCap => "replace",
+    }
 }
 
 fn entity_id(label: &str, start: usize) -> String {
@@ -254,12 +285,17 @@ pub async fn pii_deidentify_stream(
             };
             let out = commit.redact(&mut deid);
             for r in &out.replacements {
+                let (canonical, policy_label) = openmed_span_labels(r.span.label);
                 spans_out.push(json!({
                     "schema_version": 1, "start": r.span.start, "end": r.span.end,
                     "text_hash": keyed_hash(&st, &r.original),
-                    "entity_type": r.span.label.wire(), "canonical_label": r.span.label.canonical(),
+                    "entity_type": r.span.label.wire(), "canonical_label": canonical,
+                    "policy_label": policy_label, "regulatory_tags": [],
                     "score": round4(r.span.score), "detector": r.span.source.wire(),
-                    "action": r.action.wire(), "replacement": r.replacement,
+                    "evidence": {}, "action": openmed_span_action(r.action),
+                    "replacement": r.replacement, "reversible_id": null, "section": null,
+                    "metadata": {"phiguard_action": r.action.wire(),
+                                 "phiguard_canonical_label": r.span.label.canonical()},
                 }));
             }
             if !out.text.is_empty() {
@@ -277,14 +313,24 @@ pub async fn pii_deidentify_stream(
         drop(driver);
         match result {
             Ok(()) => {
+                // As OpenMed: the document id is the input hash, and each span carries it.
+                let doc_id = keyed_hash(&st, &req.text);
+                for s in &mut spans_out {
+                    s["doc_id"] = json!(doc_id);
+                }
+                let redacted_hash = format!("sha256:{}", hex::encode(redacted_hasher.finalize()));
                 let audit = json!({
-                    "doc_id": uuid::Uuid::new_v4().to_string(),
-                    "input_text_hash": keyed_hash(&st, &req.text),
+                    "doc_id": doc_id,
+                    "input_text_hash": doc_id,
                     "language": req.lang, "model_name": model_id,
                     "normalized_length": req.text.chars().count(),
                     "redacted_length": redacted_len,
-                    "redacted_text_hash": format!("sha256:{}", hex::encode(redacted_hasher.finalize())),
+                    "redacted_text_hash": redacted_hash,
+                    "script": "latin",
                     "span_count": spans_out.len(),
+                    "spans": spans_out,
+                    "stages": [{"stage": 10, "name": "emit", "span_count": spans_out.len(),
+                        "metadata": {"redacted_text_hash": redacted_hash, "audit_stage_count": 10}}],
                     "stream": {"chunks": chunks, "max_buffer": 4096, "max_observed_buffer": max_buffer},
                 });
                 let mut fin = json!({"audit": audit, "spans": spans_out, "type": "final"});
