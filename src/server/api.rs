@@ -13,9 +13,14 @@ use super::validate::{Fields, TextLimits, LANGS};
 
 /// Degraded-mode choice carried by a request (`"fallback": "rules"`).
 fn fallback(f: &mut Fields<'_>) -> Option<bool> {
-    f.opt_choice("fallback", &["rules", "none"])
-        .map(|c| c == "rules")
+    f.opt_choice("fallback", FALLBACKS).map(|c| c == "rules")
 }
+
+/// Values of `fallback`.
+pub const FALLBACKS: &[&str] = &["rules", "none"];
+
+/// Values of `aggregation_strategy` on `/analyze`.
+pub const AGGREGATIONS: &[&str] = &["simple", "first", "average", "max"];
 
 /// `POST /pii/extract`.
 #[derive(Clone, Debug, Serialize, ToSchema)]
@@ -286,10 +291,7 @@ impl AnalyzeRequest {
         let confidence_threshold = f.f64_in("confidence_threshold", 0.0, 0.0, 1.0);
         let group_entities = f.bool_or("group_entities", false);
         let aggregation_strategy = f
-            .opt_choice(
-                "aggregation_strategy",
-                &["simple", "first", "average", "max"],
-            )
+            .opt_choice("aggregation_strategy", AGGREGATIONS)
             .map(str::to_string);
         let sentence_detection = f.bool_or("sentence_detection", true);
         let _ = f.opt_str("sentence_language");

@@ -1,10 +1,32 @@
 //! `GET /openapi.json`: the OpenAPI 3.1 document of everything served, generated from the
-//! handler annotations and request types by utoipa.
+//! handler annotations, the wire schemas below, and one modifier that adds the error
+//! responses.
+//!
+//! Why separate wire schemas: the parsed request types in `api.rs` hold what a handler needs
+//! (durations, a resolved method), not what a client sends (every field optional with its
+//! default, `shift_dates`, streaming knobs). A document derived from them told clients that
+//! defaulted fields were required and said nothing of ranges, choices or unknown fields, so
+//! a generated client or a fuzzer sent bodies the server then rejected. The schemas here
+//! mirror the parser field for field, and a unit test checks the two agree.
+//!
+//! Why a modifier for errors: every route shares the same few failure modes (DESIGN §5), decided
+//! by the layer stack rather than the handler. Listing them once, by route class, keeps each
+//! operation's documented statuses equal to what the stack can answer.
 
+use std::collections::BTreeMap;
+
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use utoipa::OpenApi;
+use serde_json::Value;
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
+use utoipa::openapi::response::{Response as DocResponse, ResponseBuilder};
+use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::{Content, HeaderBuilder, RefOr};
+use utoipa::{OpenApi, PartialSchema, ToSchema};
 
-use super::api::{AnalyzeRequest, DeidentifyRequest, ExtractRequest, StreamOptions, UnloadRequest};
+use super::api::{AGGREGATIONS, FALLBACKS, METHODS};
+use super::state::AppState;
+use super::validate::LANGS;
 
 /// The document.
 #[derive(OpenApi)]
@@ -16,25 +38,405 @@ use super::api::{AnalyzeRequest, DeidentifyRequest, ExtractRequest, StreamOption
         super::pii::pii_extract, super::pii::pii_deidentify, super::pii::analyze,
         super::stream::pii_extract_stream, super::stream::pii_deidentify_stream,
     ),
-    components(schemas(ExtractRequest, DeidentifyRequest, AnalyzeRequest, UnloadRequest, StreamOptions, ErrorEnvelope, ErrorBody)),
-    modifiers(&Security),
+    components(schemas(
+        ExtractBody, ExtractStreamBody, DeidentifyBody, DeidentifyStreamBody, AnalyzeBody, UnloadBody,
+        PredictionResponse, Entity, DeidentifyResponse, PiiEntity, HealthResponse, ProbeResponse,
+        ModelsLoadedResponse, LoadedModel, UnloadResponse, Released, ErrorEnvelope, ErrorBody, KeepAlive,
+    )),
+    modifiers(&Security, &Choices, &ErrorResponses),
 )]
 pub struct ApiDoc;
 
+/// OpenMed's `keep_alive`: seconds (≥ 0), a duration string (`30s`, `5m`, `1h30m`, `500ms`,
+/// `1d`, a numeric string), a no-expiry word (`never`, `off`, …), or empty for the default.
+pub struct KeepAlive;
+
+impl PartialSchema for KeepAlive {
+    fn schema() -> RefOr<Schema> {
+        // Documented a little narrower than parsed (at most a billion seconds or nine digits a
+        // part): larger values overflow a duration and are refused with 422.
+        let seconds = ObjectBuilder::new()
+            .schema_type(Type::Number)
+            .minimum(Some(0.0))
+            .maximum(Some(1e9));
+        let text = ObjectBuilder::new().schema_type(Type::String).pattern(Some(
+            r"^[ \t\n\r]*(|off|none|never|forever|infinite|infinity|[0-9]{1,9}(\.[0-9]{1,6})?|([0-9]{1,9}(\.[0-9]{1,6})?(ms|s|m|h|d)){1,4})[ \t\n\r]*$",
+        ));
+        OneOfBuilder::new().item(seconds).item(text).into()
+    }
+}
+
+impl ToSchema for KeepAlive {}
+
+/// Body of `POST /pii/extract`. Unknown fields are rejected (422 `validation_error`).
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct ExtractBody {
+    /// Clinical text; surrounding whitespace is stripped and offsets refer to the stripped text.
+    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
+    text: String,
+    /// Model id or alias; must be served (else 422 `model_not_served`).
+    model_name: Option<String>,
+    /// Minimum confidence.
+    #[schema(minimum = 0.0, maximum = 1.0, default = 0.5)]
+    confidence_threshold: Option<f64>,
+    /// Accepted for OpenMed compatibility (merging is always on).
+    #[schema(default = true)]
+    use_smart_merging: Option<bool>,
+    /// Language code (OpenMed's list, case-insensitive).
+    #[schema(default = "en")]
+    lang: Option<String>,
+    /// Accepted for OpenMed compatibility.
+    normalize_accents: Option<bool>,
+    /// How long the model stays loaded after this request.
+    keep_alive: Option<KeepAlive>,
+    /// `rules` answers from the rule recognizers while the model's breaker is open.
+    fallback: Option<String>,
+}
+
+/// Body of `POST /pii/extract/stream`: the extract body plus the streaming knobs.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct ExtractStreamBody {
+    /// Clinical text.
+    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
+    text: String,
+    /// Model id or alias.
+    model_name: Option<String>,
+    /// Minimum confidence.
+    #[schema(minimum = 0.0, maximum = 1.0, default = 0.5)]
+    confidence_threshold: Option<f64>,
+    /// Accepted for OpenMed compatibility.
+    #[schema(default = true)]
+    use_smart_merging: Option<bool>,
+    /// Language code.
+    #[schema(default = "en")]
+    lang: Option<String>,
+    /// Accepted for OpenMed compatibility.
+    normalize_accents: Option<bool>,
+    /// How long the model stays loaded after this request.
+    keep_alive: Option<KeepAlive>,
+    /// `rules` answers from the rule recognizers while the model's breaker is open.
+    fallback: Option<String>,
+    /// Characters fed per step.
+    #[schema(minimum = 1, maximum = 32768, default = 1024)]
+    chunk_size: Option<i64>,
+    /// Detection window.
+    #[schema(minimum = 64, maximum = 16_777_216, default = 4096)]
+    window_chars: Option<i64>,
+    /// Left context kept for detection.
+    #[schema(minimum = 0, maximum = 1_048_576, default = 128)]
+    tokenizer_context_chars: Option<i64>,
+    /// Longest entity held back at a chunk edge.
+    #[schema(minimum = 1, maximum = 1_048_576, default = 512)]
+    max_entity_chars: Option<i64>,
+    /// Include span text in events.
+    #[schema(default = true)]
+    include_text: Option<bool>,
+}
+
+/// Body of `POST /pii/deidentify`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct DeidentifyBody {
+    /// Clinical text.
+    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
+    text: String,
+    /// De-identification method.
+    #[schema(default = "mask")]
+    method: Option<String>,
+    /// Model id or alias.
+    model_name: Option<String>,
+    /// Minimum confidence.
+    #[schema(minimum = 0.0, maximum = 1.0, default = 0.7)]
+    confidence_threshold: Option<f64>,
+    /// With `shift_dates`, keep the source year.
+    #[schema(default = false)]
+    keep_year: Option<bool>,
+    /// Deprecated alias: `true` forces `method=shift_dates`; `false` conflicts with it (422).
+    shift_dates: Option<bool>,
+    /// Days to shift dates by; only with `method=shift_dates` (else 422).
+    #[schema(minimum = -36500, maximum = 36500)]
+    date_shift_days: Option<i64>,
+    /// Return `mapping` (replacement → original).
+    #[schema(default = false)]
+    keep_mapping: Option<bool>,
+    /// Policy name, e.g. `hipaa_safe_harbor` (unknown → 422).
+    policy: Option<String>,
+    /// Accepted for OpenMed compatibility.
+    #[schema(default = true)]
+    use_smart_merging: Option<bool>,
+    /// Accepted for OpenMed compatibility (the rules always sweep).
+    #[schema(default = true)]
+    use_safety_sweep: Option<bool>,
+    /// Language code.
+    #[schema(default = "en")]
+    lang: Option<String>,
+    /// Accepted for OpenMed compatibility.
+    normalize_accents: Option<bool>,
+    /// How long the model stays loaded after this request.
+    keep_alive: Option<KeepAlive>,
+    /// `rules` answers from the rule recognizers while the model's breaker is open.
+    fallback: Option<String>,
+}
+
+/// Body of `POST /pii/deidentify/stream`: the de-identify body plus `chunk_size`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct DeidentifyStreamBody {
+    /// Clinical text.
+    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
+    text: String,
+    /// De-identification method.
+    #[schema(default = "mask")]
+    method: Option<String>,
+    /// Model id or alias.
+    model_name: Option<String>,
+    /// Minimum confidence.
+    #[schema(minimum = 0.0, maximum = 1.0, default = 0.7)]
+    confidence_threshold: Option<f64>,
+    /// With `shift_dates`, keep the source year.
+    #[schema(default = false)]
+    keep_year: Option<bool>,
+    /// Deprecated alias of `method=shift_dates`.
+    shift_dates: Option<bool>,
+    /// Days to shift dates by; only with `method=shift_dates`.
+    #[schema(minimum = -36500, maximum = 36500)]
+    date_shift_days: Option<i64>,
+    /// Return `mapping` in the final event.
+    #[schema(default = false)]
+    keep_mapping: Option<bool>,
+    /// Policy name.
+    policy: Option<String>,
+    /// Accepted for OpenMed compatibility.
+    #[schema(default = true)]
+    use_smart_merging: Option<bool>,
+    /// Accepted for OpenMed compatibility.
+    #[schema(default = true)]
+    use_safety_sweep: Option<bool>,
+    /// Language code.
+    #[schema(default = "en")]
+    lang: Option<String>,
+    /// Accepted for OpenMed compatibility.
+    normalize_accents: Option<bool>,
+    /// How long the model stays loaded after this request.
+    keep_alive: Option<KeepAlive>,
+    /// `rules` answers from the rule recognizers while the model's breaker is open.
+    fallback: Option<String>,
+    /// Characters fed per step.
+    #[schema(minimum = 1, maximum = 32768, default = 1024)]
+    chunk_size: Option<i64>,
+}
+
+/// Body of `POST /analyze`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct AnalyzeBody {
+    /// Clinical text.
+    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
+    text: String,
+    /// Model id or alias (OpenMed's default is `disease_detection_superclinical`).
+    model_name: Option<String>,
+    /// Minimum confidence.
+    #[schema(minimum = 0.0, maximum = 1.0, default = 0.0)]
+    confidence_threshold: Option<f64>,
+    /// Accepted for OpenMed compatibility.
+    #[schema(default = false)]
+    group_entities: Option<bool>,
+    /// Token aggregation.
+    #[schema(default = "simple")]
+    aggregation_strategy: Option<String>,
+    /// Accepted for OpenMed compatibility.
+    #[schema(default = true)]
+    sentence_detection: Option<bool>,
+    /// Accepted for OpenMed compatibility.
+    #[schema(default = "en")]
+    sentence_language: Option<String>,
+    /// Accepted for OpenMed compatibility.
+    #[schema(default = false)]
+    sentence_clean: Option<bool>,
+    /// Accepted for OpenMed compatibility.
+    #[schema(default = true)]
+    use_fast_tokenizer: Option<bool>,
+    /// How long the model stays loaded after this request.
+    keep_alive: Option<KeepAlive>,
+}
+
+/// Body of `POST /models/unload`: `model_name` is required unless `all` is true.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct UnloadBody {
+    /// Model to unload (must be served).
+    model_name: Option<String>,
+    /// Unload every idle model.
+    #[schema(default = false)]
+    all: Option<bool>,
+}
+
+/// One entity of `/pii/extract` and `/analyze` (OpenMed's `EntityPrediction`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct Entity {
+    text: String,
+    label: String,
+    confidence: f64,
+    /// Code-point offset into the (stripped) text.
+    start: u64,
+    end: u64,
+    metadata: BTreeMap<String, Value>,
+}
+
+/// `/pii/extract` and `/analyze` answer (OpenMed's `PredictionResult`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct PredictionResponse {
+    text: String,
+    entities: Vec<Entity>,
+    model_name: String,
+    /// Naive local ISO-8601 with microseconds.
+    timestamp: String,
+    processing_time: f64,
+    metadata: BTreeMap<String, Value>,
+    /// True when answered by the rule recognizers alone (`fallback=rules`).
+    degraded: Option<bool>,
+}
+
+/// One entity of `/pii/deidentify` (OpenMed's `PIIEntity`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct PiiEntity {
+    text: String,
+    label: String,
+    entity_type: String,
+    start: u64,
+    end: u64,
+    confidence: f64,
+    redacted_text: String,
+    canonical_label: String,
+    sources: Vec<String>,
+    evidence: BTreeMap<String, Value>,
+    threshold: f64,
+    action: String,
+    surrogate: String,
+    metadata: BTreeMap<String, Value>,
+}
+
+/// `/pii/deidentify` answer (OpenMed's `DeidentificationResult.to_dict()`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct DeidentifyResponse {
+    original_text: String,
+    deidentified_text: String,
+    pii_entities: Vec<PiiEntity>,
+    method: String,
+    timestamp: String,
+    num_entities_redacted: u64,
+    metadata: BTreeMap<String, Value>,
+    /// Always null over REST.
+    audit_report: Option<Value>,
+    /// The installed model that answered.
+    model_name: String,
+    degraded: bool,
+    /// Replacement → original, only with `keep_mapping` (or a policy that keeps it).
+    mapping: Option<BTreeMap<String, String>>,
+}
+
+/// `GET /health`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct HealthResponse {
+    status: String,
+    service: String,
+    version: String,
+    profile: String,
+}
+
+/// `GET /livez`, `GET /readyz`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ProbeResponse {
+    status: String,
+    service: String,
+}
+
+/// One resident model in `/models/loaded`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct LoadedModel {
+    models: u64,
+    tokenizers: u64,
+    pipelines: u64,
+    active_requests: u64,
+    keep_alive_seconds_remaining: Option<f64>,
+    resident: bool,
+    loading: bool,
+    footprint_bytes: u64,
+    pending_footprint_bytes: u64,
+}
+
+/// `GET /models/loaded`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ModelsLoadedResponse {
+    default_keep_alive_seconds: Option<f64>,
+    max_resident_models: Option<i64>,
+    memory_budget_bytes: Option<u64>,
+    resident_memory_bytes: u64,
+    pending_memory_bytes: u64,
+    memory_admission_wait_seconds: f64,
+    warm_models: Vec<String>,
+    models: BTreeMap<String, LoadedModel>,
+    served_models: Vec<String>,
+    default_model: String,
+    model_policy: BTreeMap<String, Value>,
+}
+
+/// What an unload released.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct Released {
+    models: u64,
+    tokenizers: u64,
+    pipelines: u64,
+}
+
+/// `POST /models/unload`: one model (`model_name`, `active_requests`, `loading`) or all
+/// (`active_models`: each skipped busy model and its active requests).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct UnloadResponse {
+    unloaded: bool,
+    released: Released,
+    model_name: Option<String>,
+    active_requests: Option<u64>,
+    loading: Option<bool>,
+    active_models: Option<BTreeMap<String, u64>>,
+}
+
 /// The error envelope every error response uses.
-#[derive(utoipa::ToSchema)]
+#[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct ErrorEnvelope {
     error: ErrorBody,
 }
 
 /// The body of the envelope.
-#[derive(utoipa::ToSchema)]
+#[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct ErrorBody {
+    /// Machine-readable code (`validation_error`, `circuit_breaker_open`, …).
     code: String,
+    /// Fixed human-readable message; never contains request content.
     message: String,
-    details: Option<serde_json::Value>,
+    /// Field problems, or numbers and closed-vocabulary values; null when none.
+    details: Option<Value>,
+    /// The request id (also the `X-Request-ID` header).
     request_id: Option<String>,
 }
 
@@ -57,7 +459,321 @@ impl utoipa::Modify for Security {
     }
 }
 
+/// Fills the closed choice lists from the constants the parser uses, so they cannot drift.
+struct Choices;
+
+fn set_enum(schema: &mut RefOr<Schema>, field: &str, choices: &[&str]) {
+    let RefOr::T(Schema::Object(obj)) = schema else {
+        return;
+    };
+    if let Some(RefOr::T(Schema::Object(prop))) = obj.properties.get_mut(field) {
+        let mut values: Vec<Value> = choices.iter().map(|c| Value::from(*c)).collect();
+        values.push(Value::Null);
+        prop.enum_values = Some(values);
+    }
+}
+
+impl utoipa::Modify for Choices {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        for (name, schema) in components.schemas.iter_mut() {
+            match name.as_str() {
+                "ExtractBody" | "ExtractStreamBody" => {
+                    set_enum(schema, "lang", LANGS);
+                    set_enum(schema, "fallback", FALLBACKS);
+                }
+                "DeidentifyBody" | "DeidentifyStreamBody" => {
+                    set_enum(schema, "lang", LANGS);
+                    set_enum(schema, "fallback", FALLBACKS);
+                    set_enum(schema, "method", METHODS);
+                    set_enum(schema, "policy", &crate::deid::Policy::valid_names());
+                }
+                "AnalyzeBody" => set_enum(schema, "aggregation_strategy", AGGREGATIONS),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Adds the stack's error responses to every operation, by route class (DESIGN §5).
+struct ErrorResponses;
+
+fn error_response(description: &str, headers: &[(&str, &str)]) -> DocResponse {
+    let mut b = ResponseBuilder::new().description(description).content(
+        "application/json",
+        Content::new(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+            "ErrorEnvelope",
+        )))),
+    );
+    for (name, what) in headers {
+        let schema: Object = ObjectBuilder::new().schema_type(Type::String).build();
+        b = b.header(
+            *name,
+            HeaderBuilder::new()
+                .schema(schema)
+                .description(Some(*what))
+                .build(),
+        );
+    }
+    b.build()
+}
+
+const RETRY_AFTER: (&str, &str) = ("Retry-After", "whole seconds to wait, at least 1");
+const WWW_AUTH: (&str, &str) = ("WWW-Authenticate", "the accepted schemes");
+
+fn add(op: &mut Operation, status: &str, description: &str, headers: &[(&str, &str)]) {
+    op.responses
+        .responses
+        .entry(status.to_string())
+        .or_insert_with(|| RefOr::T(error_response(description, headers)));
+}
+
+impl utoipa::Modify for ErrorResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        const MODEL_ROUTES: &[&str] = &[
+            "/analyze",
+            "/pii/extract",
+            "/pii/extract/stream",
+            "/pii/deidentify",
+            "/pii/deidentify/stream",
+        ];
+        const OPEN_ROUTES: &[&str] = &["/health", "/livez", "/readyz", "/metrics", "/openapi.json"];
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let model = MODEL_ROUTES.contains(&path.as_str());
+            let open = OPEN_ROUTES.contains(&path.as_str());
+            for op in [&mut item.get, &mut item.post].into_iter().flatten() {
+                let has_body = op.request_body.is_some();
+                add(
+                    op,
+                    "400",
+                    "bad Host header, bad priority header or bad request metadata",
+                    &[],
+                );
+                add(
+                    op,
+                    "500",
+                    "internal error (a failure that is not the client's)",
+                    &[],
+                );
+                if !open {
+                    add(
+                        op,
+                        "401",
+                        "no or bad token (`authentication_required`, `invalid_credentials`)",
+                        &[WWW_AUTH],
+                    );
+                }
+                if has_body {
+                    add(
+                        op,
+                        "413",
+                        "body over `limits.max_request_bytes` (`payload_too_large`)",
+                        &[],
+                    );
+                    add(
+                        op,
+                        "422",
+                        "invalid body or field, unknown field, model not served",
+                        &[],
+                    );
+                }
+                if model {
+                    add(op, "429", "rate limited (`rate_limited`)", &[RETRY_AFTER]);
+                    add(
+                        op,
+                        "503",
+                        "breaker open, backpressure, bulkhead full, or not ready",
+                        &[RETRY_AFTER],
+                    );
+                    add(op, "504", "request deadline passed (`timeout`)", &[]);
+                    op.parameters.get_or_insert_with(Vec::new).push(
+                        ParameterBuilder::new()
+                            .name("X-OpenMed-Priority")
+                            .parameter_in(ParameterIn::Header)
+                            .description(Some("`interactive` (default) or `bulk`, and OpenMed's synonyms; other values → 400"))
+                            .schema(Some(
+                                ObjectBuilder::new().schema_type(Type::String).enum_values(Some([
+                                    "interactive", "high", "latency", "realtime", "real-time", "foreground",
+                                    "normal", "bulk", "batch", "background", "low",
+                                ])),
+                            ))
+                            .build(),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The document for a server whose served set is `served`: `model_name` lists exactly the
+/// names it accepts at this moment (any other name is a 422 `model_not_served`), and the
+/// cross-field rules the parser applies are stated in JSON Schema (utoipa's derive has no
+/// words for them).
+pub fn document(served: &[String]) -> Value {
+    let mut doc = ApiDoc::openapi();
+    let names: Vec<&str> = served.iter().map(String::as_str).collect();
+    if let Some(components) = doc.components.as_mut() {
+        for schema in components.schemas.values_mut() {
+            set_enum(schema, "model_name", &names);
+        }
+    }
+    let mut doc = serde_json::to_value(doc).unwrap_or(Value::Null);
+    let schemas = &mut doc["components"]["schemas"];
+    for name in ["DeidentifyBody", "DeidentifyStreamBody"] {
+        let Some(obj) = schemas[name].as_object_mut() else {
+            continue;
+        };
+        // `date_shift_days` needs the effective method `shift_dates`; `shift_dates=false`
+        // conflicts with `method=shift_dates`.
+        obj.insert(
+            "if".into(),
+            serde_json::json!({"properties": {"date_shift_days": {"type": "integer"}}, "required": ["date_shift_days"]}),
+        );
+        obj.insert(
+            "then".into(),
+            serde_json::json!({"anyOf": [
+                {"properties": {"method": {"const": "shift_dates"}}, "required": ["method"]},
+                {"properties": {"shift_dates": {"const": true}}, "required": ["shift_dates"]}]}),
+        );
+        obj.insert(
+            "not".into(),
+            serde_json::json!({"properties": {"method": {"const": "shift_dates"}, "shift_dates": {"const": false}},
+                "required": ["method", "shift_dates"]}),
+        );
+    }
+    if let Some(obj) = schemas["UnloadBody"].as_object_mut() {
+        // `model_name` is required unless `all` is true.
+        obj.insert(
+            "anyOf".into(),
+            serde_json::json!([
+                {"properties": {"model_name": {"type": "string"}}, "required": ["model_name"]},
+                {"properties": {"all": {"const": true}}, "required": ["all"]}]),
+        );
+    }
+    doc
+}
+
 /// `GET /openapi.json`.
-pub async fn openapi_json() -> Response {
-    axum::Json(ApiDoc::openapi()).into_response()
+pub async fn openapi_json(State(st): State<AppState>) -> Response {
+    axum::Json(document(&st.engine.served_names())).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::api::{AnalyzeRequest, DeidentifyRequest, ExtractRequest, UnloadRequest};
+    use crate::server::validate::{parse_object, TextLimits};
+    use serde_json::{json, Map};
+
+    const LIMITS: TextLimits = TextLimits {
+        max_chars: 1_000_000,
+        max_bytes: 4_000_000,
+    };
+
+    fn properties(name: &str) -> Vec<String> {
+        let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
+        let props = &doc["components"]["schemas"][name]["properties"];
+        props
+            .as_object()
+            .expect("properties")
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// A valid value for each documented property, so a body with every field parses.
+    fn sample(field: &str) -> Value {
+        match field {
+            "text" => json!("Call John at 555-123-4567"),
+            "lang" => json!("en"),
+            "method" => json!("shift_dates"),
+            "fallback" => json!("rules"),
+            "aggregation_strategy" => json!("first"),
+            "keep_alive" => json!("5m"),
+            "date_shift_days" => json!(3),
+            "shift_dates" => json!(true),
+            "confidence_threshold" => json!(0.5),
+            "model_name" | "policy" | "sentence_language" => Value::Null,
+            "chunk_size" | "window_chars" | "tokenizer_context_chars" | "max_entity_chars" => {
+                json!(512)
+            }
+            _ => json!(true),
+        }
+    }
+
+    fn full_body(schema: &str) -> Map<String, Value> {
+        properties(schema)
+            .iter()
+            .map(|p| (p.clone(), sample(p)))
+            .collect()
+    }
+
+    #[test]
+    fn every_documented_field_is_accepted_by_the_parser() {
+        ExtractRequest::parse(&full_body("ExtractBody"), LIMITS).expect("extract");
+        ExtractRequest::parse_stream(&full_body("ExtractStreamBody"), LIMITS)
+            .expect("extract stream");
+        DeidentifyRequest::parse(&full_body("DeidentifyBody"), LIMITS, false).expect("deidentify");
+        DeidentifyRequest::parse(&full_body("DeidentifyStreamBody"), LIMITS, true)
+            .expect("deid stream");
+        AnalyzeRequest::parse(&full_body("AnalyzeBody"), LIMITS).expect("analyze");
+        UnloadRequest::parse(&full_body("UnloadBody")).expect("unload");
+    }
+
+    #[test]
+    fn an_undocumented_field_is_rejected_by_the_parser() {
+        let mut body = full_body("DeidentifyBody");
+        body.insert("chunk_size".into(), json!(10));
+        assert!(DeidentifyRequest::parse(&body, LIMITS, false).is_err());
+        let map = parse_object(br#"{"text":"x","window_chars":64}"#).expect("object");
+        assert!(ExtractRequest::parse(&map, LIMITS).is_err());
+    }
+
+    #[test]
+    fn request_bodies_forbid_unknown_fields_and_require_only_text() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
+        for name in [
+            "ExtractBody",
+            "ExtractStreamBody",
+            "DeidentifyBody",
+            "DeidentifyStreamBody",
+            "AnalyzeBody",
+        ] {
+            let s = &doc["components"]["schemas"][name];
+            assert_eq!(s["additionalProperties"], json!(false), "{name}");
+            assert_eq!(s["required"], json!(["text"]), "{name}");
+        }
+        let langs = &doc["components"]["schemas"]["ExtractBody"]["properties"]["lang"]["enum"];
+        assert_eq!(langs.as_array().map(Vec::len), Some(LANGS.len() + 1));
+    }
+
+    #[test]
+    fn model_name_lists_the_served_set() {
+        let doc = document(&["a".into(), "b/c".into()]);
+        for name in [
+            "ExtractBody",
+            "DeidentifyStreamBody",
+            "AnalyzeBody",
+            "UnloadBody",
+        ] {
+            let names = &doc["components"]["schemas"][name]["properties"]["model_name"]["enum"];
+            assert_eq!(names, &json!(["a", "b/c", null]), "{name}");
+        }
+    }
+
+    #[test]
+    fn model_routes_document_the_stack_errors() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
+        let responses = &doc["paths"]["/pii/deidentify"]["post"]["responses"];
+        for status in [
+            "200", "400", "401", "413", "422", "429", "500", "503", "504",
+        ] {
+            assert!(responses.get(status).is_some(), "missing {status}");
+        }
+        assert!(responses["503"]["headers"].get("Retry-After").is_some());
+        let health = &doc["paths"]["/health"]["get"]["responses"];
+        assert!(health.get("401").is_none());
+    }
 }

@@ -16,7 +16,7 @@ use super::validate::parse_object;
 pub const SERVICE: &str = "openmed-rest";
 
 /// `GET /health`.
-#[utoipa::path(get, path = "/health", responses((status = 200, description = "service is up")))]
+#[utoipa::path(get, path = "/health", responses((status = 200, description = "service is up", body = super::openapi::HealthResponse)))]
 pub async fn health(State(st): State<AppState>) -> Response {
     let s = st.settings();
     axum::Json(
@@ -27,13 +27,13 @@ pub async fn health(State(st): State<AppState>) -> Response {
 }
 
 /// `GET /livez`.
-#[utoipa::path(get, path = "/livez", responses((status = 200, description = "process alive")))]
+#[utoipa::path(get, path = "/livez", responses((status = 200, description = "process alive", body = super::openapi::ProbeResponse)))]
 pub async fn livez() -> Response {
     axum::Json(json!({"status": "ok", "service": SERVICE})).into_response()
 }
 
 /// `GET /readyz`.
-#[utoipa::path(get, path = "/readyz", responses((status = 200, description = "ready"), (status = 503, description = "starting or draining")))]
+#[utoipa::path(get, path = "/readyz", responses((status = 200, description = "ready", body = super::openapi::ProbeResponse), (status = 503, description = "starting or draining (`not_ready`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn readyz(State(st): State<AppState>) -> Result<Response, ApiError> {
     match st.phase() {
         Phase::Serving => {
@@ -49,7 +49,7 @@ pub async fn readyz(State(st): State<AppState>) -> Result<Response, ApiError> {
 }
 
 /// `GET /metrics` (when `server.metrics_enabled`).
-#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text"), (status = 404, description = "metrics disabled")))]
+#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text", body = String, content_type = "text/plain"), (status = 404, description = "metrics disabled", body = super::openapi::ErrorEnvelope)))]
 pub async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
     if !st.settings().bool("server.metrics_enabled") {
         return Err(ApiError::NotFound);
@@ -66,7 +66,7 @@ pub async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
 }
 
 /// `GET /models/loaded`.
-#[utoipa::path(get, path = "/models/loaded", responses((status = 200, description = "resident models")))]
+#[utoipa::path(get, path = "/models/loaded", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "resident models", body = super::openapi::ModelsLoadedResponse)))]
 pub async fn models_loaded(State(st): State<AppState>) -> Response {
     let s = st.settings();
     let reg = &st.engine.registry;
@@ -99,7 +99,7 @@ pub async fn models_loaded(State(st): State<AppState>) -> Response {
 }
 
 /// `POST /models/unload`.
-#[utoipa::path(post, path = "/models/unload", request_body = UnloadRequest, responses((status = 200, description = "unload result"), (status = 422, description = "invalid or not served")))]
+#[utoipa::path(post, path = "/models/unload", request_body = super::openapi::UnloadBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "unload result", body = super::openapi::UnloadResponse)))]
 pub async fn models_unload(
     State(st): State<AppState>,
     Body(body): Body,

@@ -123,7 +123,7 @@ where
 }
 
 /// `POST /pii/extract`.
-#[utoipa::path(post, path = "/pii/extract", request_body = ExtractRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "entities found"), (status = 401, description = "authentication required", body = super::openapi::ErrorEnvelope), (status = 422, description = "validation error or model not served", body = super::openapi::ErrorEnvelope), (status = 429, description = "rate limited"), (status = 503, description = "breaker open, backpressure, busy or not ready"), (status = 504, description = "timeout"), (status = 500, description = "inference error")))]
+#[utoipa::path(post, path = "/pii/extract", request_body = super::openapi::ExtractBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "entities found", body = super::openapi::PredictionResponse)))]
 pub async fn pii_extract(
     State(st): State<AppState>,
     Body(body): Body,
@@ -158,7 +158,7 @@ pub async fn pii_extract(
 }
 
 /// `POST /analyze` (an entity extractor over the requested model).
-#[utoipa::path(post, path = "/analyze", request_body = AnalyzeRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "entities found"), (status = 401, description = "authentication required", body = super::openapi::ErrorEnvelope), (status = 422, description = "validation error or model not served", body = super::openapi::ErrorEnvelope), (status = 429, description = "rate limited"), (status = 503, description = "breaker open, backpressure, busy or not ready"), (status = 504, description = "timeout"), (status = 500, description = "inference error")))]
+#[utoipa::path(post, path = "/analyze", request_body = super::openapi::AnalyzeBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "entities found", body = super::openapi::PredictionResponse)))]
 pub async fn analyze(State(st): State<AppState>, Body(body): Body) -> Result<Response, ApiError> {
     let map = parse_object(&body)?;
     let req = AnalyzeRequest::parse(&map, limits(&st))?;
@@ -233,7 +233,7 @@ pub(crate) fn pii_entity_json(
 }
 
 /// `POST /pii/deidentify`.
-#[utoipa::path(post, path = "/pii/deidentify", request_body = DeidentifyRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "de-identified text"), (status = 401, description = "authentication required", body = super::openapi::ErrorEnvelope), (status = 422, description = "validation error or model not served", body = super::openapi::ErrorEnvelope), (status = 429, description = "rate limited"), (status = 503, description = "breaker open, backpressure, busy or not ready"), (status = 504, description = "timeout"), (status = 500, description = "inference error")))]
+#[utoipa::path(post, path = "/pii/deidentify", request_body = super::openapi::DeidentifyBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "de-identified text", body = super::openapi::DeidentifyResponse)))]
 pub async fn pii_deidentify(
     State(st): State<AppState>,
     Extension(_caller): Extension<Caller>,

@@ -176,7 +176,7 @@ async fn send_line(tx: &mpsc::Sender<Bytes>, v: &Value, compact: bool) -> bool {
 }
 
 /// `POST /pii/extract/stream`.
-#[utoipa::path(post, path = "/pii/extract/stream", request_body = ExtractRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON events", content_type = "application/x-ndjson"), (status = 401, description = "authentication required", body = super::openapi::ErrorEnvelope), (status = 422, description = "validation error or model not served", body = super::openapi::ErrorEnvelope), (status = 429, description = "rate limited"), (status = 503, description = "breaker open, backpressure, busy or not ready"), (status = 504, description = "timeout"), (status = 500, description = "inference error")))]
+#[utoipa::path(post, path = "/pii/extract/stream", request_body = super::openapi::ExtractStreamBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON events: `emit`, `retract`, then `final`", body = String, content_type = "application/x-ndjson")))]
 pub async fn pii_extract_stream(
     State(st): State<AppState>,
     held: Option<Extension<Arc<HeldAdmission>>>,
@@ -241,7 +241,7 @@ pub async fn pii_extract_stream(
 }
 
 /// `POST /pii/deidentify/stream`.
-#[utoipa::path(post, path = "/pii/deidentify/stream", request_body = DeidentifyRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON chunks", content_type = "application/x-ndjson"), (status = 401, description = "authentication required", body = super::openapi::ErrorEnvelope), (status = 422, description = "validation error or model not served", body = super::openapi::ErrorEnvelope), (status = 429, description = "rate limited"), (status = 503, description = "breaker open, backpressure, busy or not ready"), (status = 504, description = "timeout"), (status = 500, description = "inference error")))]
+#[utoipa::path(post, path = "/pii/deidentify/stream", request_body = super::openapi::DeidentifyStreamBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON lines: `chunk`s, then `final` or `error`", body = String, content_type = "application/x-ndjson")))]
 pub async fn pii_deidentify_stream(
     State(st): State<AppState>,
     held: Option<Extension<Arc<HeldAdmission>>>,

@@ -201,8 +201,14 @@ impl<'a> Fields<'a> {
     pub fn opt_i64_in(&mut self, name: &'static str, min: i64, max: i64) -> Option<i64> {
         match self.get(name) {
             None => None,
-            Some(Value::Number(n)) => match n.as_i64() {
-                Some(v) if v < min => {
+            // As pydantic's lax mode (and JSON Schema's `integer`), `5.0` is the integer 5; a
+            // whole number beyond i64 is out of range rather than mistyped.
+            Some(Value::Number(n)) => match n
+                .as_i64()
+                .map(|v| v.clamp(i64::MIN / 2, i64::MAX / 2) as f64)
+                .or_else(|| n.as_f64().filter(|v| v.fract() == 0.0))
+            {
+                Some(v) if v < min as f64 => {
                     self.problem(
                         name,
                         format!("Input should be greater than or equal to {min}"),
@@ -210,7 +216,7 @@ impl<'a> Fields<'a> {
                     );
                     None
                 }
-                Some(v) if v > max => {
+                Some(v) if v > max as f64 => {
                     self.problem(
                         name,
                         format!("Input should be less than or equal to {max}"),
@@ -218,7 +224,7 @@ impl<'a> Fields<'a> {
                     );
                     None
                 }
-                Some(v) => Some(v),
+                Some(v) => Some(v as i64),
                 None => {
                     self.problem(name, "Input should be a valid integer", "int_type");
                     None
@@ -248,17 +254,20 @@ impl<'a> Fields<'a> {
             Some(Value::String(s)) => crate::settings::value::parse_keep_alive(s),
             Some(_) => None,
         };
-        match parsed {
-            Some(v) => Some(v.map(std::time::Duration::from_secs_f64)),
-            None => {
-                self.problem(
-                    name,
-                    "Value error, keep_alive must be seconds >= 0 or a duration like 30s, 5m, 1h30m, never",
-                    "value_error",
-                );
-                None
-            }
+        // A finite number can still overflow a `Duration` (`1e300`, `9999999999999999999h`);
+        // `from_secs_f64` would panic, so too-large values are a validation problem.
+        let parsed = parsed.and_then(|v| match v {
+            None => Some(None),
+            Some(secs) => std::time::Duration::try_from_secs_f64(secs).ok().map(Some),
+        });
+        if parsed.is_none() {
+            self.problem(
+                name,
+                "Value error, keep_alive must be seconds >= 0 or a duration like 30s, 5m, 1h30m, never",
+                "value_error",
+            );
         }
+        parsed
     }
 
     /// Finishes: unknown fields become problems (named without echoing them).
@@ -327,6 +336,36 @@ mod tests {
         let mut f = Fields::new(&map);
         f.text("text", LIMITS);
         assert!(f.finish().is_err());
+    }
+
+    #[test]
+    fn whole_floats_are_integers() {
+        let map = parse_object(br#"{"a": 5.0, "b": 5.5, "c": 1e30, "d": -3}"#).expect("object");
+        let mut f = Fields::new(&map);
+        assert_eq!(f.opt_i64_in("a", 0, 10), Some(5));
+        assert_eq!(f.opt_i64_in("b", 0, 10), None);
+        assert_eq!(f.opt_i64_in("c", 0, 10), None);
+        assert_eq!(f.opt_i64_in("d", -5, 10), Some(-3));
+        let err = f.finish().expect_err("b and c are invalid");
+        let json = err.body(None).to_string();
+        assert!(
+            json.contains("int_type") && json.contains("less_than_equal"),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn huge_keep_alive_is_a_problem_not_a_panic() {
+        for body in [
+            r#"{"keep_alive": 1e300}"#,
+            r#"{"keep_alive": "7551470510804378606506604955807h"}"#,
+            r#"{"keep_alive": "1e300"}"#,
+        ] {
+            let map = parse_object(body.as_bytes()).expect("object");
+            let mut f = Fields::new(&map);
+            assert_eq!(f.keep_alive(), None);
+            assert!(f.finish().is_err(), "{body}");
+        }
     }
 
     proptest! {
