@@ -1,11 +1,19 @@
 //! `phiguard eval --gold FILE`: scores the engine (rules + model, as the service runs them)
-//! against gold spans; exits 1 when `--min-recall` is not met.
+//! against gold spans; exits 1 when `--min-recall` is not met. `--detectors model|rules`
+//! scores one side of the merge alone (the same backend, without the guard).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::PathBuf;
 
 use super::{init_logging, runtime, Failure};
-use crate::eval::{read_gold, LabelMap};
+use crate::deid::{DeidOptions, Deidentifier};
+use crate::detect::Span;
+use crate::engine::{CallOptions, Detectors};
+use crate::eval::{read_gold, score, LabelMap};
+use crate::guard::Deadline;
 use crate::settings::{Home, Settings};
 
 pub(super) struct Args {
@@ -16,6 +24,8 @@ pub(super) struct Args {
     pub(super) min_recall: Option<f64>,
     pub(super) label_map: Option<PathBuf>,
     pub(super) threshold: f64,
+    pub(super) detectors: String,
+    pub(super) predictions: Option<PathBuf>,
 }
 
 pub(super) fn run(args: Args) -> Result<(), Failure> {
@@ -28,6 +38,12 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     };
     let docs = read_gold(&args.gold, map.as_ref()).map_err(|e| Failure::usage(e.to_string()))?;
     let method = super::deid::method(&args.method)?;
+    let detectors = match args.detectors.as_str() {
+        "both" => Detectors::Both,
+        "model" => Detectors::Model,
+        "rules" => Detectors::Rules,
+        _ => return Err(Failure::usage("--detectors must be both, model or rules")),
+    };
     let rt = runtime()?;
     let report = rt.block_on(async {
         let engine = crate::server::build_engine(&settings, &home, Default::default())
@@ -35,6 +51,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         let id = engine.resolve(args.model.as_deref()).map_err(|_| {
             Failure::usage("the model is not installed (see `phiguard models list`)")
         })?;
+        let key = crate::deid::HashKey::generate(&mut rand::rng());
         let bar = if args.json {
             ProgressBar::hidden()
         } else {
@@ -44,18 +61,60 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             ProgressStyle::with_template("{bar:40} {pos}/{len} notes {elapsed_precise}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        let report = crate::engine::evaluate::evaluate(
-            &engine,
-            &id,
-            &docs,
-            method,
-            args.threshold as f32,
-            || bar.inc(1),
-        )
-        .await
-        .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?;
+        let mut predicted = Vec::with_capacity(docs.len());
+        let mut redacted = Vec::with_capacity(docs.len());
+        let mut timings: Vec<Duration> = Vec::with_capacity(docs.len());
+        for doc in &docs {
+            let opts = CallOptions {
+                deadline: Deadline::unbounded(engine.guard.clock().now()),
+                fallback_rules: false,
+                keep_alive: None,
+            };
+            let started = Instant::now();
+            let found: Vec<Span> = if detectors == Detectors::Both {
+                engine
+                    .detect(&id, Arc::from(doc.text.as_str()), &opts)
+                    .await
+                    .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?
+                    .spans
+            } else {
+                let registry = Arc::clone(&engine.registry);
+                let (id, text) = (id.clone(), doc.text.clone());
+                tokio::task::spawn_blocking(move || {
+                    let lease = registry.lease(&id, None).map_err(|e| e.to_string())?;
+                    lease
+                        .backend
+                        .detect_with(&[text.as_str()], detectors)
+                        .map_err(|e| e.to_string())
+                })
+                .await
+                .map_err(|_| Failure::runtime("detection failed: worker panicked"))?
+                .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?
+                .pop()
+                .unwrap_or_default()
+            };
+            timings.push(started.elapsed());
+            let spans: Vec<_> = found
+                .into_iter()
+                .filter(|s| s.score >= args.threshold as f32)
+                .collect();
+            let mut d = Deidentifier::new(
+                DeidOptions {
+                    method,
+                    ..Default::default()
+                },
+                &key,
+                rand::rng(),
+            );
+            redacted.push(d.apply(&doc.text, &spans).text);
+            predicted.push(spans);
+            bar.inc(1);
+        }
         bar.finish_and_clear();
-        Ok::<_, Failure>(report)
+        if let Some(path) = &args.predictions {
+            write_predictions(path, &predicted)?;
+        }
+        Ok::<_, Failure>(score(&docs, &predicted, Some(&redacted)).with_timings(&docs, &timings, 5))
     })?;
     if args.json {
         println!(
@@ -74,4 +133,17 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Writes one JSON line per document: its index and its predicted spans (offsets, labels,
+/// scores and sources; never text).
+fn write_predictions(path: &std::path::Path, predicted: &[Vec<Span>]) -> Result<(), Failure> {
+    use std::io::Write as _;
+    let io = |e: std::io::Error| Failure::runtime(format!("cannot write predictions: {e}"));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    for (i, spans) in predicted.iter().enumerate() {
+        let line = serde_json::json!({ "index": i, "spans": spans });
+        writeln!(out, "{line}").map_err(io)?;
+    }
+    out.flush().map_err(io)
 }

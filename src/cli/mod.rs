@@ -84,6 +84,13 @@ enum Command {
         /// Minimum confidence of model spans.
         #[arg(long, default_value_t = 0.5)]
         threshold: f64,
+        /// Which recognizers to score: the model alone, the rules alone, or both merged.
+        #[arg(long, default_value = "both", value_parser = ["both", "model", "rules"])]
+        detectors: String,
+        /// Also write each document's predicted spans (JSON Lines: index, start, end, label,
+        /// score, source; no text) for error analysis.
+        #[arg(long)]
+        predictions: Option<PathBuf>,
     },
     /// Manage models: the catalog, downloads, imports.
     Models {
@@ -223,6 +230,8 @@ pub fn main() -> ExitCode {
             min_recall,
             label_map,
             threshold,
+            detectors,
+            predictions,
         } => eval_cmd::run(eval_cmd::Args {
             gold,
             model,
@@ -231,6 +240,8 @@ pub fn main() -> ExitCode {
             min_recall,
             label_map,
             threshold,
+            detectors,
+            predictions,
         }),
         Command::Models { action } => match action {
             ModelsAction::List => models_cmd::list(),

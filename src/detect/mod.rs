@@ -5,13 +5,19 @@
 //! engine calls on its worker threads. Model-backed recognizers implement the same trait
 //! in `inference`. Pure text in, spans out: no HTTP, no async, no candle.
 
+pub mod context;
 pub mod merge;
+pub mod protected;
 pub mod rules;
 pub mod span;
+pub mod sweep;
+pub mod thresholds;
 
+pub use context::ContextRecognizer;
 pub use merge::resolve;
 pub use rules::RuleRecognizer;
 pub use span::{CharIndex, Label, Source, Span};
+pub use thresholds::LabelThresholds;
 
 /// Why a recognizer call failed. Messages never contain request text.
 #[derive(Debug, thiserror::Error)]
@@ -36,4 +42,31 @@ pub trait Recognizer: Send + Sync {
     /// [`RecognizerError::Backend`] when the backend fails, [`RecognizerError::Input`] when
     /// a text cannot be processed.
     fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError>;
+}
+
+/// Several recognizers run as one: their spans are concatenated and resolved. The service's
+/// rule layer is the pattern table ([`RuleRecognizer`]) with the context heuristics
+/// ([`ContextRecognizer`]) beside it.
+pub struct Layered(pub Vec<std::sync::Arc<dyn Recognizer>>);
+
+impl Layered {
+    /// The service's rule layer: patterns and context heuristics.
+    pub fn service_rules() -> Self {
+        Layered(vec![
+            std::sync::Arc::new(RuleRecognizer::new()),
+            std::sync::Arc::new(ContextRecognizer::new()),
+        ])
+    }
+}
+
+impl Recognizer for Layered {
+    fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
+        let mut out: Vec<Vec<Span>> = vec![Vec::new(); texts.len()];
+        for r in &self.0 {
+            for (acc, spans) in out.iter_mut().zip(r.detect_batch(texts)?) {
+                acc.extend(spans);
+            }
+        }
+        Ok(out.into_iter().map(resolve).collect())
+    }
 }

@@ -4,6 +4,10 @@
 //!
 //! Every served model is a [`Backend`]: an optional token classifier merged with the rule
 //! recognizers. The `rules` backend has no model and is always resident.
+//!
+//! The merge is recall first: model spans are filtered (per-label thresholds, protected
+//! terms), then unioned with the rule spans ([`crate::detect::resolve`]), then the safety
+//! sweep marks every other occurrence of a name found once ([`crate::detect::sweep`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -14,7 +18,22 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 
 use super::faults::Faults;
-use crate::detect::{Recognizer, RecognizerError, Span};
+use crate::detect::{LabelThresholds, Recognizer, RecognizerError, Span};
+
+/// Which recognizers a detection runs (`phiguard eval --detectors`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Detectors {
+    /// The model and the rules, merged (what the service runs).
+    #[default]
+    Both,
+    /// The model alone (its spans still pass the thresholds and protected terms).
+    Model,
+    /// The rules alone.
+    Rules,
+}
+
+/// The model-span filters shared by every backend; live settings replace them.
+pub type SharedThresholds = Arc<RwLock<LabelThresholds>>;
 
 /// The id of the rules-only backend.
 pub const RULES_ID: &str = "rules";
@@ -43,28 +62,53 @@ pub trait Loader: Send + Sync {
 pub struct Backend {
     model: Option<Arc<dyn Recognizer>>,
     rules: Arc<dyn Recognizer>,
+    thresholds: SharedThresholds,
 }
 
 impl Backend {
     /// The rules-only backend.
     pub fn rules_only(rules: Arc<dyn Recognizer>) -> Self {
-        Backend { model: None, rules }
+        Backend {
+            model: None,
+            rules,
+            thresholds: SharedThresholds::default(),
+        }
+    }
+
+    /// Runs the chosen recognizers and merges their spans (see the module docs).
+    ///
+    /// # Errors
+    /// What the recognizers return.
+    pub fn detect_with(
+        &self,
+        texts: &[&str],
+        detectors: Detectors,
+    ) -> Result<Vec<Vec<Span>>, RecognizerError> {
+        let mut found: Vec<Vec<Span>> = if detectors == Detectors::Model {
+            vec![Vec::new(); texts.len()]
+        } else {
+            self.rules.detect_batch(texts)?
+        };
+        if let (Some(model), false) = (&self.model, detectors == Detectors::Rules) {
+            let spans = model.detect_batch(texts)?;
+            let thresholds = self.thresholds.read().clone();
+            for ((r, mut m), text) in found.iter_mut().zip(spans).zip(texts) {
+                thresholds.retain(&mut m);
+                crate::detect::protected::drop_protected(text, &mut m);
+                r.extend(m);
+            }
+        }
+        Ok(found
+            .into_iter()
+            .zip(texts)
+            .map(|(spans, text)| crate::detect::sweep::sweep(text, crate::detect::resolve(spans)))
+            .collect())
     }
 }
 
 impl Recognizer for Backend {
     fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
-        let mut rules = self.rules.detect_batch(texts)?;
-        if let Some(model) = &self.model {
-            let found = model.detect_batch(texts)?;
-            for (r, m) in rules.iter_mut().zip(found) {
-                r.extend(m);
-            }
-        }
-        Ok(rules
-            .into_iter()
-            .map(crate::detect::merge::resolve)
-            .collect())
+        self.detect_with(texts, Detectors::Both)
     }
 }
 
@@ -120,6 +164,7 @@ pub struct Registry {
     rules: Arc<dyn Recognizer>,
     loader: Arc<dyn Loader>,
     faults: Arc<Faults>,
+    thresholds: SharedThresholds,
     max_resident: RwLock<Option<usize>>,
     default_keep_alive: RwLock<Option<Duration>>,
     /// Models loaded since start.
@@ -154,6 +199,7 @@ impl Registry {
             rules,
             loader,
             faults,
+            thresholds: SharedThresholds::default(),
             max_resident: RwLock::new(None),
             default_keep_alive: RwLock::new(None),
             loads: AtomicU64::new(0),
@@ -166,6 +212,12 @@ impl Registry {
     pub fn configure(&self, max_resident: Option<usize>, keep_alive: Option<Duration>) {
         *self.max_resident.write() = max_resident;
         *self.default_keep_alive.write() = keep_alive;
+    }
+
+    /// Live setting `models.label_thresholds`: replaces the per-label minimum confidence of
+    /// model spans for every backend, resident or not.
+    pub fn set_label_thresholds(&self, thresholds: LabelThresholds) {
+        *self.thresholds.write() = thresholds;
     }
 
     /// Adds or replaces a model spec (after an import or a download).
@@ -191,7 +243,11 @@ impl Registry {
 
     /// The rules-only backend (degraded mode).
     pub fn rules_backend(&self) -> Arc<Backend> {
-        Arc::new(Backend::rules_only(Arc::clone(&self.rules)))
+        Arc::new(Backend {
+            model: None,
+            rules: Arc::clone(&self.rules),
+            thresholds: Arc::clone(&self.thresholds),
+        })
     }
 
     /// The backend for `id`, loading it if needed (blocking: call off the async runtime).
@@ -243,6 +299,7 @@ impl Registry {
         let backend = Arc::new(Backend {
             model,
             rules: Arc::clone(&self.rules),
+            thresholds: Arc::clone(&self.thresholds),
         });
         let active = Arc::new(AtomicUsize::new(1));
         let mut res = self.resident.lock();
@@ -356,5 +413,82 @@ impl Registry {
                 )
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::{Label, Source};
+
+    /// A recognizer that returns the same spans for every text (a test double for a model).
+    struct Fixed(Vec<Span>);
+
+    impl Recognizer for Fixed {
+        fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
+            Ok(texts.iter().map(|_| self.0.clone()).collect())
+        }
+    }
+
+    fn backend(thresholds: &[&str]) -> Result<Backend, crate::detect::thresholds::ThresholdError> {
+        // "Hodgkin lymphoma; Mrs. Davis; Davis; MRN 4455667"
+        let model = Fixed(vec![
+            Span::new(0, 7, Label::LastName, 0.9, Source::Model),
+            Span::new(23, 28, Label::LastName, 0.4, Source::Model),
+            Span::new(41, 48, Label::IdNum, 0.99, Source::Model),
+        ]);
+        Ok(Backend {
+            model: Some(Arc::new(model)),
+            rules: Arc::new(crate::detect::Layered::service_rules()),
+            thresholds: Arc::new(RwLock::new(LabelThresholds::parse(thresholds)?)),
+        })
+    }
+
+    const TEXT: &str = "Hodgkin lymphoma; Mrs. Davis; Davis; MRN 4455667";
+
+    fn found(b: &Backend, d: Detectors) -> Vec<(usize, usize, Label)> {
+        b.detect_with(&[TEXT], d)
+            .unwrap_or_default()
+            .concat()
+            .into_iter()
+            .map(|s| (s.start, s.end, s.label))
+            .collect()
+    }
+
+    #[test]
+    fn merged_spans_drop_protected_terms_sweep_names_and_prefer_context_labels(
+    ) -> Result<(), crate::detect::thresholds::ThresholdError> {
+        let b = backend(&[])?;
+        let both = found(&b, Detectors::Both);
+        assert!(
+            !both.iter().any(|s| s.0 == 0),
+            "Hodgkin is protected: {both:?}"
+        );
+        assert!(both.contains(&(23, 28, Label::LastName)), "{both:?}");
+        assert!(both.contains(&(30, 35, Label::LastName)), "swept: {both:?}");
+        assert!(
+            both.contains(&(41, 48, Label::MedicalRecordNumber)),
+            "{both:?}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn detectors_choose_the_side_and_thresholds_filter_model_spans(
+    ) -> Result<(), crate::detect::thresholds::ThresholdError> {
+        let b = backend(&["LAST_NAME=0.5"])?;
+        let model = found(&b, Detectors::Model);
+        assert_eq!(
+            model,
+            vec![(41, 48, Label::IdNum)],
+            "the 0.4 surname is below its threshold"
+        );
+        let rules = found(&b, Detectors::Rules);
+        assert!(rules.iter().all(|s| s.2 != Label::IdNum), "{rules:?}");
+        assert!(
+            rules.contains(&(41, 48, Label::MedicalRecordNumber)),
+            "{rules:?}"
+        );
+        Ok(())
     }
 }

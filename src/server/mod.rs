@@ -166,6 +166,15 @@ pub fn apply_live(st: &AppState, s: &Settings) {
         s.opt_i64("models.max_resident").map(|v| v as usize),
         s.opt_f64("models.keep_alive").map(Duration::from_secs_f64),
     );
+    st.engine.registry.set_label_thresholds(label_thresholds(s));
+}
+
+/// `models.label_thresholds`; settings validation already refused a bad list.
+fn label_thresholds(s: &Settings) -> crate::detect::LabelThresholds {
+    crate::detect::LabelThresholds::parse(s.list("models.label_thresholds")).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "models.label_thresholds ignored");
+        crate::detect::LabelThresholds::default()
+    })
 }
 
 fn batch_config(s: &Settings) -> BatchConfig {
@@ -202,7 +211,7 @@ pub fn build_engine(
         }
     }
     let rules: Arc<dyn crate::detect::Recognizer> =
-        Arc::new(crate::detect::rules::RuleRecognizer::new());
+        Arc::new(crate::detect::Layered::service_rules());
     let loader = opts
         .loader
         .unwrap_or_else(crate::engine::loader::default_loader);
@@ -223,6 +232,7 @@ pub fn build_engine(
         })
     };
     let registry = Arc::new(Registry::new(rules, loader, Arc::clone(&faults), specs));
+    registry.set_label_thresholds(label_thresholds(settings));
     let threads = settings
         .opt_i64("models.inference_threads")
         .map(|v| v as usize)

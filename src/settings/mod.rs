@@ -162,6 +162,12 @@ impl Settings {
                 "PHIGUARD_CLUSTER_ADMISSIONS must be set when PHIGUARD_REDIS_URL is".into(),
             ));
         }
+        if let Err(e) = crate::detect::LabelThresholds::parse(self.list("models.label_thresholds"))
+        {
+            return Err(SettingsError::Conflict(format!(
+                "models.label_thresholds (PHIGUARD_LABEL_THRESHOLDS): {e}"
+            )));
+        }
         if self.f64("retry.backoff_max_seconds") < self.f64("retry.backoff_initial_seconds") {
             return Err(SettingsError::Conflict(
                 "retry.backoff_max_seconds (PHIGUARD_RETRY_BACKOFF_MAX_SECONDS) must not be below retry.backoff_initial_seconds".into(),
@@ -469,6 +475,22 @@ mod tests {
         assert!(err.to_string().contains("PHIGUARD_BATCH_LOW_WATERMARK"));
     }
 
+    #[test]
+    fn label_thresholds_must_name_labels_and_fractions() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        let err = Settings::load_from(
+            &home,
+            env(&[("PHIGUARD_LABEL_THRESHOLDS", "CITY=0.6,TOWN=0.5")]),
+        )
+        .expect_err("must fail");
+        assert!(
+            err.to_string().contains("PHIGUARD_LABEL_THRESHOLDS"),
+            "{err}"
+        );
+        let ok = Settings::load_from(&home, env(&[("PHIGUARD_LABEL_THRESHOLDS", "CITY=0.6")]));
+        assert!(ok.is_ok());
+    }
     #[test]
     fn apply_is_all_or_nothing_and_refuses_locked_keys() {
         let dir = tempfile::tempdir().expect("tempdir");

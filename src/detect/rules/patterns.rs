@@ -252,7 +252,7 @@ fn specs() -> Vec<Spec> {
         spec("zip_ctx", r"\b\d{5}(?:-\d{4})?\b", Label::Zipcode, 0.85, checks::any).needs(ZIP_WORDS),
         spec(
             "street_address",
-            r"\b\d{1,6}(?:-?[A-Z])?\s+(?:[NSEW]\.?\s+|(?:North|South|East|West)\s+)?(?:(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))\s+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Terrace|Ter|Way|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Square|Sq|Trail|Trl)\b(?:,?\s+(?:Apt|Apartment|Unit|Suite|Ste|Rm|Room|Fl|Floor)\.?\s*#?\s*[A-Za-z0-9-]+|,?\s+#\s*[A-Za-z0-9-]+)?(?:,\s*[A-Z][a-z]+(?:\s[A-Z][a-z]+)?,\s*[A-Z]{2}\b)?",
+            r"\b\d{1,6}(?:-?[A-Z])?[ \t]+(?:[NSEW]\.?[ \t]+|(?:North|South|East|West)[ \t]+)?(?:(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))[ \t]+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Terrace|Ter|Way|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Square|Sq|Trail|Trl)\b(?:,?\s+(?:Apt|Apartment|Unit|Suite|Ste|Rm|Room|Fl|Floor)\.?\s*#?\s*[A-Za-z0-9-]+|,?\s+#\s*[A-Za-z0-9-]+)?(?:,\s*[A-Z][a-z]+(?:\s[A-Z][a-z]+)?,\s*[A-Z]{2}\b)?",
             Label::StreetAddress,
             0.85,
             checks::any,

@@ -1,0 +1,566 @@
+//! Person names after an anchor: titles (`Dr.`, `Mrs`), field labels (`Patient:`,
+//! `Attending:`), phrases (`seen by`, `discussed with`), relation words (`son`,
+//! `neighbour`; a pair of lowercase words is accepted there), signature markers (`--`, `/s/`), valedictions, credentials after a name
+//! (`, MD`) and a known first name before a capitalised word.
+//!
+//! After the anchor at most five name tokens are read, joined by single spaces (a comma
+//! once, for `Last, First`): capitalised words, all-caps words, initials, surname
+//! particles (`van der`, `el-`). Words that are field names, credentials or protected
+//! terms end the name.
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::{re, ByteSpan, STRONG, WEAK};
+use crate::detect::protected::is_protected_at;
+use crate::detect::Label;
+
+const FIRST_NAMES: &str = include_str!("../lists/first_names.txt");
+
+/// How much to trust what follows an anchor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    /// Title or field label: capitalised and all-caps words, `Last, First`.
+    Strong,
+    /// Relation word: also two lowercase words before `(` or `,`.
+    Relation,
+    /// `--` or `/s/` at a line start: initials alone (`MK`) are a person.
+    Signature,
+}
+
+/// Lowercase surname particles.
+const PARTICLES: &[&str] = &[
+    "van", "von", "der", "den", "de", "del", "della", "da", "di", "du", "la", "le", "dos", "das",
+    "bin", "binti", "al", "el", "ibn", "an", "ter", "ten", "y", "zu", "af", "av", "st.",
+];
+/// Capitalised particles that start a surname when more words follow.
+const CAP_PARTICLES: &[&str] = &[
+    "Van", "Von", "De", "Del", "Della", "Da", "Di", "Du", "La", "Le", "Mac", "Mc", "St.", "Ó", "O",
+    "Ní", "Nic", "Bin", "Al", "El", "Ten", "Ter", "Dos", "Das",
+];
+/// Words that end a name: credentials, field names, roles and common capitalised words.
+const STOP: &[&str] = &[
+    "MD",
+    "DO",
+    "RN",
+    "NP",
+    "PA",
+    "PA-C",
+    "PhD",
+    "FRCP",
+    "FRCS",
+    "MBBS",
+    "MRCP",
+    "DNP",
+    "APRN",
+    "LPN",
+    "BSN",
+    "MSN",
+    "PharmD",
+    "DDS",
+    "FACP",
+    "FACC",
+    "MRN",
+    "DOB",
+    "SSN",
+    "NHS",
+    "ID",
+    "Age",
+    "Sex",
+    "Acct",
+    "Account",
+    "Insurance",
+    "Phone",
+    "Tel",
+    "Fax",
+    "Email",
+    "Web",
+    "The",
+    "And",
+    "Or",
+    "Of",
+    "In",
+    "On",
+    "At",
+    "To",
+    "For",
+    "With",
+    "From",
+    "By",
+    "He",
+    "She",
+    "They",
+    "His",
+    "Her",
+    "Patient",
+    "Pt",
+    "Name",
+    "Date",
+    "Time",
+    "Dept",
+    "Department",
+    "Hospital",
+    "Clinic",
+    "Unit",
+    "Ward",
+    "Room",
+    "Bed",
+    "Service",
+    "Services",
+    "Consultant",
+    "Physician",
+    "Resident",
+    "Attending",
+    "Nurse",
+    "Doctor",
+    "Dr",
+    "Mr",
+    "Mrs",
+    "Ms",
+    "Re",
+    "Dear",
+    "DISCHARGE",
+    "SUMMARY",
+    "HISTORY",
+    "NOTE",
+    "PROGRESS",
+    "ADMISSION",
+    "MEDICATIONS",
+    "Admission",
+    "Discharge",
+    "Follow-up",
+    "Signed",
+    "Electronically",
+    "Dictated",
+    "Thank",
+    "Thanks",
+    "Yours",
+    "Sincerely",
+    "Regards",
+    "Kind",
+    "Best",
+    "Please",
+    "Who",
+    "Emergency",
+    "Cardiology",
+    "Neurology",
+    "Oncology",
+    "Radiology",
+    "Surgery",
+    "Medicine",
+    "General",
+    "Practitioner",
+    "Facharzt",
+    "Registration",
+    "Collateral",
+    "Specimen",
+    "Ordering",
+    "Provider",
+    "Referring",
+    "Mon",
+    "Tue",
+    "Wed",
+    "Thu",
+    "Fri",
+    "Sat",
+    "Sun",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+    "January",
+    "February",
+    "March",
+    "April",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+    "Jan",
+    "Feb",
+    "Mar",
+    "Apr",
+    "Jun",
+    "Jul",
+    "Aug",
+    "Sep",
+    "Sept",
+    "Oct",
+    "Nov",
+    "Dec",
+    "We",
+    "You",
+    "It",
+    "This",
+    "That",
+    "An",
+    "No",
+    "Yes",
+    "Not",
+    "Is",
+    "Was",
+    "Has",
+    "Had",
+    "Seen",
+    "See",
+    "Plan",
+    "Assessment",
+    "Impression",
+    "Findings",
+    "Exam",
+    "CT",
+    "MRI",
+    "ED",
+    "ICU",
+    "PCP",
+    "OR",
+    "BP",
+    "HR",
+    "RR",
+    "Wt",
+    "BMI",
+    "SpO2",
+    "Sincerely,",
+];
+/// Lowercase words that end a relation name.
+const FUNCTION: &[&str] = &[
+    "is", "was", "who", "at", "and", "the", "a", "an", "of", "in", "on", "to", "with", "will",
+    "has", "had", "have", "says", "said", "reports", "present", "here", "also", "may", "can",
+    "his", "her", "their", "called", "visited", "passed", "died", "lives", "is", "are", "were",
+    "by", "for", "from", "that", "this", "not", "no", "but", "or", "via", "about", "bedside",
+];
+
+/// One name token (byte range) and its shape.
+#[derive(Clone, Copy, Debug)]
+struct Tok {
+    start: usize,
+    end: usize,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Initial,
+    Cap,
+    AllCaps,
+    Particle,
+    Lower,
+    /// A quoted nickname (`"Mike"`), without its quotes.
+    Nick,
+}
+
+/// The compiled name heuristics.
+#[derive(Debug)]
+pub(crate) struct Names {
+    anchors: Vec<(Regex, Mode)>,
+    token: Regex,
+    credential: Regex,
+    capword: Regex,
+    nick: Regex,
+    greeting: Regex,
+}
+
+fn first_names() -> &'static HashSet<&'static str> {
+    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| {
+        FIRST_NAMES
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .flat_map(str::split_whitespace)
+            .collect()
+    })
+}
+
+fn stop_words() -> &'static HashSet<&'static str> {
+    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| STOP.iter().copied().collect())
+}
+
+impl Names {
+    pub(crate) fn new() -> Self {
+        let title = r"\b(?:Dr|Mr|Mrs|Ms|Mx|Miss|Prof|Sr|Sra|Srta|Dra|Herr|Frau|Mme|Mlle|Doctor|Professor)\.?[ \t]+";
+        let field = r"(?i)\b(?:patient(?:[ \t]+name)?|pt|name|re|attending(?:[ \t]+physician)?|pcp|ordering(?:[ \t]+(?:provider|physician))?|referring(?:[ \t]+(?:provider|physician|doctor))?|provider|physician|surgeon|consultant|resident|nurse|dictated[ \t]+by|signed[ \t]+by|reviewed[ \t]+by|transcribed[ \t]+by|verified[ \t]+by|cc|guarantor|emergency[ \t]+contact|next[ \t]+of[ \t]+kin|nok|to|from|author|clinician|therapist|midwife|pharmacist|gp)[ \t]*[:#][ \t]*";
+        let phrase = r"(?i)\b(?:electronically[ \t]+signed[ \t]+by|signed[ \t]+by|seen[ \t]+by|seen[ \t]+with|discussed[ \t]+with|reviewed[ \t]+with|dictated[ \t]+by|referred[ \t]+by|examined[ \t]+by|spoke[ \t]+(?:with|to)|care[ \t]+of|c/o|dear|re|pt|attn\.?|called[ \t]+to|reported[ \t]+to|medical[ \t]+student|student|hi|hello|states|with|per|paged|notified|informed|contacted)[ \t]+";
+        let relation = r"(?i)\b(?:son|daughter|brother|sister|wife|husband|mother|father|mom|mum|dad|partner|spouse|neighbou?r|friend|niece|nephew|aunt|uncle|cousin|grandson|granddaughter|grandmother|grandfather|guardian|caregiver|carer|fianc[ée]e?|roommate|landlord|employer|colleague|sibling)s?\b,?[ \t]+";
+        let signature = r"(?m)^[ \t]*(?:--|/s/|—)[ \t]*";
+        let valediction = r"(?i)\b(?:sincerely|regards|best[ \t]+wishes|yours[ \t]+truly|yours[ \t]+faithfully|with[ \t]+thanks),?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*";
+        let tok = r"[\p{L}][\p{L}\p{M}'’-]*";
+        Names {
+            anchors: vec![
+                (re(title), Mode::Strong),
+                (re(field), Mode::Strong),
+                (re(phrase), Mode::Strong),
+                (re(relation), Mode::Relation),
+                (re(signature), Mode::Signature),
+                (re(valediction), Mode::Strong),
+            ],
+            token: re(tok),
+            credential: re(&format!(
+                r"((?:{tok}\.?[ \t]+){{0,3}}{tok}),?[ \t]+(?:MD|M\.D\.|DO|RN|NP|PA-C|PhD|FRCP|FRCS|MBBS|MRCP|DNP|APRN|LPN|PharmD|FACP|FACC)\b"
+            )),
+            capword: re(r"\b\p{Lu}[\p{L}\p{M}'’-]+"),
+            greeting: re(r"(?m)^(?:Hi|Hello|Dear)[ \t]+(\p{Ll}[\p{L}\p{M}'’-]*),"),
+            nick: re(r#"^["'“‘](\p{Lu}[\p{L}\p{M}-]*)["'”’]"#),
+        }
+    }
+
+    pub(crate) fn find(&self, text: &str, out: &mut Vec<ByteSpan>) {
+        for (anchor, mode) in &self.anchors {
+            for m in anchor.find_iter(text) {
+                let (toks, comma) = self.take(text, m.end(), *mode);
+                label_tokens(text, &toks, comma, *mode, STRONG, out);
+            }
+        }
+        for caps in self.credential.captures_iter(text) {
+            if let Some(g) = caps.get(1) {
+                // Only the last three words before the credential: skip leading stop words.
+                let (toks, _) = self.take(text, g.start(), Mode::Strong);
+                let toks: Vec<Tok> = toks.into_iter().filter(|t| t.end <= g.end()).collect();
+                if toks
+                    .last()
+                    .is_some_and(|t| t.end == g.end() || text[t.end..g.end()] == *".")
+                {
+                    label_tokens(text, &toks, None, Mode::Strong, STRONG, out);
+                }
+            }
+        }
+        // A known first name followed by a capitalised word.
+        let names = first_names();
+        for m in self.capword.find_iter(text) {
+            if !names.contains(m.as_str()) {
+                continue;
+            }
+            let (toks, comma) = self.take(text, m.start(), Mode::Strong);
+            if toks.len() >= 2 {
+                label_tokens(text, &toks, comma, Mode::Strong, WEAK, out);
+            }
+        }
+        // A greeting to a lowercase first name (`Hi ingrid,`).
+        for caps in self.greeting.captures_iter(text) {
+            if let Some(g) = caps.get(1) {
+                out.push(ByteSpan::new(g.start(), g.end(), Label::FirstName, WEAK));
+            }
+        }
+    }
+
+    /// Reads name tokens from byte `pos` (see the module docs).
+    fn take(&self, text: &str, mut pos: usize, mode: Mode) -> (Vec<Tok>, Option<usize>) {
+        let mut toks: Vec<Tok> = Vec::new();
+        let mut comma_used = false;
+        let mut comma_after = None;
+        let stop = stop_words();
+        while toks.len() < 5 {
+            if let Some(n) = self.nick.captures(&text[pos..]).and_then(|c| c.get(1)) {
+                if !toks.is_empty() {
+                    let (start, end) = (pos + n.start(), pos + n.end());
+                    toks.push(Tok {
+                        start,
+                        end,
+                        kind: Kind::Nick,
+                    });
+                    let close = end + text[end..].chars().next().map_or(1, char::len_utf8);
+                    if text[close..].starts_with(' ') {
+                        pos = close + 1;
+                        continue;
+                    }
+                    break;
+                }
+            }
+            let Some(m) = self.token.find_at(text, pos) else {
+                break;
+            };
+            if m.start() != pos {
+                break;
+            }
+            let word = m.as_str().trim_end_matches(['-', '\'', '’']);
+            if word.is_empty() {
+                break;
+            }
+            let end = m.start() + word.len();
+            let after = &text[end..];
+            let kind = classify(word);
+            let stopped = stop.contains(word)
+                || word.starts_with("non-")
+                || stop.contains(word.trim_end_matches('.'))
+                || is_protected_at(word, after)
+                || (kind == Kind::Lower && (mode != Mode::Relation || FUNCTION.contains(&word)));
+            if stopped {
+                break;
+            }
+            toks.push(Tok {
+                start: m.start(),
+                end,
+                kind,
+            });
+            // Separator: an initial's full stop, then one space, or a comma and a space once.
+            let mut p = end;
+            if kind == Kind::Initial && text[p..].starts_with('.') {
+                p += 1;
+            }
+            let rest = &text[p..];
+            if rest.starts_with(", ")
+                && !comma_used
+                && toks.len() <= 3
+                && mode != Mode::Signature
+                && matches!(kind, Kind::Cap | Kind::AllCaps)
+                && rest[2..].starts_with(|c: char| c.is_uppercase())
+            {
+                comma_used = true;
+                comma_after = Some(toks.len() - 1);
+                pos = p + 2;
+            } else if rest.starts_with(' ') && !rest.starts_with("  ") {
+                pos = p + 1;
+            } else {
+                break;
+            }
+        }
+        // Trailing particles are not names.
+        while toks.last().is_some_and(|t| t.kind == Kind::Particle) {
+            toks.pop();
+        }
+        // Lowercase words only as a pair after a relation word (`brother juma joshi`).
+        if toks.iter().any(|t| t.kind == Kind::Lower) {
+            let all_lower = toks
+                .iter()
+                .all(|t| matches!(t.kind, Kind::Lower | Kind::Particle));
+            if !(all_lower && (2..=4).contains(&toks.len())) {
+                toks.retain(|t| t.kind != Kind::Lower);
+                if toks.iter().any(|t| t.kind == Kind::Particle) && toks.len() < 2 {
+                    toks.clear();
+                }
+            }
+        }
+        // `Last, First` needs a name after the comma.
+        if comma_after.is_some_and(|c| c + 1 >= toks.len()) {
+            comma_after = None;
+        }
+        (toks, comma_after)
+    }
+}
+
+fn classify(word: &str) -> Kind {
+    let mut chars = word.chars();
+    let first = chars.next().unwrap_or(' ');
+    let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
+    if word.chars().count() == 1 && first.is_uppercase() {
+        return Kind::Initial;
+    }
+    if PARTICLES.contains(&word) {
+        return Kind::Particle;
+    }
+    if first.is_uppercase() {
+        if letters.len() >= 2 && letters.iter().all(|c| c.is_uppercase()) {
+            return Kind::AllCaps;
+        }
+        return Kind::Cap;
+    }
+    // `tSaoi`, `el-Amin`: a lowercase prefix before an uppercase letter.
+    if word.chars().any(char::is_uppercase) {
+        return Kind::Cap;
+    }
+    Kind::Lower
+}
+
+/// Labels the tokens of one name and pushes their spans; `comma` is the index of the last
+/// surname token in `Last, First` order.
+fn label_tokens(
+    text: &str,
+    toks: &[Tok],
+    comma: Option<usize>,
+    mode: Mode,
+    score: f32,
+    out: &mut Vec<ByteSpan>,
+) {
+    let Some(first) = toks.first() else { return };
+    // Signature initials: `/s/ MK`.
+    if mode == Mode::Signature
+        && toks.len() == 1
+        && first.kind == Kind::AllCaps
+        && first.end - first.start <= 4
+    {
+        out.push(ByteSpan::new(first.start, first.end, Label::Person, score));
+        return;
+    }
+    // A lone all-caps word after a title or label is a field name or an acronym more often
+    // than a name, except in `LAST, First`.
+    if toks.len() == 1 {
+        if first.kind == Kind::AllCaps {
+            return;
+        }
+        let label = if first.kind == Kind::Initial {
+            Label::FirstName
+        } else {
+            Label::LastName
+        };
+        if first.kind != Kind::Particle {
+            out.push(ByteSpan::new(first.start, first.end, label, score));
+        }
+        return;
+    }
+    if let Some(c) = comma {
+        out.push(ByteSpan::new(
+            first.start,
+            toks[c].end,
+            Label::LastName,
+            score,
+        ));
+        let rest = &toks[c + 1..];
+        if let Some(f) = rest.first() {
+            out.push(ByteSpan::new(f.start, f.end, Label::FirstName, score));
+        }
+        for t in rest.iter().skip(1) {
+            out.push(ByteSpan::new(t.start, t.end, Label::MiddleName, score));
+        }
+        return;
+    }
+    // Nicknames are first names wherever they stand.
+    for t in toks.iter().filter(|t| t.kind == Kind::Nick) {
+        out.push(ByteSpan::new(t.start, t.end, Label::FirstName, score));
+    }
+    let named: Vec<Tok> = toks
+        .iter()
+        .copied()
+        .filter(|t| t.kind != Kind::Nick)
+        .collect();
+    let toks = named.as_slice();
+    let Some(first) = toks.first() else { return };
+    if toks.len() == 1 {
+        out.push(ByteSpan::new(
+            first.start,
+            first.end,
+            Label::FirstName,
+            score,
+        ));
+        return;
+    }
+    // First name, middle names, then the surname from its first particle.
+    let surname = toks
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find(|(i, t)| {
+            t.kind == Kind::Particle
+                || (*i + 1 < toks.len() && CAP_PARTICLES.contains(&&text[t.start..t.end]))
+        })
+        .map_or(toks.len() - 1, |(i, _)| i);
+    out.push(ByteSpan::new(
+        first.start,
+        first.end,
+        Label::FirstName,
+        score,
+    ));
+    for t in &toks[1..surname] {
+        out.push(ByteSpan::new(t.start, t.end, Label::MiddleName, score));
+    }
+    if let (Some(s), Some(e)) = (toks.get(surname), toks.last()) {
+        out.push(ByteSpan::new(s.start, e.end, Label::LastName, score));
+    }
+}
