@@ -2,13 +2,13 @@
 # Installs what the desktop shell (src-tauri), the dashboard e2e tests (e2e/) and the
 # Xvfb screenshots need, and only what is missing. Idempotent: safe to run on every CI run.
 #   Debian/Ubuntu packages: webkit2gtk 4.1 + appindicator + rsvg (Tauri 2 on Linux),
-#   xvfb + imagemagick + xdotool (screenshots), chromium (headless e2e browser).
+#   xvfb + imagemagick + xdotool + trayer + dbus-x11 (screenshots of the window and tray menu), chromium (headless e2e browser).
 #   npm: playwright-core (driver only; it never downloads a browser), pinned by e2e/package-lock.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libayatana-appindicator3-1
-      xvfb imagemagick xdotool chromium)
+      xvfb imagemagick xdotool trayer dbus-x11 chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
