@@ -1,0 +1,301 @@
+//! The inference worker pool: a fixed set of OS threads fed by one bounded queue.
+//!
+//! Why dedicated threads: model calls are sustained CPU work. Running them on the async
+//! runtime would stall every connection; `spawn_blocking` has a very large pool that would
+//! oversubscribe two cores. Here `threads` workers (one per core by default) each take a job,
+//! gather more queued jobs for the same model into a batch (dynamic batching: up to
+//! `max_batch`, waiting up to `max_wait` only when batching is enabled), run one
+//! `detect_batch` call, and reply through a oneshot. The queue is bounded: a full queue is
+//! an immediate [`PoolError::Full`], never an unbounded wait.
+//!
+//! One job's failure never fails its batch-mates: when a batch call fails or panics, each
+//! job is re-run on its own. A panic inside a model call is caught and becomes a backend
+//! failure; the worker thread survives.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::oneshot;
+
+use super::faults::Faults;
+use crate::detect::{Recognizer, RecognizerError, Span};
+
+/// Batching knobs, changeable live.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchConfig {
+    /// Most texts per `detect_batch` call.
+    pub max_batch: usize,
+    /// Longest wait to fill a batch when `wait` is on.
+    pub max_wait: Duration,
+    /// Wait up to `max_wait` for more jobs; off means batch only what is already queued.
+    pub wait: bool,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        BatchConfig {
+            max_batch: 8,
+            max_wait: Duration::from_millis(5),
+            wait: false,
+        }
+    }
+}
+
+/// Why a pool call did not produce spans.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// Returned when the bounded queue is full.
+    #[error("inference queue is full")]
+    Full,
+    /// Returned when the pool has shut down.
+    #[error("inference pool stopped")]
+    Stopped,
+    /// Returned when the recognizer failed (or panicked).
+    #[error(transparent)]
+    Recognizer(#[from] RecognizerError),
+}
+
+type Reply = oneshot::Sender<Result<Vec<Span>, RecognizerError>>;
+
+struct Job {
+    key: Arc<str>,
+    recognizer: Arc<dyn Recognizer>,
+    text: Arc<str>,
+    reply: Reply,
+}
+
+/// A handle to the worker threads; cheap to clone.
+#[derive(Clone)]
+pub struct WorkerPool {
+    tx: SyncSender<Job>,
+    batch: Arc<RwLock<BatchConfig>>,
+    threads: usize,
+}
+
+impl WorkerPool {
+    /// Starts `threads` workers behind a queue of `queue` jobs.
+    pub fn new(threads: usize, queue: usize, batch: BatchConfig, faults: Arc<Faults>) -> Self {
+        let (tx, rx) = sync_channel::<Job>(queue.max(1));
+        let rx = Arc::new(Mutex::new(rx));
+        let batch = Arc::new(RwLock::new(batch));
+        let threads = threads.max(1);
+        for i in 0..threads {
+            let rx = Arc::clone(&rx);
+            let batch = Arc::clone(&batch);
+            let faults = Arc::clone(&faults);
+            let spawned = std::thread::Builder::new()
+                .name(format!("phiguard-infer-{i}"))
+                .spawn(move || worker_loop(&rx, &batch, &faults));
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "could not start an inference worker");
+            }
+        }
+        WorkerPool { tx, batch, threads }
+    }
+
+    /// Number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Replaces the batching knobs (live settings).
+    pub fn set_batch(&self, cfg: BatchConfig) {
+        *self.batch.write() = cfg;
+    }
+
+    /// Runs `recognizer` on `text` on a worker; `key` groups jobs of one model into batches.
+    ///
+    /// # Errors
+    /// [`PoolError::Full`] when the queue is full, [`PoolError::Recognizer`] when the model
+    /// call failed or panicked.
+    pub async fn run(
+        &self,
+        key: Arc<str>,
+        recognizer: Arc<dyn Recognizer>,
+        text: Arc<str>,
+    ) -> Result<Vec<Span>, PoolError> {
+        let (reply, rx) = oneshot::channel();
+        let job = Job {
+            key,
+            recognizer,
+            text,
+            reply,
+        };
+        self.tx.try_send(job).map_err(|e| match e {
+            TrySendError::Full(_) => PoolError::Full,
+            TrySendError::Disconnected(_) => PoolError::Stopped,
+        })?;
+        match rx.await {
+            Ok(r) => r.map_err(PoolError::Recognizer),
+            Err(_) => Err(PoolError::Stopped),
+        }
+    }
+}
+
+fn worker_loop(rx: &Mutex<Receiver<Job>>, batch: &RwLock<BatchConfig>, faults: &Faults) {
+    let mut pending: VecDeque<Job> = VecDeque::new();
+    loop {
+        let cfg = *batch.read();
+        {
+            let rx = rx.lock();
+            if pending.is_empty() {
+                match rx.recv() {
+                    Ok(job) => pending.push_back(job),
+                    Err(_) => return,
+                }
+            }
+            let deadline = Instant::now() + cfg.max_wait;
+            while pending.len() < cfg.max_batch {
+                match rx.try_recv() {
+                    Ok(job) => pending.push_back(job),
+                    Err(_) if cfg.wait => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            break;
+                        }
+                        match rx.recv_timeout(left) {
+                            Ok(job) => pending.push_back(job),
+                            Err(RecvTimeoutError::Timeout) => break,
+                            Err(RecvTimeoutError::Disconnected) => break,
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        // Take the first job's model and every queued job of the same model.
+        let Some(first) = pending.pop_front() else {
+            continue;
+        };
+        let mut group = vec![first];
+        let mut rest = VecDeque::new();
+        while let Some(job) = pending.pop_front() {
+            if job.key == group[0].key && group.len() < cfg.max_batch.max(1) {
+                group.push(job);
+            } else {
+                rest.push_back(job);
+            }
+        }
+        pending = rest;
+        run_group(group, faults);
+    }
+}
+
+fn run_group(group: Vec<Job>, faults: &Faults) {
+    // Callers that gave up (timeout, disconnect) need no work.
+    let mut live: Vec<Job> = group.into_iter().filter(|j| !j.reply.is_closed()).collect();
+    // Faults are decided per job, so a batch behaves like its jobs run one by one.
+    live.retain_mut(|job| match faults.before_infer() {
+        Ok(()) => true,
+        Err(e) => {
+            let (tx, _) = oneshot::channel();
+            let reply = std::mem::replace(&mut job.reply, tx);
+            let _ = reply.send(Err(e));
+            false
+        }
+    });
+    if live.is_empty() {
+        return;
+    }
+    let recognizer = Arc::clone(&live[0].recognizer);
+    if live.len() > 1 {
+        let texts: Vec<&str> = live.iter().map(|j| &*j.text).collect();
+        if let Ok(Ok(results)) = call(&*recognizer, &texts) {
+            if results.len() == live.len() {
+                for (job, spans) in live.into_iter().zip(results) {
+                    let _ = job.reply.send(Ok(spans));
+                }
+                return;
+            }
+        }
+    }
+    for job in live {
+        let result = match call(&*recognizer, &[&*job.text]) {
+            Ok(Ok(mut r)) if r.len() == 1 => Ok(r.pop().unwrap_or_default()),
+            Ok(Ok(_)) => Err(RecognizerError::Backend("recognizer returned a wrong count".into())),
+            Ok(Err(e)) => Err(e),
+            Err(()) => Err(RecognizerError::Backend("panic in model call".into())),
+        };
+        let _ = job.reply.send(result);
+    }
+}
+
+/// Calls the recognizer, turning a panic into `Err(())`.
+fn call(
+    recognizer: &dyn Recognizer,
+    texts: &[&str],
+) -> Result<Result<Vec<Vec<Span>>, RecognizerError>, ()> {
+    catch_unwind(AssertUnwindSafe(|| recognizer.detect_batch(texts))).map_err(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::{Label, Source};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Finds "X" characters; panics on a text containing "boom"; counts batch calls.
+    struct Xs {
+        calls: AtomicUsize,
+    }
+
+    impl Recognizer for Xs {
+        fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            if texts.iter().any(|t| t.contains("boom")) {
+                panic!("injected test panic");
+            }
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    t.chars()
+                        .enumerate()
+                        .filter(|(_, c)| *c == 'X')
+                        .map(|(i, _)| Span::new(i, i + 1, Label::IdNum, 1.0, Source::Rule))
+                        .collect()
+                })
+                .collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_batch_mate_fails_alone_and_workers_survive() {
+        let pool = WorkerPool::new(1, 16, BatchConfig::default(), Arc::new(Faults::default()));
+        let rec: Arc<dyn Recognizer> = Arc::new(Xs {
+            calls: AtomicUsize::new(0),
+        });
+        let key: Arc<str> = Arc::from("m");
+        let a = pool.run(key.clone(), rec.clone(), Arc::from("aXb"));
+        let b = pool.run(key.clone(), rec.clone(), Arc::from("boom"));
+        let (a, b) = tokio::join!(a, b);
+        assert_eq!(a.expect("a succeeds").len(), 1);
+        assert!(matches!(b, Err(PoolError::Recognizer(RecognizerError::Backend(_)))));
+        let again = pool.run(key, rec, Arc::from("XX")).await.expect("pool alive");
+        assert_eq!(again.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_is_refused_at_once() {
+        struct Slow;
+        impl Recognizer for Slow {
+            fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
+                std::thread::sleep(Duration::from_millis(200));
+                Ok(vec![Vec::new(); texts.len()])
+            }
+        }
+        let pool = WorkerPool::new(1, 1, BatchConfig { max_batch: 1, ..Default::default() }, Arc::new(Faults::default()));
+        let rec: Arc<dyn Recognizer> = Arc::new(Slow);
+        let key: Arc<str> = Arc::from("m");
+        let mut futs = Vec::new();
+        for _ in 0..4 {
+            futs.push(pool.run(key.clone(), rec.clone(), Arc::from("t")));
+        }
+        let results = futures::future::join_all(futs).await;
+        assert!(results.iter().any(|r| matches!(r, Err(PoolError::Full))));
+        assert!(results.iter().any(|r| r.is_ok()));
+    }
+}

@@ -1,0 +1,352 @@
+//! The one place errors become HTTP: [`ApiError`] and its mapping to status, code, headers
+//! and the envelope `{"error":{"code","message","details","request_id"}}` (DESIGN §5).
+//!
+//! Messages are fixed strings chosen here; details carry numbers, field paths and closed
+//! vocabularies only. Nothing in an error response is derived from request text or from a
+//! requested model name.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+/// One validation problem: where (`body.text`), what, and the kind (`value_error`, …).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FieldProblem {
+    /// Location, joined with `.`: `body.text`, `body.chunk_size`, `body` for whole-body rules.
+    pub field: String,
+    /// Human-readable message (never contains the submitted value).
+    pub message: String,
+    /// Machine-readable kind, as OpenMed/pydantic name it.
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+impl FieldProblem {
+    /// Builds a problem.
+    pub fn new(field: impl Into<String>, message: impl Into<String>, kind: &str) -> Self {
+        FieldProblem {
+            field: field.into(),
+            message: message.into(),
+            kind: kind.to_string(),
+        }
+    }
+}
+
+/// Every error the HTTP layer answers with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Returned when the body or a field is invalid: 422 `validation_error`.
+    #[error("request validation failed")]
+    Validation(Vec<FieldProblem>),
+    /// Returned when the requested model is not served: 422 `model_not_served`.
+    #[error("requested model is not served")]
+    ModelNotServed,
+    /// Returned for a bad Host header, bad priority header or bad arguments: 400 `bad_request`.
+    #[error("bad request")]
+    BadRequest {
+        /// Fixed message.
+        message: &'static str,
+        /// Fixed reason.
+        reason: &'static str,
+    },
+    /// Returned for an unknown route: 404.
+    #[error("not found")]
+    NotFound,
+    /// Returned for a known route with another method: 405.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// Returned when no credentials were sent: 401 `authentication_required`.
+    #[error("authentication required")]
+    AuthRequired,
+    /// Returned when credentials do not match: 401 `invalid_credentials`.
+    #[error("invalid credentials")]
+    InvalidCredentials,
+    /// Returned when the token lacks the route's scope: 403 `forbidden`.
+    #[error("forbidden")]
+    Forbidden {
+        /// The scope the route needs.
+        required: &'static str,
+    },
+    /// Returned by the per-token or global rate limit: 429 `rate_limited`.
+    #[error("rate limited")]
+    RateLimited {
+        /// Seconds until a request would be admitted.
+        retry_after: f64,
+        /// `global`, `token` or `cluster`.
+        key: &'static str,
+    },
+    /// Returned when the admission queue sheds: 503 `backpressure`.
+    #[error("backpressure")]
+    Backpressure {
+        /// `interactive` or `bulk`.
+        priority: &'static str,
+        /// `high_watermark` or `max_wait`.
+        reason: &'static str,
+        /// Current depth.
+        depth: u64,
+        /// High watermark.
+        capacity: u64,
+        /// Low watermark.
+        low_watermark: u64,
+        /// Seconds to wait.
+        retry_after: f64,
+    },
+    /// Returned when a model's bulkhead is full: 503 `service_busy`.
+    #[error("service busy")]
+    Busy {
+        /// Seconds to wait.
+        retry_after: f64,
+    },
+    /// Returned while a model's breaker is open or its probe is in flight: 503
+    /// `circuit_breaker_open`.
+    #[error("circuit breaker open")]
+    BreakerOpen {
+        /// `open` or `half_open`.
+        state: &'static str,
+        /// Whole seconds, at least 1.
+        retry_after_seconds: u64,
+    },
+    /// Returned when the request deadline passed: 504 `timeout`.
+    #[error("timeout")]
+    Timeout {
+        /// The configured timeout.
+        timeout_seconds: f64,
+    },
+    /// Returned when the model failed after retries (or panicked): 500 `inference_error`.
+    #[error("inference failed")]
+    Inference,
+    /// Returned when the model could not be loaded: 500 `model_load_error`.
+    #[error("model load failed")]
+    ModelLoad,
+    /// Returned when the body exceeds a limit: 413 `payload_too_large`.
+    #[error("payload too large")]
+    PayloadTooLarge,
+    /// Returned while starting or shutting down: 503 `not_ready`.
+    #[error("not ready")]
+    NotReady {
+        /// Fixed message.
+        message: &'static str,
+    },
+    /// Returned for an unexpected internal failure: 500 `internal_error`.
+    #[error("internal error")]
+    Internal,
+    /// Returned by admin endpoints for a missing resource (breaker key, token id, model).
+    #[error("resource not found")]
+    NoSuchResource,
+    /// Returned when a setting or admin request conflicts with the current state: 409.
+    #[error("conflict")]
+    Conflict {
+        /// Fixed message.
+        message: &'static str,
+    },
+}
+
+impl ApiError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Validation(_) | ApiError::ModelNotServed => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::NotFound | ApiError::NoSuchResource => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::AuthRequired | ApiError::InvalidCredentials => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Backpressure { .. }
+            | ApiError::Busy { .. }
+            | ApiError::BreakerOpen { .. }
+            | ApiError::NotReady { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::Inference | ApiError::ModelLoad | ApiError::Internal => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+        }
+    }
+
+    /// The envelope's `code`: a closed vocabulary, also used as a metric label.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Validation(_) => "validation_error",
+            ApiError::ModelNotServed => "model_not_served",
+            ApiError::BadRequest { .. } | ApiError::NotFound | ApiError::MethodNotAllowed => {
+                "bad_request"
+            }
+            ApiError::AuthRequired => "authentication_required",
+            ApiError::InvalidCredentials => "invalid_credentials",
+            ApiError::Forbidden { .. } => "forbidden",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::Backpressure { .. } => "backpressure",
+            ApiError::Busy { .. } => "service_busy",
+            ApiError::BreakerOpen { .. } => "circuit_breaker_open",
+            ApiError::Timeout { .. } => "timeout",
+            ApiError::Inference => "inference_error",
+            ApiError::ModelLoad => "model_load_error",
+            ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::NotReady { .. } => "not_ready",
+            ApiError::Internal => "internal_error",
+            ApiError::NoSuchResource => "not_found",
+            ApiError::Conflict { .. } => "conflict",
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            ApiError::Validation(_) => "Request validation failed".into(),
+            ApiError::ModelNotServed => "Requested model is not served".into(),
+            ApiError::BadRequest { message, .. } => (*message).into(),
+            ApiError::NotFound => "Not Found".into(),
+            ApiError::MethodNotAllowed => "Method Not Allowed".into(),
+            ApiError::AuthRequired => "Authentication credentials were not provided".into(),
+            ApiError::InvalidCredentials => "Authentication credentials are invalid".into(),
+            ApiError::Forbidden { .. } => {
+                "Authenticated principal does not have the required scope".into()
+            }
+            ApiError::RateLimited { .. } => "Request rate limit exceeded".into(),
+            ApiError::Backpressure { priority, .. } => {
+                format!("{priority} inference queue is saturated; retry later")
+            }
+            ApiError::Busy { .. } => "Service is busy; retry later".into(),
+            ApiError::BreakerOpen { .. } => "Model backend is temporarily unavailable".into(),
+            ApiError::Timeout { timeout_seconds } => {
+                format!("Request exceeded configured timeout of {timeout_seconds} seconds")
+            }
+            ApiError::Inference => "Model inference failed".into(),
+            ApiError::ModelLoad => "Model could not be loaded".into(),
+            ApiError::PayloadTooLarge => "Request body exceeds the configured limit".into(),
+            ApiError::NotReady { message } => (*message).into(),
+            ApiError::Internal => "Internal server error".into(),
+            ApiError::NoSuchResource => "Resource not found".into(),
+            ApiError::Conflict { message } => (*message).into(),
+        }
+    }
+
+    fn details(&self) -> Value {
+        match self {
+            ApiError::Validation(problems) => json!(problems),
+            ApiError::BadRequest { reason, .. } => json!({ "reason": reason }),
+            ApiError::NotFound => json!({ "reason": "Not Found" }),
+            ApiError::MethodNotAllowed => json!({ "reason": "Method Not Allowed" }),
+            ApiError::Forbidden { required } => json!({ "required_scopes": [required] }),
+            ApiError::RateLimited { retry_after, key } => {
+                json!({ "retry_after_seconds": round3(*retry_after), "key": key })
+            }
+            ApiError::Backpressure {
+                priority,
+                reason,
+                depth,
+                capacity,
+                low_watermark,
+                retry_after,
+            } => json!({
+                "priority": priority, "queue": priority, "queue_depth": depth,
+                "queue_capacity": capacity, "retry_after_seconds": round3(*retry_after),
+                "reason": reason, "low_watermark": low_watermark,
+            }),
+            ApiError::Busy { retry_after } => json!({ "retry_after_seconds": round3(*retry_after) }),
+            ApiError::BreakerOpen {
+                state,
+                retry_after_seconds,
+            } => json!({ "state": state, "retry_after_seconds": retry_after_seconds }),
+            ApiError::Timeout { timeout_seconds } => json!({ "timeout_seconds": timeout_seconds }),
+            _ => Value::Null,
+        }
+    }
+
+    /// `Retry-After` in whole seconds (≥ 1), where the error has one.
+    pub fn retry_after(&self) -> Option<u64> {
+        let secs = match self {
+            ApiError::RateLimited { retry_after, .. }
+            | ApiError::Backpressure { retry_after, .. }
+            | ApiError::Busy { retry_after } => *retry_after,
+            ApiError::BreakerOpen {
+                retry_after_seconds,
+                ..
+            } => *retry_after_seconds as f64,
+            ApiError::NotReady { .. } => 1.0,
+            _ => return None,
+        };
+        Some((secs.ceil() as u64).max(1))
+    }
+
+    /// The envelope body as JSON (request id filled in by the middleware).
+    pub fn body(&self, request_id: Option<&str>) -> Value {
+        json!({ "error": {
+            "code": self.code(),
+            "message": self.message(),
+            "details": self.details(),
+            "request_id": request_id,
+        }})
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).ceil() / 1000.0
+}
+
+/// The error code attached to a response as an extension, for the access log and metrics.
+#[derive(Clone, Copy, Debug)]
+pub struct ErrorCode(pub &'static str);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut resp = (status, axum::Json(self.body(None))).into_response();
+        let headers = resp.headers_mut();
+        if let Some(secs) = self.retry_after() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        match self {
+            ApiError::AuthRequired => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer, ApiKey"),
+                );
+            }
+            ApiError::InvalidCredentials => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer error=\"invalid_token\", ApiKey"),
+                );
+            }
+            ApiError::Forbidden { required } => {
+                if let Ok(v) = HeaderValue::from_str(&format!(
+                    "Bearer error=\"insufficient_scope\", scope=\"{required}\""
+                )) {
+                    headers.insert(header::WWW_AUTHENTICATE, v);
+                }
+            }
+            _ => {}
+        }
+        resp.extensions_mut().insert(ErrorCode(self.code()));
+        resp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_design_row_maps_to_its_status_and_code() {
+        let rows: Vec<(ApiError, u16, &str, Option<u64>)> = vec![
+            (ApiError::Validation(vec![]), 422, "validation_error", None),
+            (ApiError::ModelNotServed, 422, "model_not_served", None),
+            (ApiError::AuthRequired, 401, "authentication_required", None),
+            (ApiError::InvalidCredentials, 401, "invalid_credentials", None),
+            (ApiError::Forbidden { required: "pii:write" }, 403, "forbidden", None),
+            (ApiError::RateLimited { retry_after: 0.2, key: "global" }, 429, "rate_limited", Some(1)),
+            (ApiError::Busy { retry_after: 2.5 }, 503, "service_busy", Some(3)),
+            (ApiError::BreakerOpen { state: "open", retry_after_seconds: 29 }, 503, "circuit_breaker_open", Some(29)),
+            (ApiError::Timeout { timeout_seconds: 60.0 }, 504, "timeout", None),
+            (ApiError::Inference, 500, "inference_error", None),
+            (ApiError::PayloadTooLarge, 413, "payload_too_large", None),
+        ];
+        for (err, status, code, retry) in rows {
+            assert_eq!(err.status().as_u16(), status);
+            assert_eq!(err.code(), code);
+            assert_eq!(err.retry_after(), retry);
+        }
+    }
+}

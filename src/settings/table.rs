@@ -1,0 +1,235 @@
+//! The one table of settings: key, environment variable, OpenMed alias, kind, default,
+//! rule and description. The env parser, `settings.toml`, `GET /admin/settings`, the
+//! dashboard form and `phiguard settings list` are all driven from [`TABLE`].
+
+use super::value::Kind;
+
+/// One row of the settings table.
+#[derive(Debug)]
+pub struct Def {
+    /// Dotted key, `group.name`, with the unit in the name where there is one.
+    pub key: &'static str,
+    /// The `PHIGUARD_*` environment variable.
+    pub env: &'static str,
+    /// OpenMed's variable for the same setting, accepted with the same default and rule.
+    pub alias: Option<&'static str>,
+    /// Type and rule.
+    pub kind: Kind,
+    /// Default, in the same textual form the environment uses (`""` means unset).
+    pub default: &'static str,
+    /// One line for `--help`, the docs and the dashboard.
+    pub description: &'static str,
+    /// Secrets are never persisted to the file, never echoed, shown redacted.
+    pub secret: bool,
+    /// Takes effect only after a restart (bind address, auth mode).
+    pub restart: bool,
+}
+
+impl Def {
+    /// The group shown in the dashboard (`retry`, `breaker`, …): the key's first segment.
+    pub fn group(&self) -> &'static str {
+        self.key.split('.').next().unwrap_or(self.key)
+    }
+}
+
+const fn d(
+    key: &'static str,
+    env: &'static str,
+    alias: Option<&'static str>,
+    kind: Kind,
+    default: &'static str,
+    description: &'static str,
+) -> Def {
+    Def {
+        key,
+        env,
+        alias,
+        kind,
+        default,
+        description,
+        secret: false,
+        restart: false,
+    }
+}
+
+const fn restart(mut def: Def) -> Def {
+    def.restart = true;
+    def
+}
+
+const fn secret(mut def: Def) -> Def {
+    def.secret = true;
+    def.restart = true;
+    def
+}
+
+const PROFILES: &[&str] = &["prod", "dev", "test", "fast", "low_resource"];
+
+/// Every setting phiguard reads. Order is the display order.
+pub static TABLE: &[Def] = &[
+    // server
+    restart(d("server.host", "PHIGUARD_HOST", None, Kind::Str, "127.0.0.1",
+        "address to bind; anything but loopback requires auth to stay on")),
+    restart(d("server.port", "PHIGUARD_PORT", None, Kind::Int { min: 0, max: 65535 }, "8080",
+        "TCP port to bind (0 picks a free port)")),
+    d("server.metrics_enabled", "PHIGUARD_METRICS_ENABLED", Some("OPENMED_SERVICE_METRICS_ENABLED"),
+        Kind::Bool, "false", "serve Prometheus metrics at /metrics"),
+    d("server.shutdown_drain_seconds", "PHIGUARD_SHUTDOWN_DRAIN_SECONDS",
+        Some("OPENMED_SERVICE_SHUTDOWN_DRAIN_SECONDS"), Kind::Float { min: 0.0, max: 86400.0 }, "30",
+        "on SIGTERM, seconds to let in-flight work finish before exiting"),
+    restart(d("server.log_level", "PHIGUARD_LOG_LEVEL", Some("OPENMED_SERVICE_LOG_LEVEL"),
+        Kind::Enum(&["trace", "debug", "info", "warning", "warn", "error", "off"]), "info",
+        "log verbosity (logs never contain request text)")),
+    restart(d("server.log_format", "PHIGUARD_LOG_FORMAT", Some("OPENMED_SERVICE_LOG_FORMAT"),
+        Kind::Enum(&["json", "plain", "text"]), "json", "log line format")),
+    restart(d("server.ui", "PHIGUARD_UI", None, Kind::Bool, "false",
+        "serve the dashboard at /ui/ (it asks for the admin token)")),
+    // timeouts
+    d("timeouts.profile", "PHIGUARD_PROFILE", Some("OPENMED_PROFILE"), Kind::Enum(PROFILES), "prod",
+        "runtime profile; sets the request timeout (prod 300 s, dev 600, test 60, fast 120, low_resource 900)"),
+    d("timeouts.request_timeout_seconds", "PHIGUARD_REQUEST_TIMEOUT_SECONDS", None,
+        Kind::OptFloat { min: 0.0, max: 86400.0 }, "",
+        "overrides the profile's request timeout; 0 disables it"),
+    // retry
+    d("retry.enabled", "PHIGUARD_RESILIENCE_ENABLED", Some("OPENMED_SERVICE_RESILIENCE_ENABLED"),
+        Kind::Bool, "true", "retry and circuit breaking around model calls"),
+    d("retry.max_attempts", "PHIGUARD_RETRY_MAX_ATTEMPTS", Some("OPENMED_SERVICE_RETRY_MAX_ATTEMPTS"),
+        Kind::Int { min: 1, max: 100 }, "3", "total attempts per model call, the first included"),
+    d("retry.backoff_initial_seconds", "PHIGUARD_RETRY_BACKOFF_INITIAL_SECONDS",
+        Some("OPENMED_SERVICE_RETRY_BACKOFF_INITIAL_SECONDS"), Kind::Float { min: 0.0, max: 3600.0 }, "0.05",
+        "delay before the first retry"),
+    d("retry.backoff_multiplier", "PHIGUARD_RETRY_BACKOFF_MULTIPLIER",
+        Some("OPENMED_SERVICE_RETRY_BACKOFF_MULTIPLIER"), Kind::Float { min: 1.0, max: 100.0 }, "2.0",
+        "exponential growth factor of the delay"),
+    d("retry.backoff_max_seconds", "PHIGUARD_RETRY_BACKOFF_MAX_SECONDS",
+        Some("OPENMED_SERVICE_RETRY_BACKOFF_MAX_SECONDS"), Kind::Float { min: 0.0, max: 3600.0 }, "1.0",
+        "cap on one delay"),
+    d("retry.backoff_jitter_seconds", "PHIGUARD_RETRY_BACKOFF_JITTER_SECONDS",
+        Some("OPENMED_SERVICE_RETRY_BACKOFF_JITTER_SECONDS"), Kind::Float { min: 0.0, max: 3600.0 }, "0.01",
+        "jitter bound (additive mode adds U(0, jitter))"),
+    d("retry.jitter_mode", "PHIGUARD_RETRY_JITTER_MODE", None,
+        Kind::Enum(&["additive", "full", "decorrelated"]), "additive",
+        "additive (OpenMed), full, or decorrelated jitter"),
+    d("retry.budget_ratio", "PHIGUARD_RETRY_BUDGET_RATIO", None, Kind::Float { min: 0.0, max: 10.0 }, "0.2",
+        "retries allowed per first attempt over the budget window"),
+    d("retry.budget_min_per_second", "PHIGUARD_RETRY_BUDGET_MIN_PER_SECOND", None,
+        Kind::Float { min: 0.0, max: 10000.0 }, "1.0", "retries always allowed per second (the floor)"),
+    d("retry.budget_window_seconds", "PHIGUARD_RETRY_BUDGET_WINDOW_SECONDS", None,
+        Kind::Float { min: 1.0, max: 3600.0 }, "10", "sliding window of the retry budget"),
+    // breaker
+    d("breaker.failure_threshold", "PHIGUARD_BREAKER_FAILURE_THRESHOLD",
+        Some("OPENMED_SERVICE_CIRCUIT_BREAKER_FAILURE_THRESHOLD"), Kind::Int { min: 1, max: 10000 }, "3",
+        "consecutive failed requests that open a model's breaker"),
+    d("breaker.recovery_timeout_seconds", "PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS",
+        Some("OPENMED_SERVICE_CIRCUIT_BREAKER_RECOVERY_TIMEOUT_SECONDS"), Kind::Float { min: 0.0, max: 86400.0 },
+        "30", "seconds a breaker stays open before a half-open probe"),
+    d("breaker.half_open_calls", "PHIGUARD_BREAKER_HALF_OPEN_CALLS", None, Kind::Int { min: 1, max: 1000 }, "1",
+        "probes admitted while half-open"),
+    d("breaker.failure_rate_threshold", "PHIGUARD_BREAKER_FAILURE_RATE_THRESHOLD", None,
+        Kind::Float { min: 0.0, max: 100.0 }, "0", "open when this percent of recent calls fail (0 = off)"),
+    d("breaker.sliding_window_size", "PHIGUARD_BREAKER_SLIDING_WINDOW_SIZE", None,
+        Kind::Int { min: 1, max: 100000 }, "20", "calls in the failure-rate window"),
+    d("breaker.minimum_calls", "PHIGUARD_BREAKER_MINIMUM_CALLS", None, Kind::Int { min: 1, max: 100000 }, "10",
+        "calls needed before the failure rate is judged"),
+    d("breaker.slow_call_seconds", "PHIGUARD_BREAKER_SLOW_CALL_SECONDS", None,
+        Kind::Float { min: 0.0, max: 86400.0 }, "0", "a call slower than this counts as slow (0 = off)"),
+    d("breaker.slow_call_rate_threshold", "PHIGUARD_BREAKER_SLOW_CALL_RATE_THRESHOLD", None,
+        Kind::Float { min: 0.0, max: 100.0 }, "100", "open when this percent of recent calls are slow"),
+    // limits
+    d("limits.max_text_length", "PHIGUARD_MAX_TEXT_LENGTH", Some("OPENMED_SERVICE_MAX_TEXT_LENGTH"),
+        Kind::Int { min: 1, max: 100_000_000 }, "1000000", "most characters of `text` (422 beyond)"),
+    d("limits.max_text_bytes", "PHIGUARD_MAX_TEXT_BYTES", Some("OPENMED_MAX_TEXT_BYTES"),
+        Kind::Int { min: 1, max: 400_000_000 }, "4000000", "most UTF-8 bytes of `text` (422 beyond)"),
+    restart(d("limits.max_request_bytes", "PHIGUARD_MAX_REQUEST_BYTES", Some("OPENMED_SERVICE_MAX_REQUEST_BYTES"),
+        Kind::Int { min: 1, max: 268_435_456 }, "16777216", "most bytes of a request body (413 beyond)")),
+    d("limits.rate_limit_rps", "PHIGUARD_RATE_LIMIT_RPS", Some("OPENMED_SERVICE_RATE_LIMIT_RPS"),
+        Kind::Float { min: 0.0, max: 1e9 }, "0", "global request rate (0 = off)"),
+    d("limits.rate_limit_burst", "PHIGUARD_RATE_LIMIT_BURST", Some("OPENMED_SERVICE_RATE_LIMIT_BURST"),
+        Kind::Int { min: 0, max: 1_000_000_000 }, "0", "global burst (0 = off)"),
+    d("limits.token_rate_limit_rps", "PHIGUARD_TOKEN_RATE_LIMIT_RPS", None, Kind::Float { min: 0.0, max: 1e9 }, "0",
+        "request rate per API token (0 = off)"),
+    d("limits.token_rate_limit_burst", "PHIGUARD_TOKEN_RATE_LIMIT_BURST", None,
+        Kind::Int { min: 0, max: 1_000_000_000 }, "0", "burst per API token (0 = off)"),
+    d("limits.max_concurrency", "PHIGUARD_MAX_CONCURRENCY", Some("OPENMED_SERVICE_RATE_LIMIT_MAX_CONCURRENCY"),
+        Kind::Int { min: 0, max: 100000 }, "0", "model calls in flight per model, the bulkhead (0 = off)"),
+    d("limits.concurrency_wait_seconds", "PHIGUARD_CONCURRENCY_WAIT_SECONDS",
+        Some("OPENMED_SERVICE_CONCURRENCY_WAIT_SECONDS"), Kind::Float { min: 0.0, max: 3600.0 }, "0.05",
+        "wait for a bulkhead slot before 503 service_busy"),
+    // admission
+    d("admission.capacity", "PHIGUARD_ADMISSION_CAPACITY", None, Kind::Int { min: 1, max: 100000 }, "8",
+        "requests executing at once; the rest queue by priority"),
+    d("admission.max_queue_size", "PHIGUARD_BATCH_MAX_QUEUE_SIZE", Some("OPENMED_SERVICE_BATCH_MAX_QUEUE_SIZE"),
+        Kind::Int { min: 1, max: 1_000_000 }, "256", "queue size; the high watermark defaults to it"),
+    d("admission.high_watermark", "PHIGUARD_BATCH_HIGH_WATERMARK", Some("OPENMED_SERVICE_BATCH_HIGH_WATERMARK"),
+        Kind::OptInt { min: 1, max: 1_000_000 }, "", "depth at which shedding starts (default: max_queue_size)"),
+    d("admission.low_watermark", "PHIGUARD_BATCH_LOW_WATERMARK", Some("OPENMED_SERVICE_BATCH_LOW_WATERMARK"),
+        Kind::OptInt { min: 0, max: 1_000_000 }, "", "depth at which shedding stops (default: high / 2; < high)"),
+    d("admission.max_queue_wait_ms", "PHIGUARD_BATCH_MAX_QUEUE_WAIT_MS", Some("OPENMED_SERVICE_BATCH_MAX_QUEUE_WAIT_MS"),
+        Kind::Float { min: 0.0, max: 3_600_000.0 }, "1000", "longest wait in the queue before 503 backpressure"),
+    d("admission.batching_enabled", "PHIGUARD_BATCHING_ENABLED", Some("OPENMED_SERVICE_BATCHING_ENABLED"),
+        Kind::Bool, "false", "wait up to batch_max_wait_ms to fill batches (off: batch only what is already queued)"),
+    d("admission.batch_max_size", "PHIGUARD_BATCH_MAX_SIZE", Some("OPENMED_SERVICE_BATCH_MAX_SIZE"),
+        Kind::Int { min: 1, max: 100 }, "8", "texts per batch"),
+    d("admission.batch_max_wait_ms", "PHIGUARD_BATCH_MAX_WAIT_MS", Some("OPENMED_SERVICE_BATCH_MAX_WAIT_MS"),
+        Kind::Float { min: 0.0, max: 10_000.0 }, "5", "longest wait to fill a batch"),
+    d("admission.coalescing_enabled", "PHIGUARD_COALESCING_ENABLED", Some("OPENMED_SERVICE_COALESCING_ENABLED"),
+        Kind::Bool, "false", "identical concurrent requests share one computation (no cache)"),
+    d("admission.degraded_fallback", "PHIGUARD_DEGRADED_FALLBACK", None, Kind::Enum(&["off", "rules"]), "off",
+        "while a model's breaker is open, answer from the rule recognizers alone (marked degraded)"),
+    // security
+    restart(d("security.auth", "PHIGUARD_AUTH", None, Kind::Enum(&["on", "off"]), "on",
+        "require a token on inference and admin routes; off only on a loopback bind")),
+    secret(d("security.auth_token", "PHIGUARD_AUTH_TOKEN", None, Kind::Str, "",
+        "client token (default: generated and kept in the keychain)")),
+    secret(d("security.admin_token", "PHIGUARD_ADMIN_TOKEN", None, Kind::Str, "",
+        "admin token (default: generated and kept in the keychain)")),
+    d("security.trusted_hosts", "PHIGUARD_TRUSTED_HOSTS", Some("OPENMED_SERVICE_TRUSTED_HOSTS"), Kind::Hosts,
+        "localhost,127.0.0.1,[::1]", "Host headers accepted (400 otherwise); *.domain patterns allowed"),
+    d("security.cors_origins", "PHIGUARD_CORS_ORIGINS", Some("OPENMED_SERVICE_CORS_ORIGINS"), Kind::Origins, "",
+        "browser origins allowed to call the API (exact origins, no *)"),
+    // models
+    d("models.default", "PHIGUARD_DEFAULT_MODEL", None, Kind::Str, "rampart",
+        "model that serves requests naming no installed model"),
+    d("models.aliases", "PHIGUARD_MODEL_ALIASES", None, Kind::List,
+        "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1=default",
+        "requested model id=installed model that serves it (`default` = models.default)"),
+    restart(d("models.served", "PHIGUARD_SERVED_MODELS", Some("OPENMED_SERVICE_SERVED_MODELS"), Kind::List, "",
+        "explicit served set (default: installed models and aliases)")),
+    restart(d("models.preload", "PHIGUARD_PRELOAD_MODELS", Some("OPENMED_SERVICE_PRELOAD_MODELS"), Kind::List, "",
+        "models loaded before /readyz turns ready")),
+    d("models.max_resident", "PHIGUARD_MAX_RESIDENT_MODELS", Some("OPENMED_SERVICE_MAX_RESIDENT_MODELS"),
+        Kind::OptInt { min: 1, max: 1000 }, "", "models kept loaded; least recently used unloaded first"),
+    d("models.keep_alive", "PHIGUARD_KEEP_ALIVE", Some("OPENMED_SERVICE_KEEP_ALIVE"), Kind::KeepAlive, "",
+        "idle time before a model is unloaded (`5m`, `1h30m`, `never`; empty = never)"),
+    restart(d("models.device", "PHIGUARD_DEVICE", None, Kind::Enum(&["auto", "cpu", "metal", "cuda"]), "auto",
+        "compute device for models")),
+    restart(d("models.inference_threads", "PHIGUARD_INFERENCE_THREADS", None, Kind::OptInt { min: 1, max: 256 }, "",
+        "inference worker threads (default: one per core)")),
+];
+
+/// Finds a row by key.
+pub fn def(key: &str) -> Option<&'static Def> {
+    TABLE.iter().find(|d| d.key == key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn keys_and_variables_are_unique_and_defaults_parse() {
+        let mut seen = HashSet::new();
+        for def in TABLE {
+            assert!(seen.insert(def.key), "duplicate key {}", def.key);
+            assert!(seen.insert(def.env), "duplicate env {}", def.env);
+            if let Some(a) = def.alias {
+                assert!(seen.insert(a), "duplicate alias {a}");
+            }
+            assert!(def.env.starts_with("PHIGUARD_"));
+            def.kind
+                .parse(def.default)
+                .unwrap_or_else(|e| panic!("default of {} does not parse: {e}", def.key));
+        }
+    }
+}
