@@ -379,7 +379,8 @@
             s.alias ? h('span', {}, 'alias ', h('code', {}, s.alias)) : null,
             h('span', {}, 'default ', h('code', {}, s.secret ? '(secret)' : fmtValue(s.default))),
             h('span', { class: 'source', 'data-source': s.source }, s.source === 'env' ? `set by ${s.env}` : `from ${s.source}`),
-            s.rule ? h('span', { class: 'rule' }, `rule: ${s.rule}`) : null);
+            s.rule ? h('span', { class: 'rule' }, `rule: ${s.rule}`) : null,
+            s.restart ? h('span', { class: 'restart' }, 'applies after a restart') : null);
           return h('div', { class: 'field', 'data-field': s.key, 'data-locked': String(!!s.locked) },
             h('label', { for: id }, s.key),
             h('div', { class: 'desc' }, s.description || ''),

@@ -18,9 +18,15 @@ pub enum ShellError {
     /// Returned when the settings (env, `settings.toml`) do not validate at start-up.
     #[error(transparent)]
     Settings(#[from] phiguard::settings::SettingsError),
-    /// Returned when the embedded server fails to start, for example when its port is taken.
+    /// Returned when the embedded server fails to start for any reason but a taken port.
     #[error(transparent)]
     Server(#[from] phiguard::server::ServerError),
+    /// Returned when the server's address is held by another process.
+    #[error("{source}")]
+    PortInUse {
+        /// The server's bind error.
+        source: phiguard::server::ServerError,
+    },
     /// Returned when a command needs the embedded server and it is stopped.
     #[error("the service is stopped")]
     NotRunning,
@@ -65,7 +71,7 @@ impl ShellError {
     /// A stable tag for the dashboard: `port_in_use`, `not_running`, `settings`, ….
     pub fn kind(&self) -> &'static str {
         match self {
-            ShellError::Server(e) if is_addr_in_use(e) => "port_in_use",
+            ShellError::PortInUse { .. } => "port_in_use",
             ShellError::Server(_) => "server",
             ShellError::Settings(_) => "settings",
             ShellError::NotRunning => "not_running",
@@ -76,26 +82,15 @@ impl ShellError {
             ShellError::Marker(_) => "io",
         }
     }
-
-    /// Whether the server could not bind because another process holds its address.
-    pub fn is_port_in_use(&self) -> bool {
-        self.kind() == "port_in_use"
-    }
 }
 
-/// Walks an error's `source()` chain looking for `io::ErrorKind::AddrInUse`, so the shell does
-/// not depend on how the server spells its bind error.
-pub(crate) fn is_addr_in_use(err: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    while let Some(e) = cur {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::AddrInUse {
-                return true;
-            }
-        }
-        cur = e.source();
+/// Whether `addr` is held by another process right now: the server reports a bind failure as
+/// text, so the shell asks the OS the same question once more and reads the error kind.
+pub(crate) fn addr_in_use(addr: &str) -> bool {
+    match std::net::TcpListener::bind(addr) {
+        Ok(_) => false,
+        Err(e) => e.kind() == std::io::ErrorKind::AddrInUse,
     }
-    false
 }
 
 impl Serialize for ShellError {
@@ -111,18 +106,14 @@ impl Serialize for ShellError {
 mod tests {
     use super::*;
 
-    #[derive(Debug, thiserror::Error)]
-    #[error("cannot bind")]
-    struct Wrapper(#[source] std::io::Error);
-
     #[test]
-    fn addr_in_use_is_found_anywhere_in_the_source_chain() {
-        let direct = std::io::Error::from(std::io::ErrorKind::AddrInUse);
-        assert!(is_addr_in_use(&direct));
-        let wrapped = Wrapper(std::io::Error::from(std::io::ErrorKind::AddrInUse));
-        assert!(is_addr_in_use(&wrapped));
-        let other = Wrapper(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
-        assert!(!is_addr_in_use(&other));
+    fn a_held_address_is_in_use_and_a_free_one_is_not() -> std::io::Result<()> {
+        let holder = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let addr = holder.local_addr()?.to_string();
+        assert!(addr_in_use(&addr));
+        drop(holder);
+        assert!(!addr_in_use(&addr));
+        Ok(())
     }
 
     #[test]

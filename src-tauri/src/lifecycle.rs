@@ -12,12 +12,12 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
-use phiguard::server::{Server, TrayState};
+use phiguard::server::{Server, ServerError, TrayState};
 use phiguard::settings::{Home, Settings, SettingsError};
 use serde::Serialize;
 use tokio::sync::Mutex;
 
-use crate::error::{Problem, Result, ShellError};
+use crate::error::{addr_in_use, Problem, Result, ShellError};
 
 /// The marker file whose absence in the home's data directory means "first start": the
 /// dashboard then opens by itself.
@@ -160,7 +160,13 @@ impl Service {
 
     async fn launch(&self) -> Result<Server> {
         let settings = (self.load)(&self.home)?;
-        Ok(Server::start(settings, self.home.clone()).await?)
+        match Server::start(settings, self.home.clone()).await {
+            Ok(server) => Ok(server),
+            Err(source @ ServerError::Bind { .. }) if bind_addr_in_use(&source) => {
+                Err(ShellError::PortInUse { source })
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Stops the server, draining in-flight requests first. A stopped service stays stopped.
@@ -249,6 +255,10 @@ impl Service {
             Slot::Failed(problem) => Err(ShellError::StartFailed(problem.clone())),
         }
     }
+}
+
+fn bind_addr_in_use(e: &ServerError) -> bool {
+    matches!(e, ServerError::Bind { addr, .. } if addr_in_use(addr))
 }
 
 /// `http://ip:port` for a bound address; a wildcard bind is reached over loopback.
