@@ -7,19 +7,24 @@
 //! | [`settings`] | the one settings table, env → file → defaults, validation, persistence |
 //! | [`guard`] | retry, budgets, circuit breakers, rate limits, admission, bulkheads, deadlines |
 //! | [`detect`] | span and label types, rule recognizers, merging |
+//! | [`eval`] | gold readers and accuracy scoring (span, character, leak rate) |
 //! | [`deid`] | de-identification transforms, policies, the streaming carry buffer |
 //! | [`inference`] | candle token classifiers, tokenization with offsets, windowing |
 //! | [`models`] | the model catalog, local store, imports and downloads |
 //! | [`engine`] | model backends keyed by id, worker threads, the guarded call path |
+//! | [`cluster`] | the Redis-backed cluster-wide admission limit and its local fallback |
 //! | [`server`] | the axum router, handlers, error envelope, auth, metrics, admin API |
 //! | [`cli`] | the `phiguard` sub-commands |
 
 pub mod cli;
+pub mod cluster;
 pub mod deid;
 pub mod detect;
 pub mod engine;
+pub mod eval;
 pub mod guard;
 pub mod inference;
 pub mod models;
+pub mod secrets;
 pub mod server;
 pub mod settings;

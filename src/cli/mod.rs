@@ -1,6 +1,199 @@
-//! The `phiguard` command line (filled in by the service work).
+//! The `phiguard` command line: clap definitions here, one file per sub-command.
+//!
+//! `main` maps errors to exit codes in one place: 0 success, 1 runtime failure, 2 usage or
+//! configuration error (clap's own usage errors also exit 2).
+
+mod deid;
+mod serve;
+mod settings_cmd;
+mod token;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Local-first clinical de-identification service.
+#[derive(Debug, Parser)]
+#[command(name = "phiguard", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the HTTP service (headless).
+    Serve {
+        /// Address to bind (PHIGUARD_HOST).
+        #[arg(long)]
+        host: Option<String>,
+        /// Port to bind, 0 for any free port (PHIGUARD_PORT).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Serve the dashboard at /ui/ (PHIGUARD_UI).
+        #[arg(long)]
+        ui: bool,
+    },
+    /// De-identify files (or `-` for stdin → stdout) without a server.
+    Deid {
+        /// Input files; `-` reads stdin and writes stdout.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// mask, remove, replace, hash or shift_dates.
+        #[arg(long, default_value = "mask")]
+        method: String,
+        /// Output folder (required unless the input is `-`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Model id or alias (default: the configured default model).
+        #[arg(long)]
+        model: Option<String>,
+        /// Policy, e.g. hipaa_safe_harbor.
+        #[arg(long)]
+        policy: Option<String>,
+        /// Days to shift dates by (with --method shift_dates).
+        #[arg(long, allow_hyphen_values = true)]
+        date_shift_days: Option<i64>,
+        /// Minimum confidence of model spans.
+        #[arg(long, default_value_t = 0.7)]
+        threshold: f64,
+    },
+    /// Show or rotate the API token.
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
+    /// List, read or change settings (settings.toml; environment variables win).
+    Settings {
+        #[command(subcommand)]
+        action: SettingsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenAction {
+    /// Print the client token (or the admin token with --admin).
+    Show {
+        /// Print the admin token instead.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Replace the client token; restart the service (or it re-reads on the next miss).
+    Rotate,
+}
+
+#[derive(Debug, Subcommand)]
+enum SettingsAction {
+    /// Every setting with its value, source and variable.
+    List,
+    /// One setting's value.
+    Get {
+        /// Key, e.g. retry.max_attempts.
+        key: String,
+    },
+    /// Change a setting in settings.toml.
+    Set {
+        /// Key, e.g. retry.max_attempts.
+        key: String,
+        /// Value in the same form as the environment variable.
+        value: String,
+    },
+}
+
+/// A failure with its exit code.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Failure {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn runtime(message: impl Into<String>) -> Self {
+        Failure {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<crate::settings::SettingsError> for Failure {
+    fn from(e: crate::settings::SettingsError) -> Self {
+        Failure::usage(e.to_string())
+    }
+}
 
 /// Entry point used by `src/main.rs`.
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve { host, port, ui } => serve::run(host, port, ui),
+        Command::Deid {
+            files,
+            method,
+            out,
+            model,
+            policy,
+            date_shift_days,
+            threshold,
+        } => deid::run(deid::Args {
+            files,
+            method,
+            out,
+            model,
+            policy,
+            date_shift_days,
+            threshold,
+        }),
+        Command::Token { action } => match action {
+            TokenAction::Show { admin } => token::show(admin),
+            TokenAction::Rotate => token::rotate(),
+        },
+        Command::Settings { action } => match action {
+            SettingsAction::List => settings_cmd::list(),
+            SettingsAction::Get { key } => settings_cmd::get(&key),
+            SettingsAction::Set { key, value } => settings_cmd::set(&key, &value),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("phiguard: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// Sets up logging from the settings (JSON or plain, level); logs never carry request text.
+pub(crate) fn init_logging(s: &crate::settings::Settings) {
+    use tracing_subscriber::EnvFilter;
+    let level = match s.str("server.log_level") {
+        "warning" => "warn",
+        "" => "info",
+        l => l,
+    };
+    let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(level));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if s.str("server.log_format") == "json" {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// The async runtime for sub-commands that need one.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::runtime(format!("cannot start the runtime: {e}")))
 }

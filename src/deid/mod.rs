@@ -1,1 +1,393 @@
-//! Module `deid` (see the module map in lib.rs).
+//! De-identification transforms: mask, remove, replace (surrogates), keyed hash and date
+//! shifting; policies ([`policy`]); the streaming carry buffer ([`stream`]).
+//!
+//! # Why one stateful `Deidentifier` per request
+//!
+//! Two transforms need memory across entities: `replace` must give the same source string
+//! the same surrogate everywhere in a request (a note that says "Smith" twice must not turn
+//! into two different people), and `shift_dates` must move every date by the same offset
+//! so intervals survive. A [`Deidentifier`] holds that per-request state (surrogate memo,
+//! the date offset, the mapping) and is fed either the whole text ([`Deidentifier::apply`])
+//! or, when streaming, fragment after fragment ([`Deidentifier::apply_at`]); both give the
+//! same result.
+//!
+//! # Why a keyed hash
+//!
+//! OpenMed's `hash` is an unkeyed SHA-256 prefix, which anyone can reverse for a short name
+//! or a date by hashing candidates. Ours is HMAC-SHA256 under a per-install secret
+//! ([`HashKey`]): stable across requests of one install (so records can be linked), useless
+//! to someone without the key.
+
+pub mod policy;
+pub mod stream;
+mod surrogate;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use hmac::{Hmac, Mac};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+use crate::detect::rules::dates::DateParts;
+use crate::detect::{merge, CharIndex, Label, Span};
+
+pub use policy::{Policy, PolicyError};
+pub use stream::{chunks_of, CarryBuffer, Commit, StreamConfig, Window};
+
+/// Errors of this module. Messages never contain request text.
+#[derive(Debug, thiserror::Error)]
+pub enum DeidError {
+    /// Returned when a hash key is not 64 hexadecimal characters.
+    #[error("hash key must be 64 hexadecimal characters")]
+    BadHashKey,
+}
+
+/// Result alias of this module.
+pub type Result<T> = std::result::Result<T, DeidError>;
+
+/// The de-identification method of a request (OpenMed's five REST methods).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// `[label]`.
+    #[default]
+    Mask,
+    /// The empty string.
+    Remove,
+    /// A realistic, shape-aware surrogate.
+    Replace,
+    /// `label_` + 8 hex of HMAC-SHA256(key, text).
+    Hash,
+    /// Dates shifted in their own format; everything else masked.
+    ShiftDates,
+}
+
+/// What was done to one entity: the methods, plus the generalisations policies use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Replaced by `[label]`.
+    Mask,
+    /// Replaced by the empty string.
+    Remove,
+    /// Replaced by a surrogate.
+    Replace,
+    /// Replaced by a keyed hash.
+    Hash,
+    /// A date moved by the request's offset.
+    ShiftDates,
+    /// A date reduced to its year (Safe Harbor keeps years).
+    YearOnly,
+    /// An age over 89 written as `90+`; younger ages kept.
+    AgeCap,
+    /// Left in the text.
+    Keep,
+}
+
+impl Action {
+    /// The wire name (`mask`, `shift_dates`, `year_only`, …).
+    pub fn wire(self) -> &'static str {
+        match self {
+            Action::Mask => "mask",
+            Action::Remove => "remove",
+            Action::Replace => "replace",
+            Action::Hash => "hash",
+            Action::ShiftDates => "shift_dates",
+            Action::YearOnly => "year_only",
+            Action::AgeCap => "age_cap",
+            Action::Keep => "keep",
+        }
+    }
+}
+
+impl From<Method> for Action {
+    fn from(m: Method) -> Action {
+        match m {
+            Method::Mask => Action::Mask,
+            Method::Remove => Action::Remove,
+            Method::Replace => Action::Replace,
+            Method::Hash => Action::Hash,
+            Method::ShiftDates => Action::ShiftDates,
+        }
+    }
+}
+
+/// Options of one de-identification request.
+#[derive(Clone, Debug, Default)]
+pub struct DeidOptions {
+    /// The method; ignored for labels a policy decides.
+    pub method: Method,
+    /// Fixed date offset in days; `None` draws one non-zero offset in [-365, 365].
+    pub date_shift_days: Option<i64>,
+    /// Keep the source year when shifting dates.
+    pub keep_year: bool,
+    /// Fill [`DeidOutput::mapping`].
+    pub keep_mapping: bool,
+    /// A policy deciding the action per label (and possibly `keep_mapping`).
+    pub policy: Option<Policy>,
+}
+
+/// The per-install secret of the keyed hash: 32 bytes. `Debug` never prints it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HashKey([u8; 32]);
+
+impl HashKey {
+    /// Wraps raw key bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> HashKey {
+        HashKey(bytes)
+    }
+
+    /// Draws a fresh key (at first start; persist it with [`HashKey::to_hex`]).
+    pub fn generate<R: Rng + ?Sized>(rng: &mut R) -> HashKey {
+        let mut bytes = [0u8; 32];
+        rng.fill(&mut bytes);
+        HashKey(bytes)
+    }
+
+    /// Parses the 64-hex-character form.
+    ///
+    /// # Errors
+    /// [`DeidError::BadHashKey`] when the text is not 64 hex characters.
+    pub fn from_hex(text: &str) -> Result<HashKey> {
+        let raw = hex::decode(text.trim()).map_err(|_| DeidError::BadHashKey)?;
+        let bytes: [u8; 32] = raw.try_into().map_err(|_| DeidError::BadHashKey)?;
+        Ok(HashKey(bytes))
+    }
+
+    /// The 64-hex-character form, for persistence.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// First 8 hex characters of HMAC-SHA256(key, text).
+    fn tag(&self, text: &str) -> String {
+        // HMAC accepts keys of any length, so this cannot fail.
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.0) else {
+            return String::from("00000000");
+        };
+        mac.update(text.as_bytes());
+        let digest = mac.finalize().into_bytes();
+        hex::encode(&digest[..4])
+    }
+}
+
+impl fmt::Debug for HashKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HashKey(<redacted>)")
+    }
+}
+
+/// One entity as it was transformed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replacement {
+    /// The entity, in code-point offsets of the original text.
+    pub span: Span,
+    /// The entity text.
+    pub original: String,
+    /// What it became (empty for `remove`).
+    pub replacement: String,
+    /// What was done (a masked non-date under `shift_dates` reports `Mask`).
+    pub action: Action,
+}
+
+/// The result of a de-identification.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeidOutput {
+    /// The de-identified text.
+    pub text: String,
+    /// The transformed entities, in text order.
+    pub replacements: Vec<Replacement>,
+    /// `(replacement, original)` pairs in text order, without repeats; empty unless
+    /// mapping was requested (option or policy). With `mask` one replacement can map to
+    /// several originals.
+    pub mapping: Vec<(String, String)>,
+}
+
+/// Per-request transformer. See the module docs for why it is stateful.
+pub struct Deidentifier<R: Rng> {
+    opts: DeidOptions,
+    key: HashKey,
+    rng: R,
+    shift_days: i64,
+    /// Source string → surrogate, and the surrogates already handed out.
+    memo: HashMap<String, String>,
+    used: HashSet<String>,
+    /// Every mapping pair handed out so far (for the final line of a stream).
+    mapping: Vec<(String, String)>,
+    mapping_seen: HashSet<(String, String)>,
+}
+
+impl<R: Rng> Deidentifier<R> {
+    /// Starts a request. The date offset is drawn here (when not fixed), so every date of
+    /// the request moves by the same amount.
+    pub fn new(opts: DeidOptions, key: &HashKey, mut rng: R) -> Self {
+        let shift_days = match opts.date_shift_days {
+            Some(d) => d,
+            None => {
+                let d = rng.random_range(1..=365i64);
+                if rng.random::<bool>() {
+                    d
+                } else {
+                    -d
+                }
+            }
+        };
+        Deidentifier {
+            opts,
+            key: key.clone(),
+            rng,
+            shift_days,
+            memo: HashMap::new(),
+            used: HashSet::new(),
+            mapping: Vec::new(),
+            mapping_seen: HashSet::new(),
+        }
+    }
+
+    /// The date offset of this request, in days.
+    pub fn shift_days(&self) -> i64 {
+        self.shift_days
+    }
+
+    /// True when mapping pairs are kept (option or policy).
+    pub fn keeps_mapping(&self) -> bool {
+        self.opts.keep_mapping || self.opts.policy.as_ref().is_some_and(Policy::keep_mapping)
+    }
+
+    /// Every `(replacement, original)` pair handed out by this request so far (empty
+    /// unless mapping is kept).
+    pub fn mapping(&self) -> &[(String, String)] {
+        &self.mapping
+    }
+
+    /// De-identifies `text` given spans in its code-point offsets. Spans are resolved
+    /// first (overlaps fused), and spans past the end of the text are dropped.
+    pub fn apply(&mut self, text: &str, spans: &[Span]) -> DeidOutput {
+        self.apply_at(text, 0, spans)
+    }
+
+    /// De-identifies a fragment that starts at code point `offset` of a larger text;
+    /// `spans` and the reported replacements use the larger text's offsets. Spans outside
+    /// the fragment are dropped.
+    pub fn apply_at(&mut self, fragment: &str, offset: usize, spans: &[Span]) -> DeidOutput {
+        let idx = CharIndex::new(fragment);
+        let len = idx.char_len();
+        let local: Vec<Span> = spans
+            .iter()
+            .filter(|s| s.start >= offset && s.end <= offset + len && s.start < s.end)
+            .map(|s| {
+                let mut l = s.clone();
+                l.start -= offset;
+                l.end -= offset;
+                l
+            })
+            .collect();
+        let mut out = DeidOutput {
+            text: String::with_capacity(fragment.len()),
+            ..DeidOutput::default()
+        };
+        let keep_mapping = self.keeps_mapping();
+        let mut pos = 0;
+        for s in merge::resolve(local) {
+            let original = idx.slice(fragment, s.start, s.end);
+            let Some((replacement, action)) = self.transform(s.label, original) else {
+                continue;
+            };
+            out.text.push_str(idx.slice(fragment, pos, s.start));
+            out.text.push_str(&replacement);
+            pos = s.end;
+            if keep_mapping {
+                let pair = (replacement.clone(), original.to_owned());
+                if self.mapping_seen.insert(pair.clone()) {
+                    self.mapping.push(pair.clone());
+                    out.mapping.push(pair);
+                }
+            }
+            let mut span = s;
+            span.start += offset;
+            span.end += offset;
+            out.replacements.push(Replacement {
+                span,
+                original: original.to_owned(),
+                replacement,
+                action,
+            });
+        }
+        out.text.push_str(idx.slice(fragment, pos, len));
+        out
+    }
+
+    /// The action for a label under the options.
+    fn action_for(&self, label: Label) -> Action {
+        match &self.opts.policy {
+            Some(p) => p.action_for(label),
+            None => match self.opts.method {
+                Method::ShiftDates if !label.is_date() => Action::Mask,
+                m => Action::from(m),
+            },
+        }
+    }
+
+    /// The replacement and the action actually taken; `None` keeps the entity.
+    fn transform(&mut self, label: Label, original: &str) -> Option<(String, Action)> {
+        let mask = || (format!("[{}]", label.wire()), Action::Mask);
+        Some(match self.action_for(label) {
+            Action::Keep => return None,
+            Action::Mask => mask(),
+            Action::Remove => (String::new(), Action::Remove),
+            Action::Hash => (
+                format!("{}_{}", label.wire(), self.key.tag(original)),
+                Action::Hash,
+            ),
+            Action::Replace => (self.surrogate(label, original), Action::Replace),
+            Action::ShiftDates => match DateParts::parse(original)
+                .filter(|_| label.is_date())
+                .and_then(|d| d.shifted(self.shift_days, self.opts.keep_year))
+            {
+                Some(s) => (s, Action::ShiftDates),
+                None => mask(),
+            },
+            Action::YearOnly => match DateParts::parse(original)
+                .filter(|_| label.is_date())
+                .and_then(|d| d.year_only())
+            {
+                Some(y) => (y, Action::YearOnly),
+                None => mask(),
+            },
+            Action::AgeCap => {
+                if label != Label::Age {
+                    mask()
+                } else {
+                    match surrogate::cap_age(original) {
+                        Some(capped) => (capped, Action::AgeCap),
+                        None if surrogate::age_value(original).is_some() => return None,
+                        None => mask(),
+                    }
+                }
+            }
+        })
+    }
+
+    /// The memoised surrogate of `original`: the same string always gets the same
+    /// surrogate in this request, and two strings never share one.
+    fn surrogate(&mut self, label: Label, original: &str) -> String {
+        if let Some(s) = self.memo.get(original) {
+            return s.clone();
+        }
+        let mut candidate = String::new();
+        for _ in 0..16 {
+            candidate = surrogate::generate(label, original, self.shift_days, &mut self.rng);
+            if candidate != original && !self.used.contains(&candidate) {
+                break;
+            }
+        }
+        self.used.insert(candidate.clone());
+        self.memo.insert(original.to_owned(), candidate.clone());
+        candidate
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -5,8 +5,12 @@
 //! engine calls on its worker threads. Model-backed recognizers implement the same trait
 //! in `inference`. Pure text in, spans out: no HTTP, no async, no candle.
 
+pub mod merge;
+pub mod rules;
 pub mod span;
 
+pub use merge::resolve;
+pub use rules::RuleRecognizer;
 pub use span::{CharIndex, Label, Source, Span};
 
 /// Why a recognizer call failed. Messages never contain request text.

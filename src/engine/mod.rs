@@ -1,1 +1,312 @@
-//! Module `engine` (see the module map in lib.rs).
+//! The engine: model backends keyed by id, the worker pool, and the guarded call path that
+//! sits between the HTTP handlers and the models.
+//!
+//! A detection request goes: resolve the requested model name (aliases, served set) →
+//! guard (breaker → bulkhead → retry with budget, bounded by the deadline) → lease the
+//! backend (loading it on first use) → worker pool (batching, panic isolation) → spans.
+//! While a model's breaker is open and degraded mode is allowed, the rules-only backend
+//! answers instead, marked degraded; nothing ever leaves the device.
+
+pub mod faults;
+pub mod loader;
+pub mod registry;
+pub mod workers;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+
+use crate::detect::{RecognizerError, Span};
+use crate::guard::{Classify, Deadline, Guard, GuardError};
+pub use faults::Faults;
+pub use registry::{Loader, ModelSpec, Registry, RULES_ID};
+pub use workers::{BatchConfig, PoolError, WorkerPool};
+
+/// Why a detection did not produce spans. Mapped to HTTP in `server::error`.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// Returned when the requested model is not served.
+    #[error("model not served")]
+    NotServed,
+    /// Returned when the model could not be loaded (after retries).
+    #[error("model load failed")]
+    Load,
+    /// Returned when the model call failed after retries, or panicked.
+    #[error("inference failed")]
+    Backend,
+    /// Returned when the worker queue or the model's bulkhead is full.
+    #[error("busy")]
+    Busy {
+        /// Suggested wait.
+        retry_after: Duration,
+    },
+    /// Returned while the model's breaker rejects calls.
+    #[error("circuit breaker open")]
+    BreakerOpen {
+        /// `open`, `half_open` or `forced_open`.
+        state: &'static str,
+        /// Whole seconds (≥ 1).
+        retry_after_seconds: u64,
+    },
+    /// Returned when the deadline passed.
+    #[error("deadline exceeded")]
+    Timeout {
+        /// The configured timeout.
+        timeout: Duration,
+    },
+}
+
+/// One attempt's failure, classified for the retry loop and the breaker.
+#[derive(Debug)]
+pub enum CallError {
+    /// Infrastructure: retried and counted.
+    Backend,
+    /// Load failure: retried and counted.
+    Load,
+    /// The worker queue is full: not retried (retrying overload adds load).
+    Full,
+    /// The model is not installed any more: a client error.
+    Unknown,
+}
+
+impl Classify for CallError {
+    fn is_retryable(&self) -> bool {
+        matches!(self, CallError::Backend | CallError::Load)
+    }
+}
+
+/// Spans from one detection, and whether they came from degraded mode.
+#[derive(Debug)]
+pub struct Detection {
+    /// Resolved, non-overlapping spans.
+    pub spans: Vec<Span>,
+    /// True when the rules answered because the model's breaker was open.
+    pub degraded: bool,
+    /// The installed model that really ran (`rules` in degraded mode).
+    pub model_id: String,
+}
+
+/// Per-call options.
+#[derive(Clone, Debug)]
+pub struct CallOptions {
+    /// Request deadline.
+    pub deadline: Deadline,
+    /// Answer from the rules while the model's breaker is open.
+    pub fallback_rules: bool,
+    /// Keep-alive for this model use (`Some(None)` = never unload).
+    pub keep_alive: Option<Option<Duration>>,
+}
+
+/// Model name resolution: aliases and the served set.
+#[derive(Clone, Debug, Default)]
+pub struct Naming {
+    /// Requested name → installed id (`default` means `default_model`).
+    pub aliases: BTreeMap<String, String>,
+    /// Explicit served set; empty means "installed ids and aliases".
+    pub served: Vec<String>,
+    /// The default model id.
+    pub default_model: String,
+}
+
+/// The engine shared by every handler.
+pub struct Engine {
+    /// Installed and resident models.
+    pub registry: Arc<Registry>,
+    /// Inference worker threads.
+    pub pool: WorkerPool,
+    /// The resilience layer.
+    pub guard: Arc<Guard>,
+    /// Injected faults (empty unless built with `fault-injection`).
+    pub faults: Arc<Faults>,
+    naming: RwLock<Naming>,
+    fallback_default: AtomicBool,
+}
+
+impl Engine {
+    /// Assembles an engine.
+    pub fn new(
+        registry: Arc<Registry>,
+        pool: WorkerPool,
+        guard: Arc<Guard>,
+        faults: Arc<Faults>,
+        naming: Naming,
+    ) -> Self {
+        Engine {
+            registry,
+            pool,
+            guard,
+            faults,
+            naming: RwLock::new(naming),
+            fallback_default: AtomicBool::new(false),
+        }
+    }
+
+    /// Replaces the naming rules (live settings).
+    pub fn set_naming(&self, naming: Naming) {
+        *self.naming.write() = naming;
+    }
+
+    /// Sets whether degraded mode is on by default (`PHIGUARD_DEGRADED_FALLBACK=rules`).
+    pub fn set_fallback_default(&self, on: bool) {
+        self.fallback_default.store(on, Ordering::Relaxed);
+    }
+
+    /// Degraded mode's default.
+    pub fn fallback_default(&self) -> bool {
+        self.fallback_default.load(Ordering::Relaxed)
+    }
+
+    /// The default model id.
+    pub fn default_model(&self) -> String {
+        self.naming.read().default_model.clone()
+    }
+
+    /// The names a request may use, sorted.
+    pub fn served_names(&self) -> Vec<String> {
+        let naming = self.naming.read();
+        let mut names: Vec<String> = if naming.served.is_empty() {
+            let mut n = self.registry.ids();
+            n.extend(naming.aliases.keys().cloned());
+            n
+        } else {
+            naming.served.clone()
+        };
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Resolves a requested model name (None = the default) to an installed id.
+    ///
+    /// # Errors
+    /// [`EngineError::NotServed`] when the name is not served or resolves to nothing
+    /// installed.
+    pub fn resolve(&self, requested: Option<&str>) -> Result<String, EngineError> {
+        let naming = self.naming.read();
+        let name = requested.unwrap_or(naming.default_model.as_str());
+        if requested.is_some() && !naming.served.is_empty() && !naming.served.iter().any(|s| s == name) {
+            return Err(EngineError::NotServed);
+        }
+        let target = match naming.aliases.get(name) {
+            Some(t) if t == "default" => naming.default_model.clone(),
+            Some(t) => t.clone(),
+            None => name.to_string(),
+        };
+        if self.registry.contains(&target) {
+            Ok(target)
+        } else {
+            Err(EngineError::NotServed)
+        }
+    }
+
+    /// Detects spans in `text` with the installed model `id`, through the guard.
+    ///
+    /// # Errors
+    /// See [`EngineError`].
+    pub async fn detect(
+        &self,
+        id: &str,
+        text: Arc<str>,
+        opts: &CallOptions,
+    ) -> Result<Detection, EngineError> {
+        let key: Arc<str> = Arc::from(id);
+        let result = self
+            .guard
+            .call(id, &opts.deadline, |_attempt| {
+                let key = Arc::clone(&key);
+                let text = Arc::clone(&text);
+                let keep_alive = opts.keep_alive;
+                async move { self.attempt(key, text, keep_alive).await }
+            })
+            .await;
+        match result {
+            Ok(spans) => Ok(Detection {
+                spans,
+                degraded: false,
+                model_id: id.to_string(),
+            }),
+            Err(GuardError::BreakerOpen {
+                state,
+                retry_after_seconds,
+            }) => {
+                if opts.fallback_rules {
+                    let spans = self
+                        .pool
+                        .run(Arc::from(RULES_ID), self.registry.rules_backend(), text)
+                        .await
+                        .map_err(|e| match e {
+                            PoolError::Full => EngineError::Busy {
+                                retry_after: Duration::from_secs(1),
+                            },
+                            _ => EngineError::Backend,
+                        })?;
+                    return Ok(Detection {
+                        spans,
+                        degraded: true,
+                        model_id: RULES_ID.to_string(),
+                    });
+                }
+                Err(EngineError::BreakerOpen {
+                    state: state.as_str(),
+                    retry_after_seconds,
+                })
+            }
+            Err(e) => Err(map_guard_error(e)),
+        }
+    }
+
+    async fn attempt(
+        &self,
+        key: Arc<str>,
+        text: Arc<str>,
+        keep_alive: Option<Option<Duration>>,
+    ) -> Result<Vec<Span>, CallError> {
+        let registry = Arc::clone(&self.registry);
+        let id = key.to_string();
+        // Loading is short blocking I/O and parsing: spawn_blocking is the right pool for it.
+        let lease = tokio::task::spawn_blocking(move || registry.lease(&id, keep_alive))
+            .await
+            .map_err(|_| CallError::Load)?
+            .map_err(|e| match e {
+                registry::RegistryError::Unknown => CallError::Unknown,
+                registry::RegistryError::Load => CallError::Load,
+            })?;
+        let backend = Arc::clone(&lease.backend) as Arc<dyn crate::detect::Recognizer>;
+        let out = self.pool.run(key, backend, text).await;
+        drop(lease);
+        out.map_err(|e| match e {
+            PoolError::Full => CallError::Full,
+            PoolError::Stopped | PoolError::Recognizer(RecognizerError::Backend(_)) => {
+                CallError::Backend
+            }
+            PoolError::Recognizer(RecognizerError::Input(_)) => CallError::Unknown,
+        })
+    }
+}
+
+fn map_guard_error(e: GuardError<CallError>) -> EngineError {
+    match e {
+        GuardError::Failed(CallError::Load) => EngineError::Load,
+        GuardError::Failed(CallError::Backend) => EngineError::Backend,
+        GuardError::Failed(CallError::Unknown) => EngineError::NotServed,
+        GuardError::Failed(CallError::Full) => EngineError::Busy {
+            retry_after: Duration::from_secs(1),
+        },
+        GuardError::Busy { retry_after } => EngineError::Busy { retry_after },
+        GuardError::BreakerOpen {
+            state,
+            retry_after_seconds,
+        } => EngineError::BreakerOpen {
+            state: state.as_str(),
+            retry_after_seconds,
+        },
+        GuardError::Timeout { timeout } => EngineError::Timeout { timeout },
+        // Rate limits and admission are checked before the engine is called.
+        _ => EngineError::Busy {
+            retry_after: Duration::from_secs(1),
+        },
+    }
+}

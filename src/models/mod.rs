@@ -1,1 +1,40 @@
-//! Module `models` (see the module map in lib.rs).
+//! The model catalog, the local model store, imports and downloads.
+//!
+//! This module owns every model file phiguard has on disk and every byte it fetches:
+//!
+//! * [`Catalog`]: the models phiguard knows (`models/catalog.toml`, embedded), with family,
+//!   size, labels, licence, revision and files. It is the allow-list for downloads.
+//! * [`Store`]: the folder of installed models (`Home::models_dir()`), each with a
+//!   manifest of sha256 checksums, plus the bundled Rampart model found by
+//!   [`bundled_dir`]. `import` copies a local folder in after validating it; `verify`
+//!   re-hashes; `remove` deletes (never the bundled model).
+//! * [`Downloader`]: fetches a catalog model from the Hugging Face Hub or a mirror
+//!   (`HF_ENDPOINT`, `HF_TOKEN`), with progress, resume of cut connections, checksum
+//!   verification against the hub's sha256 and cancellation.
+//! * [`cli`]: the `phiguard models …` sub-commands as plain functions.
+//!
+//! # Why downloads never run unless a person asks
+//! phiguard handles patient text on a clinician's machine; its network behaviour must be
+//! predictable and auditable. The bundled model makes the service work offline from the
+//! first start, so nothing needs fetching to serve. A download is a deliberate act (the
+//! `models pull` command, the dashboard's download button, `POST /admin/models/pull`):
+//! no start-up path, request handler or fallback calls [`Downloader::pull`], a request for
+//! a model that is not installed fails with `model_not_served` instead of fetching it, and
+//! only catalog entries can be fetched at all. Nothing about a request (and no patient
+//! text) is ever part of a download.
+
+pub mod catalog;
+pub mod cli;
+pub mod download;
+pub mod error;
+pub mod manifest;
+pub mod store;
+pub mod validate;
+
+pub use catalog::{Catalog, CatalogEntry, Task, CATALOG_EXTRA_ENV};
+pub use download::{CancellationToken, Downloader, Progress, DEFAULT_ENDPOINT};
+pub use error::{ModelError, Result};
+pub use manifest::{Manifest, ManifestFile, ModelSource};
+pub use store::{
+    bundled_dir, FileCheck, FileStatus, Installed, Store, VerifyReport, BUNDLED_DIR_ENV, BUNDLED_ID,
+};

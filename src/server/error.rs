@@ -33,7 +33,7 @@ impl FieldProblem {
 }
 
 /// Every error the HTTP layer answers with.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum ApiError {
     /// Returned when the body or a field is invalid: 422 `validation_error`.
     #[error("request validation failed")]
@@ -281,6 +281,65 @@ impl ApiError {
     }
 }
 
+impl From<crate::engine::EngineError> for ApiError {
+    fn from(e: crate::engine::EngineError) -> Self {
+        use crate::engine::EngineError as E;
+        match e {
+            E::NotServed => ApiError::ModelNotServed,
+            E::Load => ApiError::ModelLoad,
+            E::Backend => ApiError::Inference,
+            E::Busy { retry_after } => ApiError::Busy {
+                retry_after: retry_after.as_secs_f64(),
+            },
+            E::BreakerOpen {
+                state,
+                retry_after_seconds,
+            } => ApiError::BreakerOpen {
+                state,
+                retry_after_seconds,
+            },
+            E::Timeout { timeout } => ApiError::Timeout {
+                timeout_seconds: timeout.as_secs_f64(),
+            },
+        }
+    }
+}
+
+impl ApiError {
+    /// Maps a guard refusal (rate limit, shed, busy, breaker, timeout) to its HTTP error.
+    pub fn from_guard<E>(e: crate::guard::GuardError<E>) -> Self {
+        use crate::guard::GuardError as G;
+        match e {
+            G::RateLimited(r) => ApiError::RateLimited {
+                retry_after: r.retry_after.as_secs_f64(),
+                key: r.scope.as_str(),
+            },
+            G::Shed(s) => ApiError::Backpressure {
+                priority: s.priority.as_str(),
+                reason: s.reason.as_str(),
+                depth: s.depth as u64,
+                capacity: s.capacity as u64,
+                low_watermark: s.low_watermark as u64,
+                retry_after: s.retry_after.as_secs_f64(),
+            },
+            G::Busy { retry_after } => ApiError::Busy {
+                retry_after: retry_after.as_secs_f64(),
+            },
+            G::BreakerOpen {
+                state,
+                retry_after_seconds,
+            } => ApiError::BreakerOpen {
+                state: state.as_str(),
+                retry_after_seconds,
+            },
+            G::Timeout { timeout } => ApiError::Timeout {
+                timeout_seconds: timeout.as_secs_f64(),
+            },
+            G::Failed(_) => ApiError::Inference,
+        }
+    }
+}
+
 fn round3(x: f64) -> f64 {
     (x * 1000.0).ceil() / 1000.0
 }
@@ -292,7 +351,8 @@ pub struct ErrorCode(pub &'static str);
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let mut resp = (status, axum::Json(self.body(None))).into_response();
+        let request_id = super::middleware::REQUEST_ID.try_with(Clone::clone).ok();
+        let mut resp = (status, axum::Json(self.body(request_id.as_deref()))).into_response();
         let headers = resp.headers_mut();
         if let Some(secs) = self.retry_after() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));

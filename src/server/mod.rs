@@ -1,1 +1,420 @@
-//! Module `server` (see the module map in lib.rs).
+//! The HTTP service: the axum router, its one middleware stack, the handlers, the error
+//! envelope, auth, metrics and the admin API; and [`Server`], which starts and drains it.
+//!
+//! Nothing here runs a model: handlers parse, call the engine (which goes through the
+//! guard), and shape responses. Errors become HTTP in one place, `error.rs`.
+
+pub mod admin;
+pub mod api;
+pub mod error;
+pub mod metrics;
+pub mod middleware;
+mod ndjson;
+pub mod openapi;
+pub mod ops;
+pub mod pii;
+mod router;
+pub mod state;
+pub mod stream;
+pub mod validate;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use admin::{Status, TrayState};
+pub use error::ApiError;
+pub use router::app;
+pub use state::{AppState, Phase};
+
+use crate::deid::HashKey;
+use crate::engine::{BatchConfig, Engine, Faults, Loader, ModelSpec, Naming, Registry, WorkerPool};
+use crate::guard::{
+    AdmissionConfig, BreakerConfig, BudgetConfig, BulkheadConfig, Clock, Guard, GuardConfig,
+    Jitter, JitterMode, RandJitter, RateConfig, RetryConfig, Sleeper, SystemClock, TokioSleeper,
+};
+use crate::secrets::{SecretStore, TokenRegistry};
+use crate::settings::{Home, Settings};
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// Returned when the address cannot be bound (in use, no permission).
+    #[error("cannot listen on {addr}: {reason}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        reason: String,
+    },
+    /// Returned when the settings do not allow this start (auth off on a public bind, …).
+    #[error("{0}")]
+    Config(String),
+    /// Returned when secrets or tokens cannot be read or created.
+    #[error(transparent)]
+    Secrets(#[from] crate::secrets::SecretsError),
+}
+
+/// What tests and embedders may inject.
+#[derive(Default)]
+pub struct StartOptions {
+    /// Time source for the guard (tests use `ManualClock`).
+    pub clock: Option<Arc<dyn Clock>>,
+    /// Sleeper for backoff and queue waits.
+    pub sleeper: Option<Arc<dyn Sleeper>>,
+    /// Jitter source.
+    pub jitter: Option<Arc<dyn Jitter>>,
+    /// Model loader (default: candle).
+    pub loader: Option<Arc<dyn Loader>>,
+    /// Recognizers registered as installed models (tests: scripted backends).
+    pub extra_backends: Vec<(String, Arc<dyn crate::detect::Recognizer>)>,
+    /// Keep secrets in the 0600 file even where a keychain answers (tests).
+    pub file_secrets: bool,
+}
+
+/// Builds the guard configuration from settings.
+pub fn guard_config(s: &Settings) -> GuardConfig {
+    let secs = |k: &str| Duration::from_secs_f64(s.f64(k));
+    let jitter_mode = match s.str("retry.jitter_mode") {
+        "full" => JitterMode::Full,
+        "decorrelated" => JitterMode::Decorrelated,
+        _ => JitterMode::Additive,
+    };
+    let rate_threshold = s.f64("breaker.failure_rate_threshold");
+    let slow = s.f64("breaker.slow_call_seconds");
+    let mut cfg = GuardConfig::default();
+    cfg.resilience_enabled = s.bool("retry.enabled");
+    cfg.retry = RetryConfig {
+        max_attempts: s.i64("retry.max_attempts") as u32,
+        backoff_initial: secs("retry.backoff_initial_seconds"),
+        backoff_multiplier: s.f64("retry.backoff_multiplier"),
+        backoff_max: secs("retry.backoff_max_seconds"),
+        jitter: secs("retry.backoff_jitter_seconds"),
+        jitter_mode,
+    };
+    cfg.budget = BudgetConfig {
+        window: secs("retry.budget_window_seconds"),
+        ratio: s.f64("retry.budget_ratio"),
+        min_per_second: s.f64("retry.budget_min_per_second"),
+    };
+    cfg.breaker = BreakerConfig {
+        failure_threshold: s.i64("breaker.failure_threshold") as u32,
+        recovery_timeout: secs("breaker.recovery_timeout_seconds"),
+        permitted_calls_in_half_open_state: s.i64("breaker.half_open_calls") as u32,
+        failure_rate_threshold: if rate_threshold > 0.0 { rate_threshold } else { 100.0 },
+        // The windows are opt-in: a size of 0 turns them off in the guard.
+        sliding_window_size: if rate_threshold > 0.0 || slow > 0.0 {
+            s.i64("breaker.sliding_window_size") as u32
+        } else {
+            0
+        },
+        minimum_number_of_calls: s.i64("breaker.minimum_calls") as u32,
+        slow_call_duration_threshold: (slow > 0.0).then(|| Duration::from_secs_f64(slow)),
+        slow_call_rate_threshold: s.f64("breaker.slow_call_rate_threshold"),
+    };
+    cfg.rate = RateConfig {
+        global_rps: s.f64("limits.rate_limit_rps"),
+        global_burst: s.i64("limits.rate_limit_burst") as u32,
+        per_token_rps: s.f64("limits.token_rate_limit_rps"),
+        per_token_burst: s.i64("limits.token_rate_limit_burst") as u32,
+        ..cfg.rate
+    };
+    cfg.admission = AdmissionConfig {
+        capacity: s.i64("admission.capacity") as usize,
+        high_watermark: s.high_watermark() as usize,
+        low_watermark: s.low_watermark() as usize,
+        max_queue_wait: Duration::from_secs_f64(s.f64("admission.max_queue_wait_ms") / 1000.0),
+    };
+    cfg.bulkhead = BulkheadConfig {
+        max_concurrent_calls: s.i64("limits.max_concurrency") as u32,
+        max_wait_duration: secs("limits.concurrency_wait_seconds"),
+    };
+    cfg
+}
+
+fn naming(s: &Settings) -> Naming {
+    Naming {
+        aliases: s
+            .list("models.aliases")
+            .iter()
+            .filter_map(|p| p.split_once('='))
+            .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
+            .collect(),
+        served: s.list("models.served").to_vec(),
+        default_model: s.str("models.default").to_string(),
+    }
+}
+
+/// Applies settings that change live: guard, batching, naming, residency, fallback.
+pub fn apply_live(st: &AppState, s: &Settings) {
+    if let Err(e) = st.engine.guard.update_config(guard_config(s)) {
+        tracing::warn!(error = %e, "guard settings refused");
+    }
+    st.engine.pool.set_batch(batch_config(s));
+    st.engine.set_naming(naming(s));
+    st.engine
+        .set_fallback_default(s.str("admission.degraded_fallback") == "rules");
+    st.engine.registry.configure(
+        s.opt_i64("models.max_resident").map(|v| v as usize),
+        s.opt_f64("models.keep_alive").map(Duration::from_secs_f64),
+    );
+}
+
+fn batch_config(s: &Settings) -> BatchConfig {
+    BatchConfig {
+        max_batch: s.i64("admission.batch_max_size") as usize,
+        max_wait: Duration::from_secs_f64(s.f64("admission.batch_max_wait_ms") / 1000.0),
+        wait: s.bool("admission.batching_enabled"),
+    }
+}
+
+/// Builds the engine (guard, registry with the installed models, worker pool) from
+/// settings; the server and `phiguard deid` share it.
+///
+/// # Errors
+/// [`ServerError::Config`] for settings the guard refuses or bad `PHIGUARD_FAULTS`.
+pub fn build_engine(
+    settings: &Settings,
+    home: &Home,
+    opts: StartOptions,
+) -> Result<Arc<Engine>, ServerError> {
+        let clock: Arc<dyn Clock> = opts.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let sleeper: Arc<dyn Sleeper> = opts.sleeper.unwrap_or_else(|| Arc::new(TokioSleeper));
+        let jitter: Arc<dyn Jitter> = opts.jitter.unwrap_or_else(|| Arc::new(RandJitter));
+        let guard = Arc::new(
+            Guard::new(guard_config(settings), Arc::clone(&clock), sleeper, jitter)
+                .map_err(|e| ServerError::Config(e.to_string()))?,
+        );
+        let faults = Arc::new(Faults::default());
+        if let Ok(spec) = std::env::var("PHIGUARD_FAULTS") {
+            if Faults::ENABLED {
+                faults.set_spec(&spec).map_err(ServerError::Config)?;
+            } else if !spec.trim().is_empty() {
+                tracing::warn!("PHIGUARD_FAULTS is ignored: this build has no fault injection");
+            }
+        }
+        let rules: Arc<dyn crate::detect::Recognizer> =
+            Arc::new(crate::detect::rules::RuleRecognizer::new());
+        let loader = opts.loader.unwrap_or_else(crate::engine::loader::default_loader);
+        let mut specs: Vec<ModelSpec> = crate::engine::loader::installed_specs(home);
+        for (id, _) in &opts.extra_backends {
+            specs.push(ModelSpec {
+                id: id.clone(),
+                dir: Some(std::path::PathBuf::from(format!("scripted:{id}"))),
+                footprint_bytes: 0,
+            });
+        }
+        let loader: Arc<dyn Loader> = if opts.extra_backends.is_empty() {
+            loader
+        } else {
+            Arc::new(crate::engine::loader::WithScripted {
+                inner: loader,
+                scripted: opts.extra_backends.into_iter().collect(),
+            })
+        };
+        let registry = Arc::new(Registry::new(rules, loader, Arc::clone(&faults), specs));
+        let threads = settings
+            .opt_i64("models.inference_threads")
+            .map(|v| v as usize)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let pool = WorkerPool::new(threads, 1024, batch_config(settings), Arc::clone(&faults));
+        Ok(Arc::new(Engine::new(
+            registry,
+            pool,
+            Arc::clone(&guard),
+            faults,
+            naming(settings),
+        )))
+}
+
+fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A running server.
+pub struct Server {
+    state: AppState,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl Server {
+    /// Starts with the real clock, candle loader and installed models.
+    ///
+    /// # Errors
+    /// See [`ServerError`].
+    pub async fn start(settings: Settings, home: Home) -> Result<Server, ServerError> {
+        Self::start_with(settings, home, StartOptions::default()).await
+    }
+
+    /// Starts with injected parts (tests, embedders).
+    ///
+    /// # Errors
+    /// See [`ServerError`].
+    pub async fn start_with(
+        settings: Settings,
+        home: Home,
+        opts: StartOptions,
+    ) -> Result<Server, ServerError> {
+        let host = settings.str("server.host").to_string();
+        let auth_off = settings.str("security.auth") == "off";
+        if auth_off && !is_loopback(&host) {
+            return Err(ServerError::Config(format!(
+                "PHIGUARD_AUTH=off is refused on a non-loopback bind ({host}); bind 127.0.0.1 or turn auth on"
+            )));
+        }
+        if !is_loopback(&host) && settings.str("security.auth_token").is_empty() {
+            return Err(ServerError::Config(format!(
+                "binding {host} needs an explicit client token: set PHIGUARD_AUTH_TOKEN (and PHIGUARD_ADMIN_TOKEN)"
+            )));
+        }
+        let store = if opts.file_secrets {
+            SecretStore::file_only(home.secrets_file())
+        } else {
+            SecretStore::open(home.secrets_file())
+        };
+        let tokens = Arc::new(TokenRegistry::open(
+            &store,
+            home.data_dir().join("tokens.json"),
+            Some(settings.str("security.auth_token").to_string()),
+            Some(settings.str("security.admin_token").to_string()),
+        )?);
+        let hash_key = match HashKey::from_hex(&store.get_or_create("hash-key", || {
+            hex::encode(rand::random::<[u8; 32]>())
+        })?) {
+            Ok(k) => k,
+            Err(_) => {
+                return Err(ServerError::Config(
+                    "the stored hash key is corrupt; remove it to generate a new one".into(),
+                ))
+            }
+        };
+        let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
+        let engine = build_engine(&settings, &home, opts)?;
+        let guard = Arc::clone(&engine.guard);
+        let port = settings.i64("server.port") as u16;
+        let max_body = settings.i64("limits.max_request_bytes") as usize;
+        let state = AppState::new(settings, engine, tokens, hash_key, clock, home, auth_off);
+        apply_live(&state, &state.settings());
+        {
+            let st = state.clone();
+            guard.set_breaker_listener(Some(Arc::new(move |t: &crate::guard::BreakerTransition| {
+                st.publish(
+                    "breaker",
+                    serde_json::json!({"key": t.key, "from": t.from.as_str(), "to": t.to.as_str()}),
+                );
+            })));
+        }
+        let addr_text = format!("{host}:{port}");
+        let listener = tokio::net::TcpListener::bind(&addr_text)
+            .await
+            .map_err(|e| ServerError::Bind {
+                addr: addr_text.clone(),
+                reason: e.to_string(),
+            })?;
+        let addr = listener.local_addr().map_err(|e| ServerError::Bind {
+            addr: addr_text,
+            reason: e.to_string(),
+        })?;
+        let _ = state.addr.set(addr);
+        let router = app(state.clone(), max_body);
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let served = axum::serve(
+                listener,
+                router.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.await;
+            })
+            .await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "server stopped");
+            }
+        });
+        {
+            let st = state.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    st.engine.registry.expire_idle();
+                }
+            });
+        }
+        preload(&state).await;
+        state.set_phase(Phase::Serving);
+        tracing::info!(address = %addr, "phiguard serving");
+        Ok(Server {
+            state,
+            stop: Some(stop_tx),
+            task,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.state.addr.get().copied().unwrap_or_else(|| ([127, 0, 0, 1], 0).into())
+    }
+
+    /// The status snapshot (`GET /admin/status`).
+    pub fn status(&self) -> Status {
+        admin::status(&self.state)
+    }
+
+    /// The admin token.
+    pub fn admin_token(&self) -> String {
+        self.state.tokens.admin_token().to_string()
+    }
+
+    /// The primary client token.
+    pub fn client_token(&self) -> String {
+        self.state.tokens.client_token().to_string()
+    }
+
+    /// The shared state (tests, the desktop shell).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Graceful shutdown: readiness off and new model work refused (`503 not_ready`), then
+    /// in-flight work drained for up to the drain setting, then the listener closed.
+    pub async fn shutdown(mut self) {
+        self.state.set_phase(Phase::Draining);
+        let drain = Duration::from_secs_f64(self.state.settings().f64("server.shutdown_drain_seconds"));
+        let until = std::time::Instant::now() + drain;
+        while self.state.inflight.load(std::sync::atomic::Ordering::SeqCst) > 0
+            && std::time::Instant::now() < until
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let left = until.saturating_duration_since(std::time::Instant::now()) + Duration::from_millis(500);
+        if tokio::time::timeout(left, &mut self.task).await.is_err() {
+            self.task.abort();
+        }
+    }
+}
+
+async fn preload(st: &AppState) {
+    let settings = st.settings();
+    for name in settings.list("models.preload") {
+        let Ok(id) = st.engine.resolve(Some(name)) else {
+            tracing::warn!("a preload model is not installed; skipped");
+            continue;
+        };
+        let reg = Arc::clone(&st.engine.registry);
+        let ok = tokio::task::spawn_blocking(move || reg.lease(&id, None).map(drop))
+            .await
+            .map(|r| r.is_ok())
+            .unwrap_or(false);
+        if !ok {
+            tracing::warn!("a preload model failed to load");
+        }
+    }
+}

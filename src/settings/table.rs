@@ -134,7 +134,7 @@ pub static TABLE: &[Def] = &[
     d("breaker.slow_call_seconds", "PHIGUARD_BREAKER_SLOW_CALL_SECONDS", None,
         Kind::Float { min: 0.0, max: 86400.0 }, "0", "a call slower than this counts as slow (0 = off)"),
     d("breaker.slow_call_rate_threshold", "PHIGUARD_BREAKER_SLOW_CALL_RATE_THRESHOLD", None,
-        Kind::Float { min: 0.0, max: 100.0 }, "100", "open when this percent of recent calls are slow"),
+        Kind::Float { min: 1.0, max: 100.0 }, "100", "open when this percent of recent calls are slow"),
     // limits
     d("limits.max_text_length", "PHIGUARD_MAX_TEXT_LENGTH", Some("OPENMED_SERVICE_MAX_TEXT_LENGTH"),
         Kind::Int { min: 1, max: 100_000_000 }, "1000000", "most characters of `text` (422 beyond)"),

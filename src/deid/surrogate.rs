@@ -1,0 +1,418 @@
+//! Surrogate generation for `replace`: realistic, shape-aware stand-ins.
+//!
+//! # Why shape-aware
+//!
+//! Downstream tools (and readers) parse de-identified notes: a phone number must still
+//! look like a phone number, a date like a date in the same format, an MRN like an MRN.
+//! So identifiers keep their character classes (digit → digit, letter → letter with the
+//! same case, separators kept), dates are shifted by the request's offset in their own
+//! format, and names, streets and cities come from small built-in lists spanning many
+//! origins. Every surrogate that could collide with a real value is drawn from reserved
+//! space where one exists: e-mail and URLs use the RFC 2606 `example.*` domains, IP
+//! addresses the RFC 5737 / RFC 3849 documentation ranges, SSNs the never-issued 9xx area.
+//!
+//! The generator is a pure function of its inputs and the RNG; memoisation (same source,
+//! same surrogate) lives in [`super::Deidentifier`].
+
+use rand::Rng;
+
+use crate::detect::rules::dates::DateParts;
+use crate::detect::Label;
+
+const FIRST_NAMES: &[&str] = &[
+    "James", "Maria", "Wei", "Aisha", "Carlos", "Priya", "Olga", "Kwame", "Yuki", "Fatima", "Liam",
+    "Sofia", "Mateo", "Amara", "Hiroshi", "Elena", "Omar", "Ingrid", "Tariq", "Mei", "Diego",
+    "Nadia", "Sven", "Zainab", "Arjun", "Chloe", "Dmitri", "Leilani", "Kofi", "Ana", "Rohan",
+    "Freya", "Jamal", "Lucia", "Tomasz", "Imani", "Kenji", "Rosa", "Emeka", "Hana",
+];
+const LAST_NAMES: &[&str] = &[
+    "Garcia",
+    "Nguyen",
+    "Okafor",
+    "Kowalski",
+    "Haddad",
+    "Tanaka",
+    "Johansson",
+    "Patel",
+    "Mensah",
+    "Rossi",
+    "Schmidt",
+    "Kim",
+    "Petrov",
+    "Alvarez",
+    "Chen",
+    "Mbeki",
+    "O'Brien",
+    "Dubois",
+    "Yilmaz",
+    "Singh",
+    "Novak",
+    "Andersen",
+    "Costa",
+    "Ibrahim",
+    "Fischer",
+    "Moreau",
+    "Sato",
+    "Kaur",
+    "Walsh",
+    "Herrera",
+    "Adeyemi",
+    "Lindqvist",
+    "Farouk",
+    "Morales",
+    "Park",
+];
+const STREETS: &[&str] = &[
+    "Maple",
+    "Cedar",
+    "Willow",
+    "Harbor",
+    "Juniper",
+    "Lakeview",
+    "Sycamore",
+    "Orchard",
+    "Birch",
+    "Meadow",
+    "Riverside",
+    "Hillcrest",
+    "Chestnut",
+    "Magnolia",
+    "Aspen",
+    "Linden",
+];
+const STREET_SUFFIXES: &[&str] = &["Street", "Avenue", "Road", "Lane", "Drive", "Court", "Way"];
+const CITIES: &[&str] = &[
+    "Riverton",
+    "Fairview",
+    "Lakewood",
+    "Milford",
+    "Ashland",
+    "Brookfield",
+    "Clayton",
+    "Georgetown",
+    "Kingsport",
+    "Oakdale",
+    "Westbury",
+    "Greenville",
+    "Salem",
+    "Dayton",
+];
+const STATES_FULL: &[&str] = &["Oregon", "Ohio", "Vermont", "Nevada", "Kansas", "Maine"];
+const STATES_ABBR: &[&str] = &["OR", "OH", "VT", "NV", "KS", "ME"];
+const COUNTRIES: &[&str] = &["Norway", "Chile", "Kenya", "Portugal", "Vietnam", "Canada"];
+const ORGS: &[&str] = &[
+    "Riverside Medical Center",
+    "Northgate Clinic",
+    "Summit Health Partners",
+    "Lakeshore Family Practice",
+    "Bayview Community Hospital",
+];
+const EMAIL_DOMAINS: &[&str] = &["example.com", "example.org", "example.net"];
+
+fn pick<'a, R: Rng + ?Sized>(list: &[&'a str], rng: &mut R) -> &'a str {
+    list[rng.random_range(0..list.len())]
+}
+
+/// A surrogate for `original` labelled `label`. `shift_days` is the request's date offset
+/// (dates are shifted rather than invented, so intervals between them are kept).
+pub(crate) fn generate<R: Rng + ?Sized>(
+    label: Label,
+    original: &str,
+    shift_days: i64,
+    rng: &mut R,
+) -> String {
+    match label {
+        Label::FirstName => pick(FIRST_NAMES, rng).to_owned(),
+        Label::LastName => pick(LAST_NAMES, rng).to_owned(),
+        Label::MiddleName => {
+            if original.trim_end_matches('.').chars().count() <= 1 {
+                let initial = pick(FIRST_NAMES, rng).chars().next().unwrap_or('A');
+                if original.ends_with('.') {
+                    format!("{initial}.")
+                } else {
+                    initial.to_string()
+                }
+            } else {
+                pick(FIRST_NAMES, rng).to_owned()
+            }
+        }
+        Label::Person => person(original, rng),
+        Label::Date | Label::DateOfBirth => DateParts::parse(original)
+            .and_then(|d| d.shifted(shift_days, false))
+            .unwrap_or_else(|| shape(original, rng)),
+        Label::Email => {
+            let first = pick(FIRST_NAMES, rng).to_ascii_lowercase();
+            let last = pick(LAST_NAMES, rng).to_ascii_lowercase().replace('\'', "");
+            format!("{first}.{last}@{}", pick(EMAIL_DOMAINS, rng))
+        }
+        Label::Url => format!(
+            "https://www.{}/{}",
+            pick(EMAIL_DOMAINS, rng),
+            shape("abc123", rng)
+        ),
+        Label::IpAddress => {
+            if original.contains(':') {
+                format!(
+                    "2001:db8::{:x}:{:x}",
+                    rng.random::<u16>(),
+                    rng.random::<u16>()
+                )
+            } else {
+                let net = pick(&["192.0.2", "198.51.100", "203.0.113"], rng);
+                format!("{net}.{}", rng.random_range(1..=254))
+            }
+        }
+        Label::Ssn => {
+            let s = shape(original, rng);
+            // Area 9xx is never issued: a surrogate SSN can never be a real one.
+            replace_first_digit(&s, '9')
+        }
+        Label::Phone | Label::Fax => phone(original, rng),
+        Label::Zipcode => format!("{:05}", rng.random_range(10_000..=99_999)),
+        Label::StreetAddress => street(original, rng),
+        Label::City | Label::Location => pick(CITIES, rng).to_owned(),
+        Label::State => {
+            if original.trim().chars().count() == 2 {
+                pick(STATES_ABBR, rng).to_owned()
+            } else {
+                pick(STATES_FULL, rng).to_owned()
+            }
+        }
+        Label::Country => pick(COUNTRIES, rng).to_owned(),
+        Label::Organization => pick(ORGS, rng).to_owned(),
+        Label::Age => age(original, rng),
+        Label::Time
+        | Label::MedicalRecordNumber
+        | Label::HealthPlanNumber
+        | Label::AccountNumber
+        | Label::LicenseNumber
+        | Label::VehicleId
+        | Label::DeviceId
+        | Label::IdNum
+        | Label::CreditCard
+        | Label::Username
+        | Label::Password
+        | Label::Other => shape(original, rng),
+    }
+}
+
+/// Same character classes: digit → random digit, letter → random letter of the same
+/// case, everything else kept.
+pub(crate) fn shape<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+    original
+        .chars()
+        .map(|c| {
+            if c.is_ascii_digit() {
+                char::from(b'0' + rng.random_range(0..10u8))
+            } else if c.is_ascii_uppercase() {
+                char::from(b'A' + rng.random_range(0..26u8))
+            } else if c.is_ascii_lowercase() {
+                char::from(b'a' + rng.random_range(0..26u8))
+            } else if c.is_alphabetic() {
+                if c.is_uppercase() {
+                    char::from(b'A' + rng.random_range(0..26u8))
+                } else {
+                    char::from(b'a' + rng.random_range(0..26u8))
+                }
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+fn replace_first_digit(s: &str, with: char) -> String {
+    let mut done = false;
+    s.chars()
+        .map(|c| {
+            if !done && c.is_ascii_digit() {
+                done = true;
+                with
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// A name with as many parts as the source (one part → a last name, `Last, First` kept).
+fn person<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+    let parts: Vec<&str> = original.split_whitespace().collect();
+    if original.contains(',') {
+        return format!("{}, {}", pick(LAST_NAMES, rng), pick(FIRST_NAMES, rng));
+    }
+    match parts.len() {
+        0 | 1 => pick(LAST_NAMES, rng).to_owned(),
+        n => {
+            let mut out = vec![pick(FIRST_NAMES, rng).to_owned()];
+            for p in &parts[1..n - 1] {
+                let initial = pick(FIRST_NAMES, rng).chars().next().unwrap_or('A');
+                out.push(if p.trim_end_matches('.').chars().count() <= 1 {
+                    format!("{initial}.")
+                } else {
+                    pick(FIRST_NAMES, rng).to_owned()
+                });
+            }
+            out.push(pick(LAST_NAMES, rng).to_owned());
+            out.join(" ")
+        }
+    }
+}
+
+/// Same digit shape; a leading `+` country code is kept so the number stays plausible.
+fn phone<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+    let keep = if original.starts_with('+') {
+        original
+            .char_indices()
+            .skip(1)
+            .find(|(_, c)| !c.is_ascii_digit())
+            .map_or(original.len(), |(i, _)| i)
+    } else {
+        0
+    };
+    let (head, tail) = original.split_at(keep);
+    let mut body = shape(tail, rng);
+    // NANP area and exchange codes never start with 0 or 1.
+    if keep == 0 {
+        body = replace_first_digit(&body, char::from(b'2' + rng.random_range(0..8u8)));
+    }
+    format!("{head}{body}")
+}
+
+fn street<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+    let lower = original.to_ascii_lowercase();
+    let house_digits = original
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .count()
+        .clamp(1, 5);
+    if lower.contains("box") {
+        return format!("PO Box {}", rng.random_range(100..=9999));
+    }
+    let max = 10u32.pow(u32::try_from(house_digits).unwrap_or(3));
+    let number = rng.random_range(max / 10..max).max(1);
+    let mut out = format!(
+        "{number} {} {}",
+        pick(STREETS, rng),
+        pick(STREET_SUFFIXES, rng)
+    );
+    if ["apt", "unit", "suite", "ste", "#"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        out.push_str(&format!(", Apt {}", rng.random_range(1..=40)));
+    }
+    out
+}
+
+/// The first number in an age expression.
+pub(crate) fn age_value(original: &str) -> Option<u32> {
+    let digits: String = original
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// `92-year-old` → `90+-year-old`, `95` → `90+`; `None` for ages of 89 and under.
+pub(crate) fn cap_age(original: &str) -> Option<String> {
+    let v = age_value(original)?;
+    if v <= 89 {
+        return None;
+    }
+    Some(replace_number(original, "90+"))
+}
+
+/// Another age in the same phrase: over 89 stays over 89, younger stays in 18–89.
+fn age<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+    let new = match age_value(original) {
+        Some(v) if v > 89 => rng.random_range(90..=99),
+        Some(_) => rng.random_range(18..=89),
+        None => return shape(original, rng),
+    };
+    replace_number(original, &new.to_string())
+}
+
+fn replace_number(original: &str, with: &str) -> String {
+    let start = original.find(|c: char| c.is_ascii_digit()).unwrap_or(0);
+    let end = original[start..]
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or(original.len(), |e| start + e);
+    format!("{}{with}{}", &original[..start], &original[end..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+
+    fn classes(s: &str) -> String {
+        s.chars()
+            .map(|c| match c {
+                '0'..='9' => 'd',
+                'a'..='z' => 'l',
+                'A'..='Z' => 'U',
+                o => o,
+            })
+            .collect()
+    }
+
+    macro_rules! shape_rows {
+        ($($name:ident: $label:ident, $src:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                let mut rng = StdRng::seed_from_u64(7);
+                let out = generate(Label::$label, $src, 10, &mut rng);
+                assert_eq!(classes(&out), classes($src), "{out}");
+            }
+        )*};
+    }
+
+    shape_rows! {
+        mrn_shape: MedicalRecordNumber, "AB-123456";
+        plan_shape: HealthPlanNumber, "1EG4-TE5-MK73";
+        phone_shape: Phone, "(555) 123-4567";
+        fax_shape: Fax, "+44 20 7946 0958";
+        ssn_shape: Ssn, "123-45-6789";
+        card_shape: CreditCard, "4111 1111 1111 1111";
+        date_shape: Date, "01/02/1980";
+    }
+
+    #[test]
+    fn reserved_ranges() {
+        let mut rng = StdRng::seed_from_u64(1);
+        assert!(generate(Label::Email, "a@b.org", 0, &mut rng).contains("@example."));
+        assert!(generate(Label::Ssn, "123-45-6789", 0, &mut rng).starts_with('9'));
+        let ip = generate(Label::IpAddress, "10.0.0.1", 0, &mut rng);
+        assert!(
+            ip.starts_with("192.0.2.")
+                || ip.starts_with("198.51.100.")
+                || ip.starts_with("203.0.113.")
+        );
+        assert!(generate(Label::IpAddress, "fe80::1", 0, &mut rng).starts_with("2001:db8::"));
+        assert_eq!(generate(Label::Zipcode, "02115-6110", 0, &mut rng).len(), 5);
+    }
+
+    #[test]
+    fn ages_stay_on_their_side_of_89() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for _ in 0..50 {
+            let old = age_value(&generate(Label::Age, "92-year-old", 0, &mut rng));
+            assert!(old.is_some_and(|v| v >= 90));
+        }
+        assert_eq!(cap_age("92-year-old").as_deref(), Some("90+-year-old"));
+        assert_eq!(cap_age("95").as_deref(), Some("90+"));
+        assert_eq!(cap_age("45"), None);
+    }
+
+    #[test]
+    fn dates_are_shifted_in_format() {
+        let mut rng = StdRng::seed_from_u64(3);
+        assert_eq!(
+            generate(Label::Date, "Jan 2, 1980", 10, &mut rng),
+            "Jan 12, 1980"
+        );
+    }
+}

@@ -1,0 +1,280 @@
+//! Unit and property tests of the transforms.
+
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use super::*;
+use crate::detect::{Label, Source, Span};
+
+fn key() -> HashKey {
+    HashKey::from_bytes([7u8; 32])
+}
+
+fn sp(start: usize, end: usize, label: Label) -> Span {
+    Span::new(start, end, label, 0.9, Source::Model)
+}
+
+fn run(opts: DeidOptions, text: &str, spans: &[Span]) -> DeidOutput {
+    Deidentifier::new(opts, &key(), StdRng::seed_from_u64(42)).apply(text, spans)
+}
+
+fn method(m: Method) -> DeidOptions {
+    DeidOptions {
+        method: m,
+        ..DeidOptions::default()
+    }
+}
+
+const TEXT: &str = "John Smith born 01/02/1980 email john@x.com";
+
+fn spans() -> Vec<Span> {
+    vec![
+        sp(0, 4, Label::FirstName),
+        sp(5, 10, Label::LastName),
+        sp(16, 26, Label::Date),
+        sp(33, 43, Label::Email),
+    ]
+}
+
+#[test]
+fn mask_uses_wire_labels() {
+    let out = run(method(Method::Mask), TEXT, &spans());
+    assert_eq!(
+        out.text,
+        "[first_name] [last_name] born [date] email [email]"
+    );
+    assert_eq!(out.replacements.len(), 4);
+    assert!(out.mapping.is_empty());
+    assert_eq!(out.replacements[2].original, "01/02/1980");
+    assert_eq!(out.replacements[2].action, Action::Mask);
+}
+
+#[test]
+fn remove_keeps_surrounding_whitespace() {
+    let out = run(method(Method::Remove), TEXT, &spans());
+    assert_eq!(out.text, "  born  email ");
+}
+
+#[test]
+fn hash_is_keyed_and_stable() {
+    let a = run(method(Method::Hash), TEXT, &spans());
+    let b = run(method(Method::Hash), TEXT, &spans());
+    assert_eq!(a.text, b.text);
+    let first = &a.replacements[0].replacement;
+    assert!(first.starts_with("first_name_") && first.len() == "first_name_".len() + 8);
+    let other = Deidentifier::new(
+        method(Method::Hash),
+        &HashKey::from_bytes([8u8; 32]),
+        StdRng::seed_from_u64(1),
+    )
+    .apply(TEXT, &spans());
+    assert_ne!(other.text, a.text, "a different key gives different hashes");
+    // Not the unkeyed SHA-256 prefix OpenMed uses.
+    use sha2::Digest;
+    let unkeyed = hex::encode(&Sha256::digest(b"John")[..4]);
+    assert!(!first.ends_with(&unkeyed));
+}
+
+#[test]
+fn replace_is_consistent_within_a_request() {
+    let text = "Smith saw Smith and Jones";
+    let s = [
+        sp(0, 5, Label::LastName),
+        sp(10, 15, Label::LastName),
+        sp(20, 25, Label::LastName),
+    ];
+    let out = run(method(Method::Replace), text, &s);
+    let r: Vec<&str> = out
+        .replacements
+        .iter()
+        .map(|r| r.replacement.as_str())
+        .collect();
+    assert_eq!(r[0], r[1]);
+    assert_ne!(r[0], r[2]);
+    assert_ne!(r[0], "Smith");
+}
+
+#[test]
+fn shift_dates_keeps_format_and_masks_the_rest() {
+    let opts = DeidOptions {
+        method: Method::ShiftDates,
+        date_shift_days: Some(10),
+        ..DeidOptions::default()
+    };
+    let out = run(opts, TEXT, &spans());
+    assert_eq!(
+        out.text,
+        "[first_name] [last_name] born 01/12/1980 email [email]"
+    );
+    assert_eq!(out.replacements[2].action, Action::ShiftDates);
+    assert_eq!(out.replacements[0].action, Action::Mask);
+}
+
+#[test]
+fn shift_dates_keep_year_and_unparseable() {
+    let opts = DeidOptions {
+        method: Method::ShiftDates,
+        date_shift_days: Some(5),
+        keep_year: true,
+        ..DeidOptions::default()
+    };
+    let text = "on 12/30/1980 and yesterday";
+    let out = run(
+        opts,
+        text,
+        &[sp(3, 13, Label::Date), sp(18, 27, Label::Date)],
+    );
+    assert_eq!(out.text, "on 01/04/1980 and [date]");
+}
+
+#[test]
+fn random_shift_is_nonzero_and_shared() {
+    for seed in 0..50 {
+        let d = Deidentifier::new(
+            method(Method::ShiftDates),
+            &key(),
+            StdRng::seed_from_u64(seed),
+        );
+        assert!(d.shift_days() != 0 && d.shift_days().abs() <= 365);
+    }
+    let text = "01/01/2000 and 01/11/2000";
+    let out = Deidentifier::new(method(Method::ShiftDates), &key(), StdRng::seed_from_u64(9))
+        .apply(text, &[sp(0, 10, Label::Date), sp(15, 25, Label::Date)]);
+    let parse = |s: &str| chrono::NaiveDate::parse_from_str(s, "%m/%d/%Y").ok();
+    let a = parse(&out.replacements[0].replacement);
+    let b = parse(&out.replacements[1].replacement);
+    assert_eq!(
+        a.zip(b).map(|(a, b)| (b - a).num_days()),
+        Some(10),
+        "interval kept"
+    );
+}
+
+#[test]
+fn keep_mapping_fills_pairs() {
+    let opts = DeidOptions {
+        keep_mapping: true,
+        ..DeidOptions::default()
+    };
+    let out = run(opts, TEXT, &spans());
+    assert_eq!(
+        out.mapping[0],
+        ("[first_name]".to_owned(), "John".to_owned())
+    );
+    assert_eq!(out.mapping.len(), 4);
+}
+
+#[test]
+fn hipaa_safe_harbor_policy() -> std::result::Result<(), PolicyError> {
+    let opts = DeidOptions {
+        method: Method::Replace,
+        policy: Some(Policy::parse("hipaa_safe_harbor")?),
+        ..DeidOptions::default()
+    };
+    let text = "Ann, 92-year-old, DOB 01/02/1980, age 45, ZIP 02115, seen March 2019";
+    let s = [
+        sp(0, 3, Label::FirstName),
+        sp(5, 16, Label::Age),
+        sp(22, 32, Label::DateOfBirth),
+        sp(38, 40, Label::Age),
+        sp(46, 51, Label::Zipcode),
+        sp(58, 68, Label::Date),
+    ];
+    let out = run(opts, text, &s);
+    assert_eq!(
+        out.text,
+        "[first_name], 90+-year-old, DOB 1980, age 45, ZIP [zipcode], seen 2019"
+    );
+    assert!(out.mapping.is_empty());
+    Ok(())
+}
+
+#[test]
+fn gdpr_policy_keeps_mapping() -> std::result::Result<(), PolicyError> {
+    let opts = DeidOptions {
+        policy: Some(Policy::parse("gdpr")?),
+        ..DeidOptions::default()
+    };
+    let out = run(opts, TEXT, &spans());
+    assert_eq!(out.mapping.len(), 4);
+    assert!(out.mapping.iter().all(|(r, o)| r != o));
+    Ok(())
+}
+
+#[test]
+fn hash_key_hex_round_trip_and_redacted_debug() -> Result<()> {
+    let k = HashKey::generate(&mut StdRng::seed_from_u64(3));
+    assert_eq!(HashKey::from_hex(&k.to_hex())?, k);
+    assert!(HashKey::from_hex("abc").is_err());
+    assert_eq!(format!("{k:?}"), "HashKey(<redacted>)");
+    Ok(())
+}
+
+#[test]
+fn method_serde_names() -> serde_json::Result<()> {
+    assert_eq!(
+        serde_json::to_string(&Method::ShiftDates)?,
+        "\"shift_dates\""
+    );
+    let m: Method = serde_json::from_str("\"hash\"")?;
+    assert_eq!(m, Method::Hash);
+    Ok(())
+}
+
+fn arb_case() -> impl Strategy<Value = (String, Vec<Span>)> {
+    "\\PC{0,60}"
+        .prop_flat_map(|text| {
+            let n = text.chars().count();
+            let span = (0..=n, 1usize..8, 0..Label::ALL.len()).prop_map(move |(s, len, l)| {
+                let s = s.min(n.saturating_sub(1));
+                (s, (s + len).min(n), l)
+            });
+            (Just(text), prop::collection::vec(span, 0..6))
+        })
+        .prop_map(|(text, raw)| {
+            let spans = raw
+                .into_iter()
+                .filter(|(s, e, _)| s < e)
+                .map(|(s, e, l)| Span::new(s, e, Label::ALL[l], 0.5, Source::Rule))
+                .collect();
+            (text, spans)
+        })
+}
+
+fn arb_method() -> impl Strategy<Value = Method> {
+    prop_oneof![
+        Just(Method::Mask),
+        Just(Method::Remove),
+        Just(Method::Replace),
+        Just(Method::Hash),
+        Just(Method::ShiftDates)
+    ]
+}
+
+proptest! {
+    #[test]
+    fn output_is_input_with_each_span_replaced((text, spans) in arb_case(), m in arb_method(), seed in any::<u64>()) {
+        let out = Deidentifier::new(method(m), &key(), StdRng::seed_from_u64(seed)).apply(&text, &spans);
+        let chars: Vec<char> = text.chars().collect();
+        let mut expected = String::new();
+        let mut pos = 0;
+        for r in &out.replacements {
+            prop_assert!(r.span.start >= pos, "overlapping or unsorted replacements");
+            prop_assert!(r.span.end <= chars.len(), "replacement outside the text");
+            let original: String = chars[r.span.start..r.span.end].iter().collect();
+            prop_assert_eq!(&r.original, &original);
+            expected.extend(&chars[pos..r.span.start]);
+            expected.push_str(&r.replacement);
+            pos = r.span.end;
+        }
+        expected.extend(&chars[pos..]);
+        prop_assert_eq!(out.text, expected);
+        // Every input code point is covered by a replacement (nothing is kept without a policy).
+        for s in &spans {
+            for p in s.start..s.end {
+                prop_assert!(out.replacements.iter().any(|r| r.span.start <= p && p < r.span.end));
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Overlap resolution: many recognizers' spans in, one sorted, non-overlapping list out.
+//!
+//! # Why the union and not the best span
+//!
+//! In de-identification a missed character is a leak and an extra character is a cosmetic
+//! loss, so resolution is *recall first*: spans that share a code point are fused into one
+//! span covering their union (a model's `John Smith` and a rule's `Smith, John` become one
+//! name span). The label, score and [`Source`](super::Source) of the fused span come from
+//! its best member: the highest score, then the longer span, then the earlier one. Spans
+//! that only touch (`end == start`) stay separate, so adjacent entities keep their labels.
+
+use std::cmp::Ordering;
+
+use super::Span;
+
+/// Resolves overlaps: the result is sorted by start, non-overlapping, and covers every
+/// code point that any input span covers. Empty spans (`start >= end`) are dropped.
+pub fn resolve(mut spans: Vec<Span>) -> Vec<Span> {
+    spans.retain(|s| s.start < s.end);
+    spans.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+    let mut out: Vec<Span> = Vec::with_capacity(spans.len());
+    // The best member of the cluster being built, and its extent.
+    let mut best: Option<Span> = None;
+    for s in spans {
+        match (out.last_mut(), &mut best) {
+            (Some(cur), Some(b)) if s.start < cur.end => {
+                cur.end = cur.end.max(s.end);
+                if better(&s, b) {
+                    cur.label = s.label;
+                    cur.score = s.score;
+                    cur.source = s.source;
+                    *b = s;
+                }
+            }
+            _ => {
+                best = Some(s.clone());
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// True when `a` should name a cluster instead of `b`.
+fn better(a: &Span, b: &Span) -> bool {
+    match a.score.total_cmp(&b.score) {
+        Ordering::Greater => true,
+        Ordering::Less => false,
+        Ordering::Equal => a.len() > b.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::{Label, Source};
+    use proptest::prelude::*;
+
+    fn sp(start: usize, end: usize, label: Label, score: f32, source: Source) -> Span {
+        Span::new(start, end, label, score, source)
+    }
+
+    #[test]
+    fn union_extent_label_from_higher_score() {
+        let out = resolve(vec![
+            sp(0, 5, Label::FirstName, 0.6, Source::Model),
+            sp(3, 10, Label::Person, 0.9, Source::Rule),
+        ]);
+        assert_eq!(out, vec![sp(0, 10, Label::Person, 0.9, Source::Rule)]);
+    }
+
+    #[test]
+    fn ties_go_to_the_longer_span() {
+        let out = resolve(vec![
+            sp(2, 4, Label::Date, 0.8, Source::Rule),
+            sp(0, 8, Label::DateOfBirth, 0.8, Source::Model),
+        ]);
+        assert_eq!(out, vec![sp(0, 8, Label::DateOfBirth, 0.8, Source::Model)]);
+    }
+
+    #[test]
+    fn touching_spans_stay_apart_and_chains_fuse() {
+        let out = resolve(vec![
+            sp(0, 3, Label::FirstName, 0.9, Source::Model),
+            sp(3, 6, Label::LastName, 0.9, Source::Model),
+            sp(10, 14, Label::Phone, 0.5, Source::Rule),
+            sp(13, 18, Label::Phone, 0.7, Source::Rule),
+            sp(17, 20, Label::Fax, 0.6, Source::Rule),
+        ]);
+        assert_eq!(
+            out,
+            vec![
+                sp(0, 3, Label::FirstName, 0.9, Source::Model),
+                sp(3, 6, Label::LastName, 0.9, Source::Model),
+                sp(10, 20, Label::Phone, 0.7, Source::Rule),
+            ]
+        );
+    }
+
+    fn arb_span() -> impl Strategy<Value = Span> {
+        (
+            0usize..200,
+            1usize..30,
+            0usize..Label::ALL.len(),
+            0u8..=100,
+            any::<bool>(),
+        )
+            .prop_map(|(start, len, l, score, model)| {
+                let source = if model { Source::Model } else { Source::Rule };
+                Span::new(
+                    start,
+                    start + len,
+                    Label::ALL[l],
+                    f32::from(score) / 100.0,
+                    source,
+                )
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn resolve_is_sorted_disjoint_and_covering(spans in prop::collection::vec(arb_span(), 0..40)) {
+            let out = resolve(spans.clone());
+            for w in out.windows(2) {
+                prop_assert!(w[0].end <= w[1].start, "overlap or unsorted: {:?}", w);
+            }
+            for s in &spans {
+                for p in s.start..s.end {
+                    prop_assert!(out.iter().any(|o| o.start <= p && p < o.end), "lost code point {}", p);
+                }
+            }
+            for o in &out {
+                // Every output span is made of input spans: its ends are input ends.
+                prop_assert!(spans.iter().any(|s| s.start == o.start));
+                prop_assert!(spans.iter().any(|s| s.end == o.end));
+                prop_assert!(spans.iter().any(|s| s.label == o.label && s.score == o.score));
+            }
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! Validators that turn a regex candidate into a finding: checksums, ranges, issuance
+//! rules.
+//!
+//! Patterns alone over-match (any nine digits look like an SSN, any 17 characters like a
+//! VIN). A validator is what keeps doses, lab values and scores out: each one encodes a
+//! rule the real identifier must satisfy (Luhn for cards and NPIs, the DEA and VIN check
+//! digits, the SSA's never-issued SSN ranges, octets ≤ 255). Each returns the accepted
+//! part of the candidate (usually all of it; URLs drop trailing punctuation) or `None`.
+
+use std::net::Ipv6Addr;
+
+use super::dates::DateParts;
+
+/// Digits of `s`, as numbers.
+fn digits(s: &str) -> Vec<u32> {
+    s.chars().filter_map(|c| c.to_digit(10)).collect()
+}
+
+/// Luhn check over a digit sequence.
+pub(crate) fn luhn(ds: &[u32]) -> bool {
+    let mut sum = 0;
+    for (i, d) in ds.iter().rev().enumerate() {
+        let mut v = *d;
+        if i % 2 == 1 {
+            v *= 2;
+            if v > 9 {
+                v -= 9;
+            }
+        }
+        sum += v;
+    }
+    !ds.is_empty() && sum % 10 == 0
+}
+
+/// Accepts any candidate unchanged.
+pub(crate) fn any(s: &str) -> Option<&str> {
+    Some(s)
+}
+
+/// A valid calendar date with a plausible year (1850–2150).
+pub(crate) fn date(s: &str) -> Option<&str> {
+    let parts = DateParts::parse(s)?;
+    match parts.year {
+        Some(y) if (1850..=2150).contains(&y) => Some(s),
+        _ => None,
+    }
+}
+
+/// An SSN the SSA could have issued: area not 000, 666 or 9xx; group not 00; serial not
+/// 0000.
+pub(crate) fn ssn(s: &str) -> Option<&str> {
+    let ds = digits(s);
+    if ds.len() != 9 {
+        return None;
+    }
+    let area = ds[0] * 100 + ds[1] * 10 + ds[2];
+    let group = ds[3] * 10 + ds[4];
+    let serial = ds[5..].iter().fold(0, |a, d| a * 10 + d);
+    let ok = area != 0 && area != 666 && area < 900 && group != 0 && serial != 0;
+    ok.then_some(s)
+}
+
+/// Dotted quad with every octet ≤ 255.
+pub(crate) fn ipv4(s: &str) -> Option<&str> {
+    let ok = s.split('.').count() == 4
+        && s.split('.')
+            .all(|o| !o.is_empty() && o.len() <= 3 && o.parse::<u32>().is_ok_and(|v| v <= 255));
+    ok.then_some(s)
+}
+
+/// A parseable IPv6 address with at least two hex digits (so `::` and clock times fail).
+pub(crate) fn ipv6(s: &str) -> Option<&str> {
+    let hex = s.chars().filter(|c| c.is_ascii_hexdigit()).count();
+    let colons = s.chars().filter(|c| *c == ':').count();
+    (colons >= 2 && hex >= 2 && s.parse::<Ipv6Addr>().is_ok()).then_some(s)
+}
+
+/// A payment card number: 13–19 digits, a known issuer prefix, Luhn-valid.
+pub(crate) fn credit_card(s: &str) -> Option<&str> {
+    let ds = digits(s);
+    let ok = (13..=19).contains(&ds.len()) && matches!(ds[0], 2..=6) && luhn(&ds);
+    ok.then_some(s)
+}
+
+/// NPI: 10 digits, Luhn-valid with the `80840` prefix the standard prescribes.
+pub(crate) fn npi(s: &str) -> Option<&str> {
+    let ds = digits(s);
+    if ds.len() != 10 {
+        return None;
+    }
+    let mut full = vec![8, 0, 8, 4, 0];
+    full.extend_from_slice(&ds);
+    luhn(&full).then_some(s)
+}
+
+/// DEA registration number: a registrant-type letter, a letter, seven digits, and the
+/// check digit `(d1+d3+d5 + 2*(d2+d4+d6)) mod 10 == d7`.
+pub(crate) fn dea(s: &str) -> Option<&str> {
+    let mut chars = s.chars();
+    let first = chars.next()?.to_ascii_uppercase();
+    if !"ABCDEFGHJKLMPRSTUX".contains(first) {
+        return None;
+    }
+    let ds = digits(s);
+    if ds.len() != 7 {
+        return None;
+    }
+    let check = (ds[0] + ds[2] + ds[4] + 2 * (ds[1] + ds[3] + ds[5])) % 10;
+    (check == ds[6]).then_some(s)
+}
+
+/// VIN: 17 characters without I, O, Q, letters and digits both present, and the
+/// position-9 check digit of the North American standard.
+pub(crate) fn vin(s: &str) -> Option<&str> {
+    let up: Vec<char> = s.chars().map(|c| c.to_ascii_uppercase()).collect();
+    if up.len() != 17 || up.iter().any(|c| matches!(c, 'I' | 'O' | 'Q')) {
+        return None;
+    }
+    if !up.iter().any(char::is_ascii_digit) || !up.iter().any(char::is_ascii_alphabetic) {
+        return None;
+    }
+    const WEIGHTS: [u32; 17] = [8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2];
+    let value = |c: char| -> Option<u32> {
+        if let Some(d) = c.to_digit(10) {
+            return Some(d);
+        }
+        Some(match c {
+            'A' | 'J' => 1,
+            'B' | 'K' | 'S' => 2,
+            'C' | 'L' | 'T' => 3,
+            'D' | 'M' | 'U' => 4,
+            'E' | 'N' | 'V' => 5,
+            'F' | 'W' => 6,
+            'G' | 'P' | 'X' => 7,
+            'H' | 'Y' => 8,
+            'R' | 'Z' => 9,
+            _ => return None,
+        })
+    };
+    let mut sum = 0;
+    for (c, w) in up.iter().zip(WEIGHTS) {
+        sum += value(*c)? * w;
+    }
+    let check = match sum % 11 {
+        10 => 'X',
+        d => char::from_digit(d, 10)?,
+    };
+    (up[8] == check).then_some(s)
+}
+
+/// An identifier token found next to a context word: at least four digits and five
+/// characters, not a bare year, not ending in a separator.
+pub(crate) fn id_token(s: &str) -> Option<&str> {
+    let ds = digits(s);
+    let alnum = s.chars().filter(char::is_ascii_alphanumeric).count();
+    let bare_year = s.len() == 4 && (s.starts_with("19") || s.starts_with("20"));
+    let ok = ds.len() >= 4 && alnum >= 5 && !bare_year && !s.ends_with('-');
+    ok.then_some(s)
+}
+
+/// A licence plate next to a context word: 2–8 alphanumerics with a digit.
+pub(crate) fn plate(s: &str) -> Option<&str> {
+    let alnum = s.chars().filter(char::is_ascii_alphanumeric).count();
+    let ok = (2..=8).contains(&alnum) && s.chars().any(|c| c.is_ascii_digit());
+    ok.then_some(s)
+}
+
+/// Bare digits next to a context word (SSN without dashes): a valid SSN.
+pub(crate) fn bare_ssn(s: &str) -> Option<&str> {
+    ssn(s)
+}
+
+/// International phone: 8–15 digits in total (E.164 allows at most 15).
+pub(crate) fn intl_phone(s: &str) -> Option<&str> {
+    let n = digits(s).len();
+    (8..=15).contains(&n).then_some(s)
+}
+
+/// US state and territory postal abbreviations.
+pub(crate) const STATES: [&str; 56] = [
+    "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS",
+    "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY",
+    "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV",
+    "WI", "WY", "DC", "PR", "GU", "VI", "AS", "MP",
+];
+
+/// `ST 12345`: the two letters must be a state abbreviation (the ZIP is the capture).
+pub(crate) fn state_zip(s: &str) -> Option<&str> {
+    let state = s.get(..2)?;
+    STATES.contains(&state).then_some(s)
+}
+
+/// An age over 89 (Safe Harbor: ages 89 and under are not identifiers), at most 125.
+pub(crate) fn age_over_89(s: &str) -> Option<&str> {
+    let v: u32 = s.trim().parse().ok()?;
+    (90..=125).contains(&v).then_some(s)
+}
+
+/// A URL without the sentence punctuation that often follows it.
+pub(crate) fn url(s: &str) -> Option<&str> {
+    let trimmed = s.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"']);
+    (trimmed.len() > 4).then_some(trimmed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksums_accept_known_good_values() {
+        assert!(credit_card("4111 1111 1111 1111").is_some());
+        assert!(credit_card("4111 1111 1111 1112").is_none());
+        assert!(npi("1234567893").is_some());
+        assert!(npi("1234567890").is_none());
+        assert!(dea("AB1234563").is_some());
+        assert!(dea("AB1234567").is_none());
+        assert!(vin("1M8GDM9AXKP042788").is_some());
+        assert!(vin("1M8GDM9A1KP042788").is_none());
+    }
+
+    #[test]
+    fn ssn_issuance_rules() {
+        assert!(ssn("123-45-6789").is_some());
+        for bad in [
+            "000-12-3456",
+            "666-12-3456",
+            "900-12-3456",
+            "123-00-4567",
+            "123-45-0000",
+        ] {
+            assert!(ssn(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ip_validators() {
+        assert!(ipv4("192.168.1.20").is_some());
+        assert!(ipv4("192.168.1.256").is_none());
+        assert!(ipv6("2001:db8::8a2e:370:7334").is_some());
+        assert!(ipv6("10:30:45").is_none());
+        assert!(ipv6("::").is_none());
+    }
+}

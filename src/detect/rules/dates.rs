@@ -1,0 +1,451 @@
+//! Date parsing that remembers how the date was written.
+//!
+//! The rule recognizer uses [`DateParts::parse`] to validate candidates (month 1–12, a day
+//! that exists in that month), and `deid` uses the same parse to shift or generalise a date
+//! and write it back in the *same* format: same order, separators, zero padding, month name
+//! or abbreviation, letter case, ordinal suffix and year width. One parser for both sides
+//! means a date the detector accepts is a date the transform can rewrite.
+//!
+//! A date is lexed into digit runs, letter runs and literal characters; the digit runs are
+//! then assigned roles (year, month, day). Numeric dates are read as year-first when the
+//! first field has four digits (`1980-01-02`), day-first when separated by dots
+//! (`02.01.1980`) or when the first field cannot be a month (`25/12/1980`), and month-first
+//! otherwise (US clinical notes: `01/02/1980` is January 2nd). Two-digit years pivot at 30
+//! (`80` → 1980, `19` → 2019).
+
+use chrono::{Datelike, Duration, NaiveDate};
+
+/// Full month names, index 0 = January.
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// Two-digit years below this pivot are read as 20yy, others as 19yy.
+const TWO_DIGIT_PIVOT: i32 = 30;
+
+/// Anchor day used to shift a month-year date (`March 2019`) so that a shift moves it to
+/// the month that contains the shifted middle of the month.
+const MONTH_YEAR_ANCHOR_DAY: u32 = 15;
+
+/// Leap year used for arithmetic on dates written without a year (`Jan 2`).
+const YEARLESS_ANCHOR_YEAR: i32 = 2000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NameStyle {
+    Full,
+    Abbrev,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Case {
+    Title,
+    Upper,
+    Lower,
+}
+
+impl Case {
+    fn of(word: &str) -> Case {
+        if word.chars().all(|c| c.is_ascii_uppercase()) && word.len() > 1 {
+            Case::Upper
+        } else if word.chars().all(|c| c.is_ascii_lowercase()) {
+            Case::Lower
+        } else {
+            Case::Title
+        }
+    }
+
+    fn apply(self, word: &str) -> String {
+        match self {
+            Case::Upper => word.to_ascii_uppercase(),
+            Case::Lower => word.to_ascii_lowercase(),
+            Case::Title => {
+                let mut out = String::with_capacity(word.len());
+                for (i, c) in word.chars().enumerate() {
+                    if i == 0 {
+                        out.push(c.to_ascii_uppercase());
+                    } else {
+                        out.push(c.to_ascii_lowercase());
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+/// One token of the source format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Tok {
+    Lit(String),
+    Year { digits: usize },
+    MonthNum { pad: bool },
+    MonthName { style: NameStyle, case: Case },
+    Day { pad: bool },
+    Ordinal { upper: bool },
+}
+
+/// A parsed date and the format it was written in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DateParts {
+    /// Full year (two-digit years expanded), when the date has one.
+    pub(crate) year: Option<i32>,
+    /// Month, 1–12.
+    pub(crate) month: u32,
+    /// Day of month, when the date has one.
+    pub(crate) day: Option<u32>,
+    tokens: Vec<Tok>,
+}
+
+enum Lexeme {
+    Num(String),
+    Word(String),
+    Other(char),
+}
+
+fn lex(s: &str) -> Vec<Lexeme> {
+    let mut out: Vec<Lexeme> = Vec::new();
+    for c in s.chars() {
+        match (out.last_mut(), c) {
+            (Some(Lexeme::Num(n)), d) if d.is_ascii_digit() => n.push(d),
+            (Some(Lexeme::Word(w)), a) if a.is_ascii_alphabetic() => w.push(a),
+            (_, d) if d.is_ascii_digit() => out.push(Lexeme::Num(d.to_string())),
+            (_, a) if a.is_ascii_alphabetic() => out.push(Lexeme::Word(a.to_string())),
+            (_, o) => out.push(Lexeme::Other(o)),
+        }
+    }
+    out
+}
+
+/// Month index (1–12) and style of a month word (`Jan`, `january`, `Sept`).
+fn month_word(word: &str) -> Option<(u32, NameStyle)> {
+    let lower = word.to_ascii_lowercase();
+    for (i, full) in MONTHS.iter().enumerate() {
+        let n = u32::try_from(i + 1).ok()?;
+        if lower == *full {
+            return Some((n, NameStyle::Full));
+        }
+        if lower.len() >= 3 && full.starts_with(&lower) && lower.len() <= 4 {
+            return Some((n, NameStyle::Abbrev));
+        }
+    }
+    None
+}
+
+fn expand_year(text: &str) -> Option<i32> {
+    let v: i32 = text.parse().ok()?;
+    match text.len() {
+        4 => Some(v),
+        2 if v < TWO_DIGIT_PIVOT => Some(2000 + v),
+        2 => Some(1900 + v),
+        _ => None,
+    }
+}
+
+/// Days in `month` of `year` (leap years honoured).
+pub(crate) fn days_in_month(year: i32, month: u32) -> Option<u32> {
+    let first = NaiveDate::from_ymd_opt(year, month, 1)?;
+    let next = if month == 12 {
+        NaiveDate::from_ymd_opt(year + 1, 1, 1)?
+    } else {
+        NaiveDate::from_ymd_opt(year, month + 1, 1)?
+    };
+    u32::try_from((next - first).num_days()).ok()
+}
+
+fn ordinal_suffix(day: u32) -> &'static str {
+    match (day % 10, day % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    }
+}
+
+/// Role a numeric field plays.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Year,
+    Month,
+    Day,
+}
+
+impl DateParts {
+    /// Parses a date written in one of the supported formats; `None` when the text is not
+    /// a valid calendar date (bad month, day past the end of the month, stray words).
+    pub(crate) fn parse(s: &str) -> Option<DateParts> {
+        let lexemes = lex(s.trim());
+        let mut tokens: Vec<Tok> = Vec::new();
+        let mut nums: Vec<(usize, String)> = Vec::new();
+        let mut month_name: Option<u32> = None;
+        for lx in lexemes {
+            match lx {
+                Lexeme::Num(n) => {
+                    if n.len() > 4 {
+                        return None;
+                    }
+                    nums.push((tokens.len(), n));
+                    // Placeholder, resolved once roles are known.
+                    tokens.push(Tok::Lit(String::new()));
+                }
+                Lexeme::Word(w) => {
+                    let lower = w.to_ascii_lowercase();
+                    let after_num = nums.last().is_some_and(|(i, _)| i + 1 == tokens.len());
+                    if let Some((m, style)) = month_word(&w) {
+                        if month_name.is_some() {
+                            return None;
+                        }
+                        month_name = Some(m);
+                        tokens.push(Tok::MonthName {
+                            style,
+                            case: Case::of(&w),
+                        });
+                    } else if after_num && matches!(lower.as_str(), "st" | "nd" | "rd" | "th") {
+                        tokens.push(Tok::Ordinal {
+                            upper: w.chars().all(|c| c.is_ascii_uppercase()),
+                        });
+                    } else if lower == "of" {
+                        tokens.push(Tok::Lit(w));
+                    } else {
+                        return None;
+                    }
+                }
+                Lexeme::Other(c) => tokens.push(Tok::Lit(c.to_string())),
+            }
+        }
+        let roles = assign_roles(&nums, month_name.is_some(), &tokens)?;
+        let mut year = None;
+        let mut month = month_name;
+        let mut day = None;
+        for ((_, text), role) in nums.iter().zip(&roles) {
+            let v: u32 = text.parse().ok()?;
+            match role {
+                Role::Year => year = Some(expand_year(text)?),
+                Role::Month => month = Some(v),
+                Role::Day => day = Some(v),
+            }
+        }
+        let month = month?;
+        if !(1..=12).contains(&month) {
+            return None;
+        }
+        if let Some(d) = day {
+            let max = days_in_month(year.unwrap_or(YEARLESS_ANCHOR_YEAR), month)?;
+            if d == 0 || d > max {
+                return None;
+            }
+        }
+        if year.is_none() && day.is_none() {
+            return None;
+        }
+        // Padding: a one-digit field means "no padding"; a two-digit field below 10 means
+        // padding; a two-digit field of 10 or more follows the other field, else pads.
+        let pad_of = |role: Role| -> Option<bool> {
+            nums.iter()
+                .zip(&roles)
+                .find(|(_, r)| **r == role)
+                .and_then(|((_, t), _)| {
+                    let v: u32 = t.parse().ok()?;
+                    match (t.len(), v) {
+                        (1, _) => Some(false),
+                        (_, v) if v < 10 => Some(true),
+                        _ => None,
+                    }
+                })
+        };
+        let (pm, pd) = (pad_of(Role::Month), pad_of(Role::Day));
+        // Numeric dates default to padding (`12/25` style); with a month name, `30` reads
+        // as unpadded (`Oct 1, 2019`).
+        let default_pad = month_name.is_none();
+        let pad_month = pm.or(pd).unwrap_or(default_pad);
+        let pad_day = pd.or(pm).unwrap_or(default_pad);
+        for ((idx, text), role) in nums.iter().zip(&roles) {
+            tokens[*idx] = match role {
+                Role::Year => Tok::Year { digits: text.len() },
+                Role::Month => Tok::MonthNum { pad: pad_month },
+                Role::Day => Tok::Day { pad: pad_day },
+            };
+        }
+        Some(DateParts {
+            year,
+            month,
+            day,
+            tokens,
+        })
+    }
+
+    /// The date as a calendar date (anchoring a missing day or year), for arithmetic.
+    fn anchor(&self) -> Option<NaiveDate> {
+        NaiveDate::from_ymd_opt(
+            self.year.unwrap_or(YEARLESS_ANCHOR_YEAR),
+            self.month,
+            self.day.unwrap_or(MONTH_YEAR_ANCHOR_DAY),
+        )
+    }
+
+    /// The date moved by `days`, written in the source format. With `keep_year` the
+    /// source year is kept (a shifted February 29th in a non-leap year becomes the 28th).
+    pub(crate) fn shifted(&self, days: i64, keep_year: bool) -> Option<String> {
+        let moved = self
+            .anchor()?
+            .checked_add_signed(Duration::try_days(days)?)?;
+        let (mut y, m, mut d) = (moved.year(), moved.month(), moved.day());
+        if keep_year {
+            if let Some(src) = self.year {
+                y = src;
+                d = d.min(days_in_month(y, m)?);
+            }
+        }
+        if !(1000..=9999).contains(&y) {
+            return None;
+        }
+        Some(self.render(y, m, d))
+    }
+
+    /// The four-digit year alone (`01/02/80` → `1980`), when the date has a year.
+    pub(crate) fn year_only(&self) -> Option<String> {
+        self.year.map(|y| format!("{y:04}"))
+    }
+
+    fn render(&self, year: i32, month: u32, day: u32) -> String {
+        let mut out = String::new();
+        for tok in &self.tokens {
+            match tok {
+                Tok::Lit(s) => out.push_str(s),
+                Tok::Year { digits: 2 } => out.push_str(&format!("{:02}", year.rem_euclid(100))),
+                Tok::Year { .. } => out.push_str(&format!("{year:04}")),
+                Tok::MonthNum { pad } => out.push_str(&pad_num(month, *pad)),
+                Tok::Day { pad } => out.push_str(&pad_num(day, *pad)),
+                Tok::MonthName { style, case } => {
+                    let idx = usize::try_from(month.saturating_sub(1))
+                        .unwrap_or(0)
+                        .min(11);
+                    let full = MONTHS[idx];
+                    let word = match style {
+                        NameStyle::Full => full,
+                        NameStyle::Abbrev => &full[..3],
+                    };
+                    out.push_str(&case.apply(word));
+                }
+                Tok::Ordinal { upper } => {
+                    let suffix = ordinal_suffix(day);
+                    if *upper {
+                        out.push_str(&suffix.to_ascii_uppercase());
+                    } else {
+                        out.push_str(suffix);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn pad_num(v: u32, pad: bool) -> String {
+    if pad {
+        format!("{v:02}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// Assigns year/month/day roles to the numeric fields.
+fn assign_roles(
+    nums: &[(usize, String)],
+    has_month_name: bool,
+    tokens: &[Tok],
+) -> Option<Vec<Role>> {
+    let lens: Vec<usize> = nums.iter().map(|(_, t)| t.len()).collect();
+    if has_month_name {
+        return match lens.as_slice() {
+            [4] => Some(vec![Role::Year]),
+            [1 | 2] => Some(vec![Role::Day]),
+            [1 | 2, 4] => Some(vec![Role::Day, Role::Year]),
+            [4, 1 | 2] => Some(vec![Role::Year, Role::Day]),
+            [1 | 2, 2] => Some(vec![Role::Day, Role::Year]),
+            _ => None,
+        };
+    }
+    let first_sep = tokens.iter().find_map(|t| match t {
+        Tok::Lit(s) if !s.is_empty() => s.chars().next(),
+        _ => None,
+    });
+    let value = |i: usize| -> Option<u32> { nums.get(i)?.1.parse().ok() };
+    match lens.as_slice() {
+        [4, 1 | 2, 1 | 2] => Some(vec![Role::Year, Role::Month, Role::Day]),
+        [1 | 2, 1 | 2, 2 | 4] => {
+            if first_sep == Some('.') || (value(0)? > 12 && value(1)? <= 12) {
+                Some(vec![Role::Day, Role::Month, Role::Year])
+            } else {
+                Some(vec![Role::Month, Role::Day, Role::Year])
+            }
+        }
+        [1 | 2, 4] => Some(vec![Role::Month, Role::Year]),
+        [4, 1 | 2] => Some(vec![Role::Year, Role::Month]),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    macro_rules! shift_rows {
+        ($($name:ident: $src:expr, $days:expr, $keep:expr => $want:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                let parts = DateParts::parse($src);
+                let got = parts.and_then(|p| p.shifted($days, $keep));
+                assert_eq!(got.as_deref(), $want, "source {:?}", $src);
+            }
+        )*};
+    }
+
+    shift_rows! {
+        us_padded: "01/02/1980", 10, false => Some("01/12/1980");
+        us_unpadded_two_digit_year: "1/2/80", 31, false => Some("2/2/80");
+        iso: "1980-01-02", -3, false => Some("1979-12-30");
+        dotted_day_first: "02.01.1980", 1, false => Some("03.01.1980");
+        month_abbrev: "Jan 2, 1980", 40, false => Some("Feb 11, 1980");
+        month_abbrev_dot: "Sept. 30, 2019", 1, false => Some("Oct. 1, 2019");
+        day_month_full: "2 January 1980", 366, false => Some("2 January 1981");
+        ordinal: "January 2nd, 1980", 1, false => Some("January 3rd, 1980");
+        ordinal_teens: "January 9th, 1980", 2, false => Some("January 11th, 1980");
+        month_year: "March 2019", 30, false => Some("April 2019");
+        numeric_month_year: "3/2019", -20, false => Some("2/2019");
+        upper_case_month: "02-JAN-1980", 31, false => Some("02-FEB-1980");
+        keep_year: "12/30/1980", 5, true => Some("01/04/1980");
+        keep_year_leap: "02/28/1980", 366, true => Some("02/28/1980");
+        inherit_padding: "1/25/1980", 10, false => Some("2/4/1980");
+        bad_month: "13/13/1980", 1, false => None;
+        day_first_by_value: "13/02/1980", 1, false => Some("14/02/1980");
+        bad_day: "02/30/1980", 1, false => None;
+        stray_word: "Jan foo 1980", 1, false => None;
+        year_alone: "1980", 1, false => None;
+    }
+
+    #[test]
+    fn year_only_expands_two_digit_years() {
+        let p = DateParts::parse("1/2/80");
+        assert_eq!(p.and_then(|p| p.year_only()).as_deref(), Some("1980"));
+        let p = DateParts::parse("1/2/19");
+        assert_eq!(p.and_then(|p| p.year_only()).as_deref(), Some("2019"));
+    }
+
+    #[test]
+    fn day_first_when_first_field_cannot_be_a_month() {
+        let p = DateParts::parse("25/12/1980");
+        assert_eq!(p.map(|p| (p.month, p.day)), Some((12, Some(25))));
+    }
+}

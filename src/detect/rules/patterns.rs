@@ -1,0 +1,294 @@
+//! The rule table: one entry per pattern, grouped by Safe Harbor family.
+//!
+//! # Why each family looks the way it does
+//!
+//! - **Dates** (Safe Harbor (C)): every element of a date except the year is an identifier.
+//!   Numeric dates need three fields (or month/four-digit year) so that vitals (`120/80`),
+//!   fractions and scores (`3/5`) never match; the parser rejects month 13 and February 30.
+//!   A year alone is left alone (Safe Harbor keeps years).
+//! - **Phone and fax** (D, E): NANP numbers must be written with separators or parentheses
+//!   (a bare ten-digit run is an account number as often as a phone), except after a
+//!   phone word. International numbers start with `+` and have 8–15 digits. "fax" in the
+//!   left context relabels the number as a fax number.
+//! - **Email, URL, IP** (F, N, O): shapes are distinctive; IPv4 octets must be ≤ 255 and
+//!   IPv6 candidates must parse, so clock times (`10:30:45`) never pass.
+//! - **SSN** (G): dashed or spaced 3-2-4 groups that satisfy the SSA's issuance rules;
+//!   bare nine digits only after an SSN word.
+//! - **MRN, health plan, account, licence numbers** (H–K): the numbers themselves have no
+//!   shape, so these need a context word; DEA numbers (check digit) and NPIs (Luhn with the
+//!   `80840` prefix) are validated by checksum.
+//! - **Vehicle and device identifiers** (L, M): VINs carry a check digit; plates, serial
+//!   numbers and device ids need a context word; GS1 UDIs start with `(01)` and 14 digits.
+//! - **Credit cards** (account numbers): 13–19 digits with an issuer prefix, Luhn-valid.
+//! - **ZIP codes and street addresses** (B): a ZIP is five digits only after a state
+//!   abbreviation or a ZIP word (five bare digits are usually a count or a lab value);
+//!   addresses are a house number, one to three capitalised words and a street suffix,
+//!   optionally a unit, city and state; PO boxes.
+//! - **Ages over 89** (C): only ages of 90 and more are identifiers; the number must be
+//!   tied to an age phrase (`92-year-old`, `age 95`, `96 yo`, `97 y/o`).
+
+use regex::Regex;
+
+use super::checks;
+use super::{Context, Pattern};
+use crate::detect::Label;
+
+const MONTH: &str = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?";
+
+/// An identifier token that follows a context word.
+const ID_TOKEN: &str = r"\b[A-Za-z]{0,3}\d[A-Za-z0-9-]{3,24}\b";
+
+const PHONE_WORDS: &[&str] = &[
+    "phone",
+    "tel",
+    "tel.",
+    "telephone",
+    "cell",
+    "mobile",
+    "call",
+    "fax",
+    "pager",
+    "contact",
+    "ph:",
+    "ph.",
+    "ph #",
+    "home",
+    "work",
+];
+const FAX_WORDS: &[&str] = &["fax", "facsimile"];
+const SSN_WORDS: &[&str] = &[
+    "ssn",
+    "ss#",
+    "ss #",
+    "social security",
+    "soc sec",
+    "soc. sec.",
+];
+const MRN_WORDS: &[&str] = &[
+    "mrn",
+    "mr#",
+    "mr #",
+    "mr no",
+    "medical record",
+    "med rec",
+    "chart",
+    "chart #",
+    "chart no",
+    "record #",
+    "record no",
+    "hospital number",
+    "hospital #",
+    "patient id",
+    "pt id",
+];
+const PLAN_WORDS: &[&str] = &[
+    "member id",
+    "member #",
+    "member number",
+    "member no",
+    "policy",
+    "subscriber",
+    "insurance id",
+    "insurance #",
+    "insurance number",
+    "insurance no",
+    "medicare",
+    "medicaid",
+    "health plan",
+    "group number",
+    "group #",
+    "plan id",
+    "beneficiary",
+    "mbi",
+];
+const ACCOUNT_WORDS: &[&str] = &["account", "acct", "acct.", "a/c", "billing", "invoice"];
+const LICENSE_WORDS: &[&str] = &[
+    "license",
+    "licence",
+    "lic #",
+    "lic no",
+    "lic.",
+    "dl#",
+    "dl #",
+    "dl no",
+    "driver's license",
+    "drivers license",
+    "driver license",
+    "driver's licence",
+    "certificate",
+    "cert #",
+    "board certification",
+];
+const NPI_WORDS: &[&str] = &["npi", "national provider"];
+const PLATE_WORDS: &[&str] = &["plate", "plates", "tag number", "tag #", "registration"];
+const DEVICE_WORDS: &[&str] = &[
+    "serial",
+    "serial number",
+    "serial no",
+    "s/n",
+    "sn",
+    "sn:",
+    "device id",
+    "device",
+    "udi",
+    "implant",
+    "pacemaker",
+    "lot",
+    "model number",
+    "imei",
+];
+const ZIP_WORDS: &[&str] = &["zip", "zip code", "zipcode", "postal code", "postcode"];
+
+struct Spec {
+    name: &'static str,
+    re: String,
+    group: usize,
+    label: Label,
+    score: f32,
+    context: Context,
+    relabel: Option<(&'static [&'static str], Label)>,
+    check: fn(&str) -> Option<&str>,
+    full_check: fn(&str) -> bool,
+}
+
+fn spec(
+    name: &'static str,
+    re: &str,
+    label: Label,
+    score: f32,
+    check: fn(&str) -> Option<&str>,
+) -> Spec {
+    Spec {
+        name,
+        re: re.to_owned(),
+        group: 0,
+        label,
+        score,
+        context: Context::None,
+        relabel: None,
+        check,
+        full_check: |_| true,
+    }
+}
+
+impl Spec {
+    fn group(mut self, g: usize) -> Spec {
+        self.group = g;
+        self
+    }
+    fn needs(mut self, words: &'static [&'static str]) -> Spec {
+        self.context = Context::Required(words);
+        self
+    }
+    fn whole(mut self, check: fn(&str) -> bool) -> Spec {
+        self.full_check = check;
+        self
+    }
+    fn relabel(mut self, words: &'static [&'static str], label: Label) -> Spec {
+        self.relabel = Some((words, label));
+        self
+    }
+}
+
+fn specs() -> Vec<Spec> {
+    let m = MONTH;
+    let ext = r"(?:\s*(?:x|ext\.?|extension)\s*\d{1,6}\b)?";
+    vec![
+        // --- dates
+        spec("date_slash", r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b", Label::Date, 0.9, checks::date),
+        spec("date_dash", r"\b\d{1,2}-\d{1,2}-(?:\d{4}|\d{2})\b", Label::Date, 0.9, checks::date),
+        spec("date_dot", r"\b(?:\d{1,2}\.\d{1,2}\.\d{4}|\d{2}\.\d{2}\.\d{2})\b", Label::Date, 0.85, checks::date),
+        spec("date_iso", r"\b(\d{4}-\d{1,2}-\d{1,2})(?:\b|T)", Label::Date, 0.9, checks::date).group(1),
+        spec("date_iso_slash", r"\b\d{4}/\d{1,2}/\d{1,2}\b", Label::Date, 0.9, checks::date),
+        spec("date_month_day_year", &format!(r"(?i)\b{m}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"), Label::Date, 0.9, checks::date),
+        spec("date_day_month_year", &format!(r"(?i)\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{m},?\s+\d{{4}}\b"), Label::Date, 0.9, checks::date),
+        spec("date_day_mon_year_dash", &format!(r"(?i)\b\d{{1,2}}-{m}-(?:\d{{4}}|\d{{2}})\b"), Label::Date, 0.9, checks::date),
+        spec("date_month_year", &format!(r"(?i)\b{m},?\s+\d{{4}}\b"), Label::Date, 0.75, checks::date),
+        spec("date_num_month_year", r"\b\d{1,2}/\d{4}\b", Label::Date, 0.7, checks::date),
+        // --- phone / fax
+        spec("phone_nanp", &format!(r"(?i)(?:\+1[\s.-]?|\b1[\s.-])?(?:\(\d{{3}}\)\s?|\b\d{{3}}[\s.-])\d{{3}}[\s.-]\d{{4}}\b{ext}"), Label::Phone, 0.85, checks::any)
+            .relabel(FAX_WORDS, Label::Fax),
+        spec("phone_intl", &format!(r"(?i)\+\d{{1,3}}(?:[\s.-]?\(?\d{{2,5}}\)?){{1,5}}\b{ext}"), Label::Phone, 0.85, checks::intl_phone)
+            .relabel(FAX_WORDS, Label::Fax),
+        spec("phone_bare_ctx", r"\b\d{10}\b", Label::Phone, 0.7, checks::any)
+            .needs(PHONE_WORDS)
+            .relabel(FAX_WORDS, Label::Fax),
+        // --- email, url, ip
+        spec("email", r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b", Label::Email, 0.95, checks::any),
+        spec("url", r#"(?i)\b(?:https?://|www\.)[^\s<>"']+"#, Label::Url, 0.9, checks::url),
+        spec("ipv4", r"\b(?:\d{1,3}\.){3}\d{1,3}\b", Label::IpAddress, 0.85, checks::ipv4),
+        spec("ipv6", r"(?i)(?:^|[^0-9a-z:])((?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4})(?:$|[^0-9a-z:])", Label::IpAddress, 0.85, checks::ipv6)
+            .group(1),
+        // --- ssn
+        spec("ssn_dashed", r"\b\d{3}-\d{2}-\d{4}\b", Label::Ssn, 0.95, checks::ssn),
+        spec("ssn_spaced", r"\b\d{3} \d{2} \d{4}\b", Label::Ssn, 0.8, checks::ssn),
+        spec("ssn_bare_ctx", r"\b\d{9}\b", Label::Ssn, 0.9, checks::bare_ssn).needs(SSN_WORDS),
+        // --- record, plan, account, licence numbers (context)
+        spec("mrn_ctx", ID_TOKEN, Label::MedicalRecordNumber, 0.8, checks::id_token).needs(MRN_WORDS),
+        spec("health_plan_ctx", ID_TOKEN, Label::HealthPlanNumber, 0.8, checks::id_token).needs(PLAN_WORDS),
+        spec("account_ctx", ID_TOKEN, Label::AccountNumber, 0.8, checks::id_token).needs(ACCOUNT_WORDS),
+        spec("license_ctx", ID_TOKEN, Label::LicenseNumber, 0.75, checks::id_token).needs(LICENSE_WORDS),
+        spec("dea", r"\b[A-Za-z]{2}\d{7}\b", Label::LicenseNumber, 0.9, checks::dea),
+        spec("npi_ctx", r"\b\d{10}\b", Label::LicenseNumber, 0.9, checks::npi).needs(NPI_WORDS),
+        // --- vehicles and devices
+        spec("vin", r"(?i)\b[A-HJ-NPR-Z0-9]{17}\b", Label::VehicleId, 0.9, checks::vin),
+        spec("plate_ctx", r"\b[A-Z0-9][A-Z0-9-]{1,7}[A-Z0-9]\b", Label::VehicleId, 0.85, checks::plate).needs(PLATE_WORDS),
+        spec("device_ctx", r"\b[A-Za-z]{0,6}\d[A-Za-z0-9-]{3,30}\b", Label::DeviceId, 0.8, checks::id_token).needs(DEVICE_WORDS),
+        spec("udi_gs1", r"\(01\)\d{14}(?:\(\d{2,4}\)[A-Za-z0-9]{1,20})*", Label::DeviceId, 0.9, checks::any),
+        // --- credit cards
+        // Card groupings (4-4-4-x, Amex 4-6-5) or one run, so two phone numbers in a row
+        // never read as one card.
+        spec(
+            "credit_card",
+            r"\b(?:\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{1,7}|\d{4}[ -]?\d{6}[ -]?\d{4,5})\b",
+            Label::CreditCard,
+            0.9,
+            checks::credit_card,
+        ),
+        // --- zip codes, addresses
+        spec("zip_after_state", r"\b[A-Z]{2},?\s+(\d{5}(?:-\d{4})?)\b", Label::Zipcode, 0.85, checks::any)
+            .group(1)
+            .whole(|m| checks::state_zip(m).is_some()),
+        spec("zip_ctx", r"\b\d{5}(?:-\d{4})?\b", Label::Zipcode, 0.85, checks::any).needs(ZIP_WORDS),
+        spec(
+            "street_address",
+            r"\b\d{1,6}(?:-?[A-Z])?\s+(?:[NSEW]\.?\s+|(?:North|South|East|West)\s+)?(?:(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))\s+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Terrace|Ter|Way|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Square|Sq|Trail|Trl)\b(?:,?\s+(?:Apt|Apartment|Unit|Suite|Ste|Rm|Room|Fl|Floor)\.?\s*#?\s*[A-Za-z0-9-]+|,?\s+#\s*[A-Za-z0-9-]+)?(?:,\s*[A-Z][a-z]+(?:\s[A-Z][a-z]+)?,\s*[A-Z]{2}\b)?",
+            Label::StreetAddress,
+            0.85,
+            checks::any,
+        ),
+        spec("po_box", r"(?i)\bP\.?\s?O\.?\s*Box\s+\d{1,6}\b", Label::StreetAddress, 0.85, checks::any),
+        // --- ages over 89
+        spec("age_year_old", r"(?i)\b(\d{2,3})[- ](?:years?|yrs?)[- ]old\b", Label::Age, 0.9, checks::age_over_89).group(1),
+        spec("age_word", r"(?i)\b(?:age|aged|age:)\s*(\d{2,3})\b", Label::Age, 0.9, checks::age_over_89).group(1),
+        spec("age_yo", r"(?i)\b(\d{2,3})[\s-]*(?:yo\b|y/o\b|y\.o\.|yrs? old\b)", Label::Age, 0.9, checks::age_over_89).group(1),
+    ]
+}
+
+/// Compiles the whole table.
+///
+/// # Panics
+/// If a built-in pattern fails to compile (a programming error the tests catch).
+pub(crate) fn all() -> Vec<Pattern> {
+    specs()
+        .into_iter()
+        .map(|s| {
+            // ASCII word boundaries: Unicode `\b` makes the regex engine leave its fast DFA
+            // on any non-ASCII text (clinical notes have accents), costing ~10x.
+            let ascii = s.re.replace(r"\b", r"(?-u:\b)");
+            #[allow(clippy::expect_used)]
+            let re = Regex::new(&ascii).expect("built-in rule pattern compiles");
+            Pattern {
+                name: s.name,
+                re,
+                group: s.group,
+                label: s.label,
+                score: s.score,
+                context: s.context,
+                relabel: s.relabel,
+                check: s.check,
+                full_check: s.full_check,
+            }
+        })
+        .collect()
+}

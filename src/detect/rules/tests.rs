@@ -1,0 +1,227 @@
+//! Table tests of the rule recognizer: positive and negative rows per family, asserting
+//! exact code-point offsets and labels.
+
+use std::sync::OnceLock;
+
+use super::RuleRecognizer;
+use crate::detect::{Label, Recognizer, Source};
+
+fn rec() -> &'static RuleRecognizer {
+    static REC: OnceLock<RuleRecognizer> = OnceLock::new();
+    REC.get_or_init(RuleRecognizer::new)
+}
+
+/// `(text, label)` of each span found, text extracted by code points.
+fn found(text: &str) -> Vec<(String, Label)> {
+    rec()
+        .find(text)
+        .into_iter()
+        .map(|s| {
+            let t: String = text.chars().skip(s.start).take(s.end - s.start).collect();
+            (t, s.label)
+        })
+        .collect()
+}
+
+/// Each row: name, text, expected `[(entity text, label)]`. Offsets are checked through
+/// code-point extraction, and `at` rows check raw offsets too.
+macro_rules! rows {
+    ($($name:ident: $text:expr => [$(($ent:expr, $label:ident)),* $(,)?];)*) => {$(
+        #[test]
+        fn $name() {
+            let want: Vec<(String, Label)> = vec![$(($ent.to_string(), Label::$label)),*];
+            assert_eq!(found($text), want, "text: {:?}", $text);
+        }
+    )*};
+}
+
+macro_rules! at {
+    ($($name:ident: $text:expr => [$(($start:expr, $end:expr, $label:ident)),* $(,)?];)*) => {$(
+        #[test]
+        fn $name() {
+            let got: Vec<(usize, usize, Label)> =
+                rec().find($text).into_iter().map(|s| (s.start, s.end, s.label)).collect();
+            assert_eq!(got, vec![$(($start, $end, Label::$label)),*], "text: {:?}", $text);
+        }
+    )*};
+}
+
+rows! {
+    // dates
+    date_us: "DOB 01/02/1980." => [("01/02/1980", Date)];
+    date_short: "seen 1/2/80 in clinic" => [("1/2/80", Date)];
+    date_iso: "admitted 1980-01-02T10:30" => [("1980-01-02", Date)];
+    date_dotted: "geboren 02.01.1980" => [("02.01.1980", Date)];
+    date_abbrev: "on Jan 2, 1980 she" => [("Jan 2, 1980", Date)];
+    date_day_month: "on 2 January 1980" => [("2 January 1980", Date)];
+    date_ordinal: "January 2nd, 1980 visit" => [("January 2nd, 1980", Date)];
+    date_month_year: "since March 2019" => [("March 2019", Date)];
+    date_num_month_year: "since 3/2019" => [("3/2019", Date)];
+    date_dash_mon: "02-JAN-1980 labs" => [("02-JAN-1980", Date)];
+    date_bad_month: "on 13/45/1980" => [];
+    date_feb_30: "on 02/30/2020" => [];
+    date_year_alone: "diagnosed in 2019 with T2DM" => [];
+    date_bp_not_date: "BP 120/80 mmHg" => [];
+    date_time_not_date: "at 10:30 today" => [];
+    date_score: "GCS 3/15, pain 7/10" => [];
+    // phones and fax
+    phone_dashed: "call 555-123-4567 now" => [("555-123-4567", Phone)];
+    phone_parens: "Tel: (555) 123-4567" => [("(555) 123-4567", Phone)];
+    phone_country: "+1 555.123.4567" => [("+1 555.123.4567", Phone)];
+    phone_ext: "office 555-123-4567 ext. 89" => [("555-123-4567 ext. 89", Phone)];
+    phone_intl: "London +44 20 7946 0958" => [("+44 20 7946 0958", Phone)];
+    phone_fax: "Fax: 555-987-6543" => [("555-987-6543", Fax)];
+    phone_bare_ctx: "phone 5551234567" => [("5551234567", Phone)];
+    phone_bare_no_ctx: "order 5551234567" => [];
+    // email, url, ip
+    email: "mail john.doe+x@mail.example.org." => [("john.doe+x@mail.example.org", Email)];
+    url: "see https://portal.example.com/p?id=7)." => [("https://portal.example.com/p?id=7", Url)];
+    url_www: "at www.example.org today" => [("www.example.org", Url)];
+    ipv4: "host 192.168.10.254 down" => [("192.168.10.254", IpAddress)];
+    ipv4_bad_octet: "value 192.168.10.256" => [];
+    ipv6: "from 2001:db8::8a2e:370:7334 ok" => [("2001:db8::8a2e:370:7334", IpAddress)];
+    ipv6_time_not: "at 10:30:45 pm" => [];
+    // ssn
+    ssn: "SSN 123-45-6789" => [("123-45-6789", Ssn)];
+    ssn_no_ctx_dashed: "id 234-56-7890 listed" => [("234-56-7890", Ssn)];
+    ssn_bad_area: "ref 666-45-6789" => [];
+    ssn_bad_group: "ref 123-00-6789" => [];
+    ssn_bad_serial: "ref 123-45-0000" => [];
+    ssn_bare_ctx: "SSN: 123456789" => [("123456789", Ssn)];
+    ssn_bare_no_ctx: "ref 123456789 used" => [];
+    // record numbers
+    mrn: "MRN: 00123456" => [("00123456", MedicalRecordNumber)];
+    mrn_hash: "MR# A1234567" => [("A1234567", MedicalRecordNumber)];
+    mrn_words: "Medical record number 7654321" => [("7654321", MedicalRecordNumber)];
+    mrn_no_ctx: "potassium 12345678" => [];
+    health_plan: "Member ID: XYZ123456789" => [("XYZ123456789", HealthPlanNumber)];
+    medicare: "Medicare 1EG4-TE5-MK73" => [("1EG4-TE5-MK73", HealthPlanNumber)];
+    account: "Acct #: 44556677" => [("44556677", AccountNumber)];
+    license: "license no. D1234567" => [("D1234567", LicenseNumber)];
+    dea: "DEA AB1234563" => [("AB1234563", LicenseNumber)];
+    dea_bad_check: "DEA AB1234567" => [];
+    npi: "NPI 1234567893" => [("1234567893", LicenseNumber)];
+    npi_bad_luhn: "NPI 1234567890" => [];
+    // vehicles and devices
+    vin: "VIN 1M8GDM9AXKP042788" => [("1M8GDM9AXKP042788", VehicleId)];
+    vin_bad_check: "code 1M8GDM9A1KP042788" => [];
+    plate: "license plate 7ABC123" => [("7ABC123", VehicleId)];
+    serial: "pacemaker S/N: PM1234567" => [("PM1234567", DeviceId)];
+    udi: "UDI (01)00844588003288(17)141120(10)7654321D" => [("(01)00844588003288(17)141120(10)7654321D", DeviceId)];
+    // cards
+    card: "card 4111 1111 1111 1111 on file" => [("4111 1111 1111 1111", CreditCard)];
+    card_run: "card 4111111111111111." => [("4111111111111111", CreditCard)];
+    card_amex: "amex 3782 822463 10005" => [("3782 822463 10005", CreditCard)];
+    two_phones_not_card: "555-123-4567 555-123-4567" => [("555-123-4567", Phone), ("555-123-4567", Phone)];
+    card_bad_luhn: "card 4111 1111 1111 1112 on file" => [];
+    // zip and addresses
+    zip_state: "Springfield, IL 62704" => [("62704", Zipcode)];
+    zip_plus4: "Boston MA 02115-6110" => [("02115-6110", Zipcode)];
+    zip_ctx: "zip code: 90210" => [("90210", Zipcode)];
+    zip_not_state: "XX 62704 units" => [];
+    zip_bare: "platelets 25000 today" => [];
+    street: "lives at 123 Main St, Apt 4B" => [("123 Main St, Apt 4B", StreetAddress)];
+    street_city_state: "at 42 North Oak Avenue, Boston, MA 02115" => [("42 North Oak Avenue, Boston, MA", StreetAddress), ("02115", Zipcode)];
+    po_box: "mail to P.O. Box 1234" => [("P.O. Box 1234", StreetAddress)];
+    // ages
+    age_year_old: "a 92-year-old man" => [("92", Age)];
+    age_word: "age 95, frail" => [("95", Age)];
+    age_aged: "aged 101 years" => [("101", Age)];
+    age_yo: "96 yo female" => [("96", Age)];
+    age_y_o: "97 y/o male" => [("97", Age)];
+    age_dash_yo: "a 96-yo woman" => [("96", Age)];
+    age_89_not_phi: "an 89-year-old man" => [];
+    age_45_not_phi: "45 yo female" => [];
+    // hard negatives in clinical prose
+    dose: "metoprolol 25 mg twice daily, 5 mg/kg" => [];
+    labs: "Na 138, K 4.1, Cr 1.02, HbA1c 7.2%" => [];
+    icd: "ICD-10 E11.9 and I10" => [];
+    vitals: "HR 72, RR 16, SpO2 98%, T 37.2" => [];
+    clinical_paragraph: "HPI: 67 yo M with hx of HTN, DM2 (A1c 7.2% on 3/4), CHF EF 35%. Vitals: BP 132/84, HR 88, T 98.6F, SpO2 96% RA. Labs: WBC 11.2, Hgb 13.5, Plt 250, Na 135, K 4.2, Cr 1.1. Meds: lisinopril 10 mg daily, metformin 500 mg BID, insulin 12 units at 21:00. Plan: f/u in 2 weeks, repeat BMP in 2019 style. ICD-10 I50.22, E11.9. Troponin 0.04 ng/mL x 2. GCS 15/15. APGAR 8/9." => [];
+}
+
+at! {
+    // Non-ASCII text before the match: offsets are code points, not bytes.
+    offsets_after_accents: "Zoë Müller, né 01/02/1980" => [(15, 25, Date)];
+    offsets_after_emoji: "😀😀 call 555-123-4567" => [(8, 20, Phone)];
+    offsets_cjk: "患者电话 555-123-4567，邮箱 a@b.org" => [(5, 17, Phone), (21, 28, Email)];
+    two_spans: "SSN 123-45-6789 DOB 1/2/1980" => [(4, 15, Ssn), (20, 28, Date)];
+}
+
+#[test]
+fn spans_are_rule_sourced_sorted_and_disjoint() {
+    let text = "John, MRN 1234567, DOB 01/02/1980, tel 555-123-4567, 123 Main St, age 93.";
+    let spans = rec().find(text);
+    assert!(spans.len() >= 4);
+    for w in spans.windows(2) {
+        assert!(w[0].end <= w[1].start);
+    }
+    assert!(spans.iter().all(|s| s.source == Source::Rule));
+}
+
+#[test]
+fn recognizer_trait_matches_find() -> Result<(), crate::detect::RecognizerError> {
+    let texts = ["DOB 01/02/1980", "nothing here"];
+    let out = rec().detect_batch(&texts)?;
+    assert_eq!(out[0], rec().find(texts[0]));
+    assert!(out[1].is_empty());
+    Ok(())
+}
+
+#[test]
+fn every_rule_compiles_and_has_a_unique_name() {
+    let names = rec().rule_names();
+    let mut dedup = names.clone();
+    dedup.sort_unstable();
+    dedup.dedup();
+    assert_eq!(names.len(), dedup.len());
+}
+
+mod props {
+    use super::rec;
+    use crate::detect::rules::dates::DateParts;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn find_never_panics_and_spans_index_the_text(text in "\\PC{0,200}") {
+            let n = text.chars().count();
+            let spans = rec().find(&text);
+            for w in spans.windows(2) {
+                prop_assert!(w[0].end <= w[1].start);
+            }
+            prop_assert!(spans.iter().all(|s| s.start < s.end && s.end <= n));
+        }
+
+        #[test]
+        fn find_on_digit_soup_never_panics(text in "[0-9 /.:+()-]{0,80}[A-Za-z ]{0,10}") {
+            let n = text.chars().count();
+            prop_assert!(rec().find(&text).iter().all(|s| s.end <= n));
+        }
+
+        #[test]
+        fn date_parse_never_panics(text in "\\PC{0,30}", days in -4000i64..4000, keep in any::<bool>()) {
+            if let Some(d) = DateParts::parse(&text) {
+                let _ = d.shifted(days, keep);
+                let _ = d.year_only();
+            }
+        }
+
+        #[test]
+        fn shifted_dates_parse_back_to_the_shifted_day(m in 1u32..=12, d in 1u32..=28, y in 1900i32..2100, days in -800i64..800) {
+            for src in [format!("{m:02}/{d:02}/{y}"), format!("{y}-{m:02}-{d:02}"), format!("{d}.{m}.{y}")] {
+                let parsed = DateParts::parse(&src);
+                prop_assert!(parsed.is_some(), "{}", src);
+                let shifted = parsed.and_then(|p| p.shifted(days, false));
+                let back = shifted.as_deref().and_then(DateParts::parse);
+                let want = chrono::NaiveDate::from_ymd_opt(y, m, d)
+                    .and_then(|x| x.checked_add_signed(chrono::Duration::days(days)));
+                use chrono::Datelike;
+                prop_assert_eq!(
+                    back.map(|b| (b.year, b.month, b.day)),
+                    want.map(|w| (Some(w.year()), w.month(), Some(w.day())))
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! How installed models become recognizers: the candle loader, the list of installed model
+//! specs (the bundled model and the model store), and a test hook that registers scripted
+//! recognizers under model ids.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::registry::{Loader, ModelSpec};
+use crate::detect::Recognizer;
+use crate::settings::Home;
+
+/// Loads model folders with candle on the configured device.
+struct CandleLoader;
+
+impl Loader for CandleLoader {
+    fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, String> {
+        let dir = spec.dir.as_ref().ok_or("model has no folder")?;
+        let device = crate::inference::device::from_env().map_err(|e| e.to_string())?;
+        let model = crate::inference::TokenClassifier::load(dir, &device).map_err(|e| e.to_string())?;
+        Ok(Arc::new(model))
+    }
+}
+
+/// The production loader.
+pub fn default_loader() -> Arc<dyn Loader> {
+    Arc::new(CandleLoader)
+}
+
+/// Installed models: the bundled one and everything in the store.
+pub fn installed_specs(home: &Home) -> Vec<ModelSpec> {
+    let mut specs = Vec::new();
+    match crate::models::Store::open(home.models_dir()).and_then(|s| s.installed()) {
+        Ok(list) => {
+            for m in list {
+                specs.push(ModelSpec {
+                    id: m.id,
+                    dir: Some(m.dir),
+                    footprint_bytes: m.size_bytes,
+                });
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "model store unreadable; serving the rules only"),
+    }
+    specs
+}
+
+/// Serves scripted recognizers for their ids and defers the rest (tests inject faults the
+/// real model cannot produce this way).
+pub struct WithScripted {
+    /// The real loader.
+    pub inner: Arc<dyn Loader>,
+    /// Id → recognizer.
+    pub scripted: HashMap<String, Arc<dyn Recognizer>>,
+}
+
+impl Loader for WithScripted {
+    fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, String> {
+        match self.scripted.get(&spec.id) {
+            Some(r) => Ok(Arc::clone(r)),
+            None => self.inner.load(spec),
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! Model backends keyed by id: which models exist, which are resident, loading on first use,
+//! keep-alive, and least-recently-used unloading past the resident maximum (as OpenMed's warm
+//! pool).
+//!
+//! Every served model is a [`Backend`]: an optional token classifier merged with the rule
+//! recognizers. The `rules` backend has no model and is always resident.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::faults::Faults;
+use crate::detect::{Recognizer, RecognizerError, Span};
+
+/// The id of the rules-only backend.
+pub const RULES_ID: &str = "rules";
+
+/// What is needed to load a model.
+#[derive(Clone, Debug)]
+pub struct ModelSpec {
+    /// Installed model id.
+    pub id: String,
+    /// Folder with config.json, tokenizer.json and safetensors; `None` for rules only.
+    pub dir: Option<PathBuf>,
+    /// Estimated resident size.
+    pub footprint_bytes: u64,
+}
+
+/// Loads a model folder into a recognizer (candle in production; a fake in unit tests).
+pub trait Loader: Send + Sync {
+    /// Loads the model of `spec`.
+    ///
+    /// # Errors
+    /// A message without request data.
+    fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, String>;
+}
+
+/// A model merged with the rule recognizers: the unit the guard protects.
+pub struct Backend {
+    model: Option<Arc<dyn Recognizer>>,
+    rules: Arc<dyn Recognizer>,
+}
+
+impl Backend {
+    /// The rules-only backend.
+    pub fn rules_only(rules: Arc<dyn Recognizer>) -> Self {
+        Backend { model: None, rules }
+    }
+}
+
+impl Recognizer for Backend {
+    fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
+        let mut rules = self.rules.detect_batch(texts)?;
+        if let Some(model) = &self.model {
+            let found = model.detect_batch(texts)?;
+            for (r, m) in rules.iter_mut().zip(found) {
+                r.extend(m);
+            }
+        }
+        Ok(rules
+            .into_iter()
+            .map(crate::detect::merge::resolve)
+            .collect())
+    }
+}
+
+struct Resident {
+    backend: Arc<Backend>,
+    last_used: Instant,
+    active: Arc<AtomicUsize>,
+    keep_alive: Option<Duration>,
+    footprint_bytes: u64,
+}
+
+/// Why a backend is unavailable.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Returned when the id is not installed.
+    #[error("model not installed")]
+    Unknown,
+    /// Returned when loading failed.
+    #[error("model load failed")]
+    Load,
+}
+
+/// A lease on a resident backend: counts as an active request until dropped.
+pub struct Lease {
+    /// The backend.
+    pub backend: Arc<Backend>,
+    active: Arc<AtomicUsize>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Snapshot of one model for `/models/loaded`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LoadedInfo {
+    /// Active requests.
+    pub active_requests: usize,
+    /// Seconds until keep-alive unloads it, if it has a deadline.
+    pub keep_alive_seconds_remaining: Option<f64>,
+    /// Loaded now.
+    pub resident: bool,
+    /// Estimated bytes.
+    pub footprint_bytes: u64,
+}
+
+/// The models this process knows and holds.
+pub struct Registry {
+    specs: RwLock<BTreeMap<String, ModelSpec>>,
+    resident: Mutex<HashMap<String, Resident>>,
+    rules: Arc<dyn Recognizer>,
+    loader: Arc<dyn Loader>,
+    faults: Arc<Faults>,
+    max_resident: RwLock<Option<usize>>,
+    default_keep_alive: RwLock<Option<Duration>>,
+    /// Models loaded since start.
+    pub loads: AtomicU64,
+    /// Models unloaded by LRU or keep-alive since start.
+    pub evictions: AtomicU64,
+    /// Sum of load seconds (for the load-duration summary).
+    pub load_seconds_micros: AtomicU64,
+}
+
+impl Registry {
+    /// A registry with the rules backend and the given model specs.
+    pub fn new(
+        rules: Arc<dyn Recognizer>,
+        loader: Arc<dyn Loader>,
+        faults: Arc<Faults>,
+        specs: Vec<ModelSpec>,
+    ) -> Self {
+        let mut map: BTreeMap<String, ModelSpec> =
+            specs.into_iter().map(|s| (s.id.clone(), s)).collect();
+        map.insert(
+            RULES_ID.into(),
+            ModelSpec {
+                id: RULES_ID.into(),
+                dir: None,
+                footprint_bytes: 0,
+            },
+        );
+        Registry {
+            specs: RwLock::new(map),
+            resident: Mutex::new(HashMap::new()),
+            rules,
+            loader,
+            faults,
+            max_resident: RwLock::new(None),
+            default_keep_alive: RwLock::new(None),
+            loads: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            load_seconds_micros: AtomicU64::new(0),
+        }
+    }
+
+    /// Live settings: the resident maximum and the default keep-alive.
+    pub fn configure(&self, max_resident: Option<usize>, keep_alive: Option<Duration>) {
+        *self.max_resident.write() = max_resident;
+        *self.default_keep_alive.write() = keep_alive;
+    }
+
+    /// Adds or replaces a model spec (after an import or a download).
+    pub fn add(&self, spec: ModelSpec) {
+        self.specs.write().insert(spec.id.clone(), spec);
+    }
+
+    /// Forgets a model (after it was removed from the store).
+    pub fn remove(&self, id: &str) {
+        self.specs.write().remove(id);
+        self.resident.lock().remove(id);
+    }
+
+    /// Installed ids.
+    pub fn ids(&self) -> Vec<String> {
+        self.specs.read().keys().cloned().collect()
+    }
+
+    /// True when `id` is installed.
+    pub fn contains(&self, id: &str) -> bool {
+        self.specs.read().contains_key(id)
+    }
+
+    /// The rules-only backend (degraded mode).
+    pub fn rules_backend(&self) -> Arc<Backend> {
+        Arc::new(Backend::rules_only(Arc::clone(&self.rules)))
+    }
+
+    /// The backend for `id`, loading it if needed (blocking: call off the async runtime).
+    /// `keep_alive` overrides the default for this use.
+    ///
+    /// # Errors
+    /// [`RegistryError::Unknown`] or [`RegistryError::Load`].
+    pub fn lease(
+        &self,
+        id: &str,
+        keep_alive: Option<Option<Duration>>,
+    ) -> Result<Lease, RegistryError> {
+        let now = Instant::now();
+        {
+            let mut res = self.resident.lock();
+            if let Some(r) = res.get_mut(id) {
+                r.last_used = now;
+                if let Some(k) = keep_alive {
+                    r.keep_alive = k;
+                }
+                r.active.fetch_add(1, Ordering::SeqCst);
+                return Ok(Lease {
+                    backend: Arc::clone(&r.backend),
+                    active: Arc::clone(&r.active),
+                });
+            }
+        }
+        let spec = self
+            .specs
+            .read()
+            .get(id)
+            .cloned()
+            .ok_or(RegistryError::Unknown)?;
+        let started = Instant::now();
+        let model = match &spec.dir {
+            None => None,
+            Some(_) => {
+                self.faults.before_load().map_err(|_| RegistryError::Load)?;
+                let loaded = self.loader.load(&spec).map_err(|e| {
+                    tracing::error!(model = %spec.id, error = %e, "model load failed");
+                    RegistryError::Load
+                })?;
+                Some(loaded)
+            }
+        };
+        self.loads.fetch_add(1, Ordering::Relaxed);
+        self.load_seconds_micros
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        let backend = Arc::new(Backend {
+            model,
+            rules: Arc::clone(&self.rules),
+        });
+        let active = Arc::new(AtomicUsize::new(1));
+        let mut res = self.resident.lock();
+        let entry = res.entry(id.to_string()).or_insert(Resident {
+            backend: Arc::clone(&backend),
+            last_used: now,
+            active: Arc::clone(&active),
+            keep_alive: keep_alive.unwrap_or(*self.default_keep_alive.read()),
+            footprint_bytes: spec.footprint_bytes,
+        });
+        if !Arc::ptr_eq(&entry.active, &active) {
+            // Another thread loaded it meanwhile: use theirs.
+            entry.active.fetch_add(1, Ordering::SeqCst);
+            return Ok(Lease {
+                backend: Arc::clone(&entry.backend),
+                active: Arc::clone(&entry.active),
+            });
+        }
+        let lease = Lease { backend, active };
+        self.evict_over_limit(&mut res, Some(id));
+        Ok(lease)
+    }
+
+    fn evict_over_limit(&self, res: &mut HashMap<String, Resident>, keep: Option<&str>) {
+        let Some(max) = *self.max_resident.read() else {
+            return;
+        };
+        while res.len() > max {
+            let victim = res
+                .iter()
+                .filter(|(k, r)| Some(k.as_str()) != keep && r.active.load(Ordering::SeqCst) == 0)
+                .min_by_key(|(_, r)| r.last_used)
+                .map(|(k, _)| k.clone());
+            match victim {
+                Some(k) => {
+                    res.remove(&k);
+                    self.evictions.fetch_add(1, Ordering::Relaxed);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Unloads idle models whose keep-alive has expired (called periodically).
+    pub fn expire_idle(&self) {
+        let now = Instant::now();
+        let mut res = self.resident.lock();
+        let before = res.len();
+        res.retain(|_, r| {
+            let idle = r.active.load(Ordering::SeqCst) == 0;
+            let expired = r
+                .keep_alive
+                .is_some_and(|k| now.duration_since(r.last_used) >= k);
+            !(idle && expired)
+        });
+        self.evictions
+            .fetch_add((before - res.len()) as u64, Ordering::Relaxed);
+    }
+
+    /// Unloads `id` unless it is busy; returns `(unloaded, active_requests)`.
+    pub fn unload(&self, id: &str) -> (bool, usize) {
+        let mut res = self.resident.lock();
+        match res.get(id) {
+            Some(r) => {
+                let active = r.active.load(Ordering::SeqCst);
+                if active == 0 {
+                    res.remove(id);
+                    (true, 0)
+                } else {
+                    (false, active)
+                }
+            }
+            None => (false, 0),
+        }
+    }
+
+    /// Unloads every idle model; returns `(count unloaded, busy id → active count)`.
+    pub fn unload_all(&self) -> (usize, BTreeMap<String, usize>) {
+        let mut res = self.resident.lock();
+        let mut busy = BTreeMap::new();
+        let before = res.len();
+        res.retain(|k, r| {
+            let active = r.active.load(Ordering::SeqCst);
+            if active > 0 {
+                busy.insert(k.clone(), active);
+            }
+            active > 0
+        });
+        (before - res.len(), busy)
+    }
+
+    /// Resident models with their state.
+    pub fn loaded(&self) -> BTreeMap<String, LoadedInfo> {
+        let now = Instant::now();
+        self.resident
+            .lock()
+            .iter()
+            .map(|(k, r)| {
+                let remaining = r
+                    .keep_alive
+                    .map(|k| k.saturating_sub(now.duration_since(r.last_used)).as_secs_f64());
+                (
+                    k.clone(),
+                    LoadedInfo {
+                        active_requests: r.active.load(Ordering::SeqCst),
+                        keep_alive_seconds_remaining: remaining,
+                        resident: true,
+                        footprint_bytes: r.footprint_bytes,
+                    },
+                )
+            })
+            .collect()
+    }
+}

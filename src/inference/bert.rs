@@ -1,0 +1,389 @@
+//! BERT for token classification, with a forward pass written for the CPU.
+//!
+//! Paper: Devlin et al., "BERT: Pre-training of Deep Bidirectional Transformers for
+//! Language Understanding" (<https://arxiv.org/abs/1810.04805>). Config and weight names
+//! mirror transformers' `BertForTokenClassification`
+//! (<https://github.com/huggingface/transformers/blob/main/src/transformers/models/bert/configuration_bert.py>).
+//!
+//! Differences from candle-transformers' `BertModel`, all exact rewrites:
+//! - Q, K and V are one `[3h, h]` matmul, and the 1/√d attention scale is folded into
+//!   the query rows (weights and bias) at load.
+//! - Padding is an additive `[b, k]` mask fused into the softmax.
+//! - On the CPU, bias+GELU, bias+residual+LayerNorm and mask+softmax are fused kernels
+//!   ([`super::ops`]); other devices use the composite candle ops.
+
+use candle_core::{DType, Device, Tensor, D};
+use candle_nn::VarBuilder;
+
+use super::config::ModelConfig;
+use super::ops::{BiasGelu, BiasResidualLayerNorm, MaskedSoftmax};
+use super::{InferenceError, Result};
+
+/// The runtime config of a BERT token classifier.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    vocab_size: usize,
+    hidden_size: usize,
+    num_hidden_layers: usize,
+    num_attention_heads: usize,
+    intermediate_size: usize,
+    max_position_embeddings: usize,
+    type_vocab_size: usize,
+    layer_norm_eps: f64,
+    num_labels: usize,
+}
+
+impl Config {
+    /// Checks the mirror of `config.json` and keeps what the forward pass needs.
+    ///
+    /// # Errors
+    /// [`InferenceError::Config`] for a zero size, heads that do not divide the hidden
+    /// size, an activation other than erf-GELU or non-absolute positions.
+    pub(crate) fn from_model_config(c: &ModelConfig, num_labels: usize) -> Result<Config> {
+        if c.hidden_size == 0 || c.num_attention_heads == 0 || c.num_hidden_layers == 0 {
+            return Err(InferenceError::Config("bert sizes must be non-zero".into()));
+        }
+        if c.hidden_size % c.num_attention_heads != 0 {
+            return Err(InferenceError::Config(
+                "hidden_size must be a multiple of num_attention_heads".into(),
+            ));
+        }
+        if c.hidden_act != "gelu" {
+            return Err(InferenceError::Config("bert supports hidden_act gelu only".into()));
+        }
+        if c.position_embedding_type != "absolute" {
+            return Err(InferenceError::Config(
+                "bert supports absolute position embeddings only".into(),
+            ));
+        }
+        Ok(Config {
+            vocab_size: c.vocab_size,
+            hidden_size: c.hidden_size,
+            num_hidden_layers: c.num_hidden_layers,
+            num_attention_heads: c.num_attention_heads,
+            intermediate_size: c.intermediate_size,
+            max_position_embeddings: c.max_position_embeddings,
+            type_vocab_size: c.type_vocab_size.max(1),
+            layer_norm_eps: c.layer_norm_eps,
+            num_labels,
+        })
+    }
+}
+
+/// A linear layer kept as `[out, in]` weight plus bias (also on the host for fusion).
+struct Dense {
+    weight: Tensor,
+    bias: Tensor,
+    bias_host: Vec<f32>,
+}
+
+impl Dense {
+    fn from_parts(weight: Tensor, bias: Tensor) -> Result<Dense> {
+        let bias_host = bias.to_vec1::<f32>()?;
+        Ok(Dense {
+            weight,
+            bias,
+            bias_host,
+        })
+    }
+
+    fn load(vb: VarBuilder, in_dim: usize, out_dim: usize) -> Result<Dense> {
+        let weight = vb.get((out_dim, in_dim), "weight")?;
+        let bias = vb.get(out_dim, "bias")?;
+        Dense::from_parts(weight, bias)
+    }
+
+    /// `x @ Wᵀ` without the bias; `x: [m, in]`.
+    fn matmul(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(x.matmul(&self.weight.t()?)?)
+    }
+
+    /// `x @ Wᵀ + b`.
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(self.matmul(x)?.broadcast_add(&self.bias)?)
+    }
+}
+
+struct Norm {
+    weight: Tensor,
+    bias: Tensor,
+    weight_host: Vec<f32>,
+    bias_host: Vec<f32>,
+    eps: f64,
+}
+
+impl Norm {
+    fn load(vb: VarBuilder, dim: usize, eps: f64) -> Result<Norm> {
+        let weight = vb.get(dim, "weight")?;
+        let bias = vb.get(dim, "bias")?;
+        Ok(Norm {
+            weight_host: weight.to_vec1::<f32>()?,
+            bias_host: bias.to_vec1::<f32>()?,
+            weight,
+            bias,
+            eps,
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(candle_nn::ops::layer_norm(x, &self.weight, &self.bias, self.eps as f32)?)
+    }
+
+    /// `LayerNorm(x + dense.bias + residual)`.
+    fn bias_residual(&self, x: &Tensor, dense: &Dense, residual: &Tensor) -> Result<Tensor> {
+        if x.device().is_cpu() {
+            let op = BiasResidualLayerNorm {
+                bias: &dense.bias_host,
+                gamma: &self.weight_host,
+                beta: &self.bias_host,
+                eps: self.eps as f32,
+            };
+            Ok(x.apply_op2_no_bwd(residual, &op)?)
+        } else {
+            self.forward(&(x.broadcast_add(&dense.bias)? + residual)?)
+        }
+    }
+}
+
+struct Embeddings {
+    word: Tensor,
+    position: Tensor,
+    token_type: Tensor,
+    norm: Norm,
+}
+
+impl Embeddings {
+    fn load(vb: VarBuilder, cfg: &Config) -> Result<Embeddings> {
+        let h = cfg.hidden_size;
+        Ok(Embeddings {
+            word: vb.get((cfg.vocab_size, h), "word_embeddings.weight")?,
+            position: vb.get((cfg.max_position_embeddings, h), "position_embeddings.weight")?,
+            token_type: vb.get((cfg.type_vocab_size, h), "token_type_embeddings.weight")?,
+            norm: Norm::load(vb.pp("LayerNorm"), h, cfg.layer_norm_eps)?,
+        })
+    }
+
+    /// `ids: [b, s]` → `[b * s, h]`; token type 0 and positions `0..s` for every row.
+    fn forward(&self, ids: &Tensor) -> Result<Tensor> {
+        let (b, s) = ids.dims2()?;
+        let h = self.word.dim(1)?;
+        let words = self.word.index_select(&ids.flatten_all()?, 0)?.reshape((b, s, h))?;
+        let extra = self.position.narrow(0, 0, s)?.broadcast_add(&self.token_type.narrow(0, 0, 1)?)?;
+        let x = words.broadcast_add(&extra)?.reshape((b * s, h))?;
+        self.norm.forward(&x)
+    }
+}
+
+struct Layer {
+    qkv: Dense,
+    attn_out: Dense,
+    attn_norm: Norm,
+    intermediate: Dense,
+    output: Dense,
+    out_norm: Norm,
+    heads: usize,
+    head_dim: usize,
+}
+
+impl Layer {
+    fn load(vb: VarBuilder, cfg: &Config) -> Result<Layer> {
+        let h = cfg.hidden_size;
+        let heads = cfg.num_attention_heads;
+        let head_dim = h / heads;
+        let att = vb.pp("attention");
+        let sa = att.pp("self");
+        let scale = 1.0 / (head_dim as f64).sqrt();
+        let q_w = (sa.get((h, h), "query.weight")? * scale)?;
+        let q_b = (sa.get(h, "query.bias")? * scale)?;
+        let qkv_w = Tensor::cat(&[&q_w, &sa.get((h, h), "key.weight")?, &sa.get((h, h), "value.weight")?], 0)?;
+        let qkv_b = Tensor::cat(&[&q_b, &sa.get(h, "key.bias")?, &sa.get(h, "value.bias")?], 0)?;
+        Ok(Layer {
+            qkv: Dense::from_parts(qkv_w, qkv_b)?,
+            attn_out: Dense::load(att.pp("output").pp("dense"), h, h)?,
+            attn_norm: Norm::load(att.pp("output").pp("LayerNorm"), h, cfg.layer_norm_eps)?,
+            intermediate: Dense::load(vb.pp("intermediate").pp("dense"), h, cfg.intermediate_size)?,
+            output: Dense::load(vb.pp("output").pp("dense"), cfg.intermediate_size, h)?,
+            out_norm: Norm::load(vb.pp("output").pp("LayerNorm"), h, cfg.layer_norm_eps)?,
+            heads,
+            head_dim,
+        })
+    }
+
+    /// `x: [b * s, h]`, `mask: [b, s]` additive.
+    fn forward(&self, x: &Tensor, mask: &Tensor, b: usize, s: usize) -> Result<Tensor> {
+        let h = self.heads * self.head_dim;
+        let qkv = self
+            .qkv
+            .forward(x)?
+            .reshape((b, s, 3, self.heads, self.head_dim))?
+            .permute((2, 0, 3, 1, 4))?
+            .contiguous()?;
+        let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
+        let scores = q.matmul(&k.t()?)?;
+        let probs = if scores.device().is_cpu() {
+            scores.apply_op2_no_bwd(mask, &MaskedSoftmax)?
+        } else {
+            let m = mask.unsqueeze(1)?.unsqueeze(1)?;
+            candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&m)?)?
+        };
+        let ctx = probs.matmul(&v)?.transpose(1, 2)?.reshape((b * s, h))?;
+        let attn = self.attn_norm.bias_residual(&self.attn_out.matmul(&ctx)?, &self.attn_out, x)?;
+        let inter = self.intermediate.matmul(&attn)?;
+        let inter = if inter.device().is_cpu() {
+            inter.apply_op1_no_bwd(&BiasGelu {
+                bias: &self.intermediate.bias_host,
+            })?
+        } else {
+            inter.broadcast_add(&self.intermediate.bias)?.gelu_erf()?
+        };
+        self.out_norm.bias_residual(&self.output.matmul(&inter)?, &self.output, &attn)
+    }
+}
+
+/// `BertForTokenClassification`: encoder plus a linear head over every token.
+pub(crate) struct BertForTokenClassification {
+    embeddings: Embeddings,
+    layers: Vec<Layer>,
+    classifier: Dense,
+    num_labels: usize,
+}
+
+impl BertForTokenClassification {
+    /// Loads the weights; accepts checkpoints with or without the `bert.` prefix.
+    ///
+    /// # Errors
+    /// [`InferenceError::Candle`] when a tensor is missing or has the wrong shape.
+    pub(crate) fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
+        let body = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
+            vb.pp("bert")
+        } else {
+            vb.clone()
+        };
+        let embeddings = Embeddings::load(body.pp("embeddings"), cfg)?;
+        let layers = (0..cfg.num_hidden_layers)
+            .map(|i| Layer::load(body.pp(format!("encoder.layer.{i}")), cfg))
+            .collect::<Result<Vec<_>>>()?;
+        let classifier = Dense::load(vb.pp("classifier"), cfg.hidden_size, cfg.num_labels)?;
+        Ok(BertForTokenClassification {
+            embeddings,
+            layers,
+            classifier,
+            num_labels: cfg.num_labels,
+        })
+    }
+
+    /// `ids: [b, s]` u32, `mask: [b, s]` u32 (1 = token, 0 = padding) → logits `[b, s, labels]`.
+    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        let (b, s) = ids.dims2()?;
+        let additive = additive_mask(mask)?;
+        let mut x = self.embeddings.forward(ids)?;
+        for layer in &self.layers {
+            x = layer.forward(&x, &additive, b, s)?;
+        }
+        Ok(self.classifier.forward(&x)?.reshape((b, s, self.num_labels))?)
+    }
+}
+
+/// 1/0 mask → 0 / `f32::MIN` additive mask, `[b, s]` f32.
+pub(crate) fn additive_mask(mask: &Tensor) -> Result<Tensor> {
+    let m = mask.to_dtype(DType::F32)?;
+    Ok(((m - 1.0)?.neg()? * f64::from(f32::MIN))?.to_dtype(DType::F32)?)
+}
+
+/// The last-dimension softmax used by tests of the families.
+#[cfg(test)]
+pub(crate) fn softmax(x: &Tensor) -> Result<Tensor> {
+    Ok(candle_nn::ops::softmax(x, D::Minus1)?)
+}
+
+/// Random weights with BERT's names, for tests of this family and of the classifier.
+#[cfg(test)]
+pub(crate) fn random_weights(
+    cfg: &Config,
+    dev: &Device,
+) -> Result<std::collections::HashMap<String, Tensor>> {
+    let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
+    let mut shapes: Vec<(String, Vec<usize>)> = vec![
+        ("bert.embeddings.word_embeddings.weight".into(), vec![cfg.vocab_size, h]),
+        ("bert.embeddings.position_embeddings.weight".into(), vec![cfg.max_position_embeddings, h]),
+        ("bert.embeddings.token_type_embeddings.weight".into(), vec![cfg.type_vocab_size, h]),
+        ("bert.embeddings.LayerNorm.weight".into(), vec![h]),
+        ("bert.embeddings.LayerNorm.bias".into(), vec![h]),
+        ("classifier.weight".into(), vec![cfg.num_labels, h]),
+        ("classifier.bias".into(), vec![cfg.num_labels]),
+    ];
+    for l in 0..cfg.num_hidden_layers {
+        let p = format!("bert.encoder.layer.{l}.");
+        for (name, shape) in [
+            ("attention.self.query", vec![h, h]),
+            ("attention.self.key", vec![h, h]),
+            ("attention.self.value", vec![h, h]),
+            ("attention.output.dense", vec![h, h]),
+            ("intermediate.dense", vec![i, h]),
+            ("output.dense", vec![h, i]),
+        ] {
+            shapes.push((format!("{p}{name}.bias"), vec![shape[0]]));
+            shapes.push((format!("{p}{name}.weight"), shape));
+        }
+        for name in ["attention.output.LayerNorm", "output.LayerNorm"] {
+            shapes.push((format!("{p}{name}.weight"), vec![h]));
+            shapes.push((format!("{p}{name}.bias"), vec![h]));
+        }
+    }
+    let mut out = std::collections::HashMap::new();
+    for (name, shape) in shapes {
+        let t = if name.ends_with("LayerNorm.weight") {
+            Tensor::randn(1f32, 0.1, shape, dev)?
+        } else {
+            Tensor::randn(0f32, 0.3, shape, dev)?
+        };
+        out.insert(name, t);
+    }
+    Ok(out)
+}
+
+/// A tiny config for tests.
+#[cfg(test)]
+pub(crate) fn tiny_config(vocab_size: usize, num_labels: usize) -> Config {
+    Config {
+        vocab_size,
+        hidden_size: 16,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        intermediate_size: 32,
+        max_position_embeddings: 40,
+        type_vocab_size: 2,
+        layer_norm_eps: 1e-12,
+        num_labels,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_does_not_change_token_logits() -> Result<()> {
+        let dev = Device::Cpu;
+        let cfg = tiny_config(30, 5);
+        let vb = VarBuilder::from_tensors(random_weights(&cfg, &dev)?, DType::F32, &dev);
+        let model = BertForTokenClassification::load(vb, &cfg)?;
+        let one = model.forward(
+            &Tensor::new(&[[2u32, 7, 9, 3]], &dev)?,
+            &Tensor::new(&[[1u32, 1, 1, 1]], &dev)?,
+        )?;
+        let padded = model.forward(
+            &Tensor::new(&[[2u32, 7, 9, 3, 0, 0], [2, 5, 3, 0, 0, 0]], &dev)?,
+            &Tensor::new(&[[1u32, 1, 1, 1, 0, 0], [1, 1, 1, 0, 0, 0]], &dev)?,
+        )?;
+        let a = one.get(0)?;
+        let b = padded.get(0)?.narrow(0, 0, 4)?;
+        let diff = (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+        assert!(diff < 1e-5, "padding changed logits by {diff}");
+        let spread = one.flatten_all()?.to_vec1::<f32>()?;
+        assert!(spread.iter().any(|v| v.abs() > 1e-3), "weights were not random");
+        let p = softmax(&one)?.sum(D::Minus1)?.flatten_all()?.to_vec1::<f32>()?;
+        assert!(p.iter().all(|s| (s - 1.0).abs() < 1e-5));
+        Ok(())
+    }
+}

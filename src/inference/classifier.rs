@@ -1,0 +1,509 @@
+//! [`TokenClassifier`]: one loaded token-classification model behind the
+//! [`Recognizer`] trait.
+//!
+//! The call path of [`Recognizer::detect_batch`]: tokenize every text once (code-point
+//! offsets) → cut long texts into overlapping windows → sort all windows of the call by
+//! length and run them in sub-batches of [`ClassifierOptions::batch_size`] (short
+//! windows are not padded to long ones) → softmax, and stitch each token's prediction
+//! from the window that owns it → decode entities per text → map raw labels to
+//! canonical ones and join the parts of one address → [`Span`]s sorted by start.
+
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+
+use super::aggregate::{decode, Entity, LabelTable, Strategy, TokenView};
+use super::config::{Family, LoadedConfig};
+use super::labels::canonical_label;
+use super::tokenize::{Encoded, TextTokenizer};
+use super::window::{plan, Window};
+use super::{bert, deberta_v2, distilbert, modernbert, xlm_roberta};
+use super::{InferenceError, Result};
+use crate::detect::{CharIndex, Label, Recognizer, RecognizerError, Source, Span};
+
+/// How a loaded model turns texts into spans.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassifierOptions {
+    /// Sub-word aggregation (default [`Strategy::First`]).
+    pub strategy: Strategy,
+    /// Windows per forward pass (default 8; 4–8 is fastest on a CPU).
+    pub batch_size: usize,
+    /// Tokens per window, specials included (default and maximum: the model's positions,
+    /// capped at 512 so that attention stays cheap for long-context families).
+    pub window_tokens: Option<usize>,
+    /// Tokens shared by neighbouring windows (default 64).
+    pub window_overlap: usize,
+    /// Entities scoring below this are dropped (default 0: keep all).
+    pub min_score: f32,
+}
+
+impl Default for ClassifierOptions {
+    fn default() -> Self {
+        ClassifierOptions {
+            strategy: Strategy::First,
+            batch_size: 8,
+            window_tokens: None,
+            window_overlap: 64,
+            min_score: 0.0,
+        }
+    }
+}
+
+enum Backbone {
+    Bert(bert::BertForTokenClassification),
+    DistilBert(distilbert::DistilBertForTokenClassification),
+    DebertaV2(deberta_v2::DebertaV2ForTokenClassification),
+    ModernBert(modernbert::ModernBertForTokenClassification),
+    XlmRoberta(xlm_roberta::XlmRobertaForTokenClassification),
+}
+
+impl Backbone {
+    fn load(cfg: &LoadedConfig, vb: VarBuilder) -> Result<Backbone> {
+        let n = cfg.labels.len();
+        Ok(match cfg.family {
+            Family::Bert => Backbone::Bert(bert::BertForTokenClassification::load(
+                vb,
+                &bert::Config::from_model_config(&cfg.config, n)?,
+            )?),
+            Family::DistilBert => Backbone::DistilBert(
+                distilbert::DistilBertForTokenClassification::load(
+                    vb,
+                    &distilbert::Config::from_raw(&cfg.raw, n)?,
+                )?,
+            ),
+            Family::DebertaV2 => Backbone::DebertaV2(
+                deberta_v2::DebertaV2ForTokenClassification::load(
+                    vb,
+                    &deberta_v2::Config::from_raw(&cfg.raw, n)?,
+                )?,
+            ),
+            Family::ModernBert => Backbone::ModernBert(
+                modernbert::ModernBertForTokenClassification::load(
+                    vb,
+                    &modernbert::Config::from_model_config(&cfg.config, n)?,
+                )?,
+            ),
+            Family::XlmRoberta => Backbone::XlmRoberta(
+                xlm_roberta::XlmRobertaForTokenClassification::load(
+                    vb,
+                    &xlm_roberta::Config::from_raw(&cfg.raw, n)?,
+                )?,
+            ),
+        })
+    }
+
+    fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        match self {
+            Backbone::Bert(m) => m.forward(ids, mask),
+            Backbone::DistilBert(m) => m.forward(ids, mask),
+            Backbone::DebertaV2(m) => m.forward(ids, mask),
+            Backbone::ModernBert(m) => m.forward(ids, mask),
+            Backbone::XlmRoberta(m) => m.forward(ids, mask),
+        }
+    }
+}
+
+/// A text's tokens with the model's stitched logits, one row per token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenLogits {
+    /// Code-point offsets of each token (specials excluded).
+    pub offsets: Vec<(usize, usize)>,
+    /// The pre-tokenizer's word of each token.
+    pub word_ids: Vec<Option<u32>>,
+    /// `logits[t]` has one value per class.
+    pub logits: Vec<Vec<f32>>,
+}
+
+/// One loaded token-classification model; `Send + Sync`, shared by worker threads.
+pub struct TokenClassifier {
+    model: Backbone,
+    tokenizer: TextTokenizer,
+    table: LabelTable,
+    type_labels: Vec<Label>,
+    raw_labels: Vec<String>,
+    family: Family,
+    max_positions: usize,
+    device: Device,
+    options: ClassifierOptions,
+}
+
+impl TokenClassifier {
+    /// Loads `config.json`, `tokenizer.json` and every `*.safetensors` file of `dir`,
+    /// with default options. Weights stored as f16/bf16 are upcast to f32.
+    ///
+    /// # Errors
+    /// [`InferenceError`] when a file is missing or malformed, the family is unknown or
+    /// a tensor is missing.
+    pub fn load(dir: &Path, device: &Device) -> Result<Self> {
+        Self::load_with(dir, device, ClassifierOptions::default())
+    }
+
+    /// As [`TokenClassifier::load`], with options.
+    ///
+    /// # Errors
+    /// As [`TokenClassifier::load`].
+    pub fn load_with(dir: &Path, device: &Device, options: ClassifierOptions) -> Result<Self> {
+        let config_text = std::fs::read_to_string(dir.join("config.json")).map_err(|source| {
+            InferenceError::Io {
+                file: "config.json",
+                source,
+            }
+        })?;
+        let cfg = LoadedConfig::parse(&config_text)?;
+        let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"))?;
+        let entries = std::fs::read_dir(dir).map_err(|source| InferenceError::Io {
+            file: "model directory",
+            source,
+        })?;
+        let mut weight_files: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
+            .collect();
+        weight_files.sort();
+        if weight_files.is_empty() {
+            return Err(InferenceError::NoWeights);
+        }
+        let mut tensors = std::collections::HashMap::new();
+        for file in &weight_files {
+            let bytes = std::fs::read(file).map_err(|source| InferenceError::Io {
+                file: "model.safetensors",
+                source,
+            })?;
+            tensors.extend(candle_core::safetensors::load_buffer(&bytes, device)?);
+        }
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, device);
+        Self::from_parts(cfg, tokenizer, vb, device, options)
+    }
+
+    pub(crate) fn from_parts(
+        cfg: LoadedConfig,
+        tokenizer: TextTokenizer,
+        vb: VarBuilder,
+        device: &Device,
+        options: ClassifierOptions,
+    ) -> Result<Self> {
+        let model = Backbone::load(&cfg, vb)?;
+        let table = LabelTable::new(&cfg.labels);
+        let type_labels = table.types().iter().map(|t| canonical_label(t)).collect();
+        Ok(TokenClassifier {
+            model,
+            tokenizer,
+            table,
+            type_labels,
+            raw_labels: cfg.labels.clone(),
+            family: cfg.family,
+            max_positions: cfg.max_positions(),
+            device: device.clone(),
+            options,
+        })
+    }
+
+    /// The canonical labels this model can emit, sorted, without duplicates.
+    pub fn labels(&self) -> Vec<Label> {
+        let mut out: Vec<Label> = self
+            .table
+            .types()
+            .iter()
+            .zip(&self.type_labels)
+            .filter(|(t, _)| !t.is_empty())
+            .map(|(_, l)| *l)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The raw labels of the checkpoint, in class order.
+    pub fn raw_labels(&self) -> &[String] {
+        &self.raw_labels
+    }
+
+    /// The model family.
+    pub fn family(&self) -> Family {
+        self.family
+    }
+
+    /// Tokens one forward pass may take, specials included.
+    pub fn max_positions(&self) -> usize {
+        self.max_positions
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &ClassifierOptions {
+        &self.options
+    }
+
+    fn window_budget(&self) -> usize {
+        let total = self
+            .options
+            .window_tokens
+            .unwrap_or(512)
+            .min(self.max_positions)
+            .min(512);
+        total.saturating_sub(self.tokenizer.num_special()).max(1)
+    }
+
+    /// Runs the model over explicit id sequences (specials included, unpadded); returns
+    /// each sequence's logits as `[len][classes]`. Sequences are padded per sub-batch.
+    ///
+    /// # Errors
+    /// [`InferenceError::Candle`] when the forward pass fails.
+    pub fn logits_for_ids(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<Vec<f32>>>> {
+        let mut order: Vec<usize> = (0..sequences.len()).collect();
+        order.sort_by_key(|&i| sequences[i].len());
+        let mut out = vec![Vec::new(); sequences.len()];
+        for chunk in order.chunks(self.options.batch_size.max(1)) {
+            let batch: Vec<&[u32]> = chunk.iter().map(|&i| sequences[i].as_slice()).collect();
+            let logits = self.forward_padded(&batch)?;
+            for (&i, rows) in chunk.iter().zip(logits) {
+                out[i] = rows;
+            }
+        }
+        Ok(out)
+    }
+
+    fn forward_padded(&self, batch: &[&[u32]]) -> Result<Vec<Vec<Vec<f32>>>> {
+        let width = batch.iter().map(|s| s.len()).max().unwrap_or(0);
+        if width == 0 {
+            return Ok(vec![Vec::new(); batch.len()]);
+        }
+        let pad = self.tokenizer.pad_id();
+        let mut ids = Vec::with_capacity(batch.len() * width);
+        let mut mask = Vec::with_capacity(batch.len() * width);
+        for seq in batch {
+            ids.extend_from_slice(seq);
+            ids.extend(std::iter::repeat_n(pad, width - seq.len()));
+            mask.extend(std::iter::repeat_n(1u32, seq.len()));
+            mask.extend(std::iter::repeat_n(0u32, width - seq.len()));
+        }
+        let ids = Tensor::from_vec(ids, (batch.len(), width), &self.device)?;
+        let mask = Tensor::from_vec(mask, (batch.len(), width), &self.device)?;
+        let logits = self.model.forward(&ids, &mask)?.to_dtype(DType::F32)?.to_vec3::<f32>()?;
+        Ok(logits
+            .into_iter()
+            .zip(batch)
+            .map(|(mut rows, seq)| {
+                rows.truncate(seq.len());
+                rows
+            })
+            .collect())
+    }
+
+    /// Tokenizes, windows and runs every text; returns each text's stitched logits.
+    ///
+    /// # Errors
+    /// [`InferenceError`] when tokenization or the forward pass fails.
+    pub fn token_logits(&self, texts: &[&str]) -> Result<Vec<TokenLogits>> {
+        let encoded = texts
+            .iter()
+            .map(|t| self.tokenizer.encode(t))
+            .collect::<Result<Vec<Encoded>>>()?;
+        let budget = self.window_budget();
+        let mut jobs: Vec<(usize, Window)> = Vec::new();
+        for (i, enc) in encoded.iter().enumerate() {
+            for w in plan(&enc.word_ids, budget, self.options.window_overlap) {
+                jobs.push((i, w));
+            }
+        }
+        let (prefix, suffix) = (self.tokenizer.prefix(), self.tokenizer.suffix());
+        let sequences: Vec<Vec<u32>> = jobs
+            .iter()
+            .map(|(i, w)| {
+                let mut seq = Vec::with_capacity(w.len() + prefix.len() + suffix.len());
+                seq.extend_from_slice(prefix);
+                seq.extend_from_slice(&encoded[*i].ids[w.start..w.end]);
+                seq.extend_from_slice(suffix);
+                seq
+            })
+            .collect();
+        let window_logits = self.logits_for_ids(&sequences)?;
+        let mut out: Vec<TokenLogits> = encoded
+            .iter()
+            .map(|e| TokenLogits {
+                offsets: Vec::new(),
+                word_ids: Vec::new(),
+                logits: vec![Vec::new(); e.len()],
+            })
+            .collect();
+        for ((i, w), rows) in jobs.iter().zip(window_logits) {
+            for t in w.own_start..w.own_end {
+                if let Some(row) = rows.get(prefix.len() + t - w.start) {
+                    out[*i].logits[t] = row.clone();
+                }
+            }
+        }
+        for (text_logits, enc) in out.iter_mut().zip(encoded) {
+            text_logits.offsets = enc.offsets;
+            text_logits.word_ids = enc.word_ids;
+        }
+        Ok(out)
+    }
+
+    /// Finds the spans of every text (see the module docs for the steps).
+    ///
+    /// # Errors
+    /// [`InferenceError`] when tokenization or the forward pass fails.
+    pub fn spans(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>> {
+        let logits = self.token_logits(texts)?;
+        let n = self.table.num_classes();
+        let mut out = Vec::with_capacity(texts.len());
+        for (text, tl) in texts.iter().zip(&logits) {
+            let mut probs = Vec::with_capacity(tl.logits.len() * n);
+            for row in &tl.logits {
+                probs.extend(softmax_row(row, n));
+            }
+            let view = TokenView {
+                probs: &probs,
+                offsets: &tl.offsets,
+                word_ids: &tl.word_ids,
+            };
+            let entities = decode(&view, &self.table, self.options.strategy);
+            out.push(self.to_spans(text, entities));
+        }
+        Ok(out)
+    }
+
+    /// Maps entities to canonical spans, joining neighbours that are parts of one thing.
+    ///
+    /// Two consecutive entities with the same canonical label are joined when nothing
+    /// separates them (sub-words a model tagged `B-` each), or only whitespace does and
+    /// their raw types differ (`BUILDING_NUMBER` + `STREET_NAME` → one street address).
+    fn to_spans(&self, text: &str, entities: Vec<Entity>) -> Vec<Span> {
+        let index = CharIndex::new(text);
+        let mut spans: Vec<(Span, usize, usize)> = Vec::new(); // span, raw type, parts
+        for e in entities {
+            if e.start >= e.end || e.end > index.char_len() {
+                continue;
+            }
+            let label = self.type_labels[e.ty];
+            if let Some((last, last_ty, parts)) = spans.last_mut() {
+                if last.label == label && last.end <= e.start {
+                    let gap = index.slice(text, last.end, e.start);
+                    let join = gap.is_empty() || (*last_ty != e.ty && gap.chars().all(char::is_whitespace));
+                    if join {
+                        last.score = (last.score * *parts as f32 + e.score) / (*parts + 1) as f32;
+                        last.end = e.end;
+                        *parts += 1;
+                        *last_ty = e.ty;
+                        continue;
+                    }
+                }
+            }
+            spans.push((Span::new(e.start, e.end, label, e.score, Source::Model), e.ty, 1));
+        }
+        spans
+            .into_iter()
+            .map(|(s, _, _)| s)
+            .filter(|s| s.score >= self.options.min_score)
+            .collect()
+    }
+}
+
+fn softmax_row(row: &[f32], n: usize) -> Vec<f32> {
+    if row.len() != n {
+        // A token no window owned (cannot happen with a valid plan): predict nothing.
+        let mut p = vec![0f32; n];
+        if let Some(first) = p.first_mut() {
+            *first = 1.0;
+        }
+        return p;
+    }
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let exps: Vec<f32> = row.iter().map(|v| (v - max).exp()).collect();
+    let sum: f32 = exps.iter().sum();
+    exps.into_iter().map(|e| e / sum).collect()
+}
+
+impl Recognizer for TokenClassifier {
+    fn detect_batch(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<Span>>, RecognizerError> {
+        self.spans(texts).map_err(|e| match e {
+            InferenceError::Tokenizer(_) => RecognizerError::Input(e.to_string()),
+            other => RecognizerError::Backend(other.to_string()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inference::tokenize::tests::tiny_bert_tokenizer;
+    use proptest::prelude::*;
+    use proptest::strategy::Strategy as _;
+
+    const LABELS: &str = r#"{"0":"O","1":"B-GIVEN_NAME","2":"I-GIVEN_NAME","3":"B-CITY","4":"I-CITY"}"#;
+
+    fn tiny_classifier(options: ClassifierOptions) -> Result<TokenClassifier> {
+        let dev = Device::Cpu;
+        let cfg = LoadedConfig::parse(&format!(
+            r#"{{"model_type":"bert","vocab_size":22,"hidden_size":16,"num_hidden_layers":2,
+               "num_attention_heads":4,"intermediate_size":32,"max_position_embeddings":40,
+               "id2label":{LABELS}}}"#
+        ))?;
+        let bcfg = bert::tiny_config(22, 5);
+        let vb = VarBuilder::from_tensors(bert::random_weights(&bcfg, &dev)?, DType::F32, &dev);
+        TokenClassifier::from_parts(cfg, tiny_bert_tokenizer()?, vb, &dev, options)
+    }
+
+    #[test]
+    fn long_texts_stitch_to_the_same_logits_as_one_window() -> Result<()> {
+        // Windows of 12 tokens (10 content) with overlap 4, against one 38-token window.
+        let small = tiny_classifier(ClassifierOptions {
+            window_tokens: Some(12),
+            window_overlap: 4,
+            ..ClassifierOptions::default()
+        })?;
+        let text = "zoe met jose in sao paulo on 12/03 . dr muller met zoe in paulo";
+        let windowed = small.token_logits(&[text])?;
+        assert_eq!(windowed[0].logits.len(), windowed[0].offsets.len());
+        assert!(windowed[0].logits.iter().all(|r| r.len() == 5));
+        let spans = small.spans(&[text, "", "a"])?;
+        assert_eq!(spans.len(), 3);
+        assert!(spans[1].is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn labels_are_canonical_and_family_is_known() -> Result<()> {
+        let c = tiny_classifier(ClassifierOptions::default())?;
+        assert_eq!(c.labels(), vec![Label::FirstName, Label::City]);
+        assert_eq!(c.family(), Family::Bert);
+        assert_eq!(c.max_positions(), 40);
+        Ok(())
+    }
+
+    fn text_strategy() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("zoe"), Just("Zoë"), Just("José"), Just("São"), Just("paulo"), Just("😀"),
+                Just("12/03"), Just(" "), Just("  "), Just("\n"), Just("Dr."), Just("x"),
+                Just("Müllers"), Just("-"), Just("中文")
+            ],
+            0..60,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn span_offsets_always_index_the_text(text in text_strategy(), window in 3usize..20) {
+            let c = tiny_classifier(ClassifierOptions {
+                window_tokens: Some(window),
+                window_overlap: 3,
+                strategy: super::Strategy::Simple,
+                ..ClassifierOptions::default()
+            }).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let spans = c.detect_batch(&[text.as_str()]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let n = text.chars().count();
+            let mut last = 0;
+            for s in &spans[0] {
+                prop_assert!(s.start < s.end && s.end <= n);
+                prop_assert!(s.start >= last);
+                last = s.start;
+                prop_assert_eq!(s.source, Source::Model);
+                prop_assert!((0.0..=1.0).contains(&s.score));
+            }
+        }
+    }
+}

@@ -1,0 +1,395 @@
+//! The model catalog: which models phiguard ships or may download, with their family,
+//! size, labels, licence, hub revision and the files to fetch.
+//!
+//! The catalog is data (`models/catalog.toml`, embedded at compile time), not code, so that
+//! a reviewer can read in one place what the product may ever fetch. Downloads are refused
+//! for anything outside it: the catalog is the allow-list that keeps a request-derived name
+//! from turning into a network fetch. Tests and private deployments extend it with a second
+//! TOML file of the same shape named by `PHIGUARD_CATALOG_EXTRA`; extra entries may not
+//! redefine an id or alias of the built-in catalog.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{io, ModelError, Result};
+
+/// The embedded catalog text.
+const BUILTIN: &str = include_str!("../../models/catalog.toml");
+
+/// Environment variable naming an extra catalog file (same TOML shape).
+pub const CATALOG_EXTRA_ENV: &str = "PHIGUARD_CATALOG_EXTRA";
+
+/// What a model is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Task {
+    /// PII / PHI token classification (`/pii/*`).
+    Pii,
+    /// Clinical named-entity recognition (`/analyze`).
+    Ner,
+}
+
+/// One model of the catalog.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogEntry {
+    /// Hub repository id (`OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1`), or a plain
+    /// name for the bundled model (`rampart`).
+    pub id: String,
+    /// Other names that resolve to this entry (OpenMed's `disease_detection_superclinical`).
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// What the model is for.
+    pub task: Task,
+    /// `model_type` of its `config.json` (`bert`, `deberta-v2`, …).
+    pub family: String,
+    /// Parameter count in millions, as the model's name gives it.
+    pub params_millions: u32,
+    /// Approximate download size in MB (10^6 bytes).
+    pub approx_size_mb: u64,
+    /// SPDX licence id.
+    pub license: String,
+    /// Hub branch or commit to fetch.
+    pub revision: String,
+    /// Files to fetch, in order; plain names.
+    pub files: Vec<String>,
+    /// Canonical (UPPER_SNAKE) labels the model emits.
+    pub labels: Vec<String>,
+    /// True for the model that ships inside phiguard and is never downloaded.
+    #[serde(default)]
+    pub bundled: bool,
+    /// True when the repository id was checked against the hub's listing.
+    #[serde(default)]
+    pub verified: bool,
+    /// One line for tables and the dashboard.
+    #[serde(default)]
+    pub description: String,
+}
+
+impl CatalogEntry {
+    /// Approximate size in bytes.
+    pub fn approx_size_bytes(&self) -> u64 {
+        self.approx_size_mb.saturating_mul(1_000_000)
+    }
+
+    /// True when `name` is this entry's id or one of its aliases (exact match).
+    pub fn matches(&self, name: &str) -> bool {
+        self.id == name || self.aliases.iter().any(|a| a == name)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CatalogFile {
+    #[serde(default)]
+    model: Vec<CatalogEntry>,
+}
+
+/// The set of known models.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Catalog {
+    entries: Vec<CatalogEntry>,
+}
+
+impl Catalog {
+    /// The embedded catalog.
+    ///
+    /// # Errors
+    /// [`ModelError::Catalog`] if the embedded file is malformed (a build defect that the
+    /// unit tests catch).
+    pub fn builtin() -> Result<Catalog> {
+        Catalog::from_toml(BUILTIN)
+    }
+
+    /// The embedded catalog plus the file named by `PHIGUARD_CATALOG_EXTRA`, if set.
+    ///
+    /// # Errors
+    /// [`ModelError::Catalog`] if either is malformed, or [`ModelError::Io`] if the extra
+    /// file cannot be read.
+    pub fn from_env() -> Result<Catalog> {
+        let extra = std::env::var_os(CATALOG_EXTRA_ENV).filter(|v| !v.is_empty());
+        Catalog::load(extra.as_deref().map(Path::new))
+    }
+
+    /// The embedded catalog plus an optional extra file.
+    ///
+    /// # Errors
+    /// As [`Catalog::from_env`].
+    pub fn load(extra: Option<&Path>) -> Result<Catalog> {
+        let mut catalog = Catalog::builtin()?;
+        if let Some(path) = extra {
+            let text =
+                std::fs::read_to_string(path).map_err(io("reading the extra catalog file"))?;
+            catalog = catalog.extended(&text)?;
+        }
+        Ok(catalog)
+    }
+
+    /// Parses and validates one catalog file.
+    ///
+    /// # Errors
+    /// [`ModelError::Catalog`] naming the first problem.
+    pub fn from_toml(text: &str) -> Result<Catalog> {
+        let file: CatalogFile =
+            toml::from_str(text).map_err(|e| ModelError::Catalog(e.message().to_owned()))?;
+        let catalog = Catalog {
+            entries: file.model,
+        };
+        catalog.validate()?;
+        Ok(catalog)
+    }
+
+    /// This catalog plus the entries of another catalog file.
+    ///
+    /// # Errors
+    /// [`ModelError::Catalog`] if the text is malformed or reuses an id or alias.
+    pub fn extended(mut self, text: &str) -> Result<Catalog> {
+        let extra = Catalog::from_toml(text)?;
+        self.entries.extend(extra.entries);
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Every entry, in file order.
+    pub fn entries(&self) -> &[CatalogEntry] {
+        &self.entries
+    }
+
+    /// The entry whose id or alias is `name` (exact, case-sensitive match).
+    pub fn get(&self, name: &str) -> Option<&CatalogEntry> {
+        self.entries.iter().find(|e| e.matches(name))
+    }
+
+    /// The catalog id that `name` (an id or an alias) resolves to.
+    pub fn resolve(&self, name: &str) -> Option<&str> {
+        self.get(name).map(|e| e.id.as_str())
+    }
+
+    /// The bundled entry, if the catalog has one.
+    pub fn bundled(&self) -> Option<&CatalogEntry> {
+        self.entries.iter().find(|e| e.bundled)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let bad = |i: usize, what: &str| ModelError::Catalog(format!("entry {i}: {what}"));
+        let mut names = HashSet::new();
+        let mut bundled = 0;
+        for (i, e) in self.entries.iter().enumerate() {
+            if !is_valid_id(&e.id) {
+                return Err(bad(i, "invalid id"));
+            }
+            for name in std::iter::once(&e.id).chain(&e.aliases) {
+                if name.trim().is_empty() {
+                    return Err(bad(i, "empty alias"));
+                }
+                if !names.insert(name.as_str()) {
+                    return Err(bad(i, "id or alias defined twice"));
+                }
+            }
+            if e.files.is_empty() || !e.files.iter().all(|f| is_plain_file_name(f)) {
+                return Err(bad(i, "files must be a non-empty list of plain file names"));
+            }
+            for required in ["config.json", "tokenizer.json", "model.safetensors"] {
+                if !e.files.iter().any(|f| f == required) {
+                    return Err(bad(i, "files must include the three model files"));
+                }
+            }
+            if e.labels.is_empty() || !e.labels.iter().all(|l| is_canonical_label(l)) {
+                return Err(bad(i, "labels must be non-empty UPPER_SNAKE names"));
+            }
+            if !is_plain_file_name(&e.revision) {
+                return Err(bad(i, "invalid revision"));
+            }
+            if e.family.is_empty() || e.license.is_empty() {
+                return Err(bad(i, "family and license are required"));
+            }
+            if e.bundled {
+                bundled += 1;
+                if e.id.contains('/') {
+                    return Err(bad(i, "the bundled model has a plain id"));
+                }
+            } else if !e.id.contains('/') {
+                return Err(bad(i, "a downloadable model has an org/name id"));
+            }
+        }
+        if bundled > 1 {
+            return Err(ModelError::Catalog("more than one bundled model".into()));
+        }
+        Ok(())
+    }
+}
+
+/// True for ids the store accepts: one or two `/`-separated parts, each
+/// `[A-Za-z0-9_][A-Za-z0-9_.-]*`, at most 96 characters each, without `..` or `--` (the hub
+/// refuses both, and `--` is the store's separator).
+pub fn is_valid_id(id: &str) -> bool {
+    let parts: Vec<&str> = id.split('/').collect();
+    if parts.len() > 2 || id.contains("..") || id.contains("--") {
+        return false;
+    }
+    parts.iter().all(|p| {
+        let mut chars = p.chars();
+        p.len() <= 96
+            && chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    })
+}
+
+/// True for a plain file or revision name: `[A-Za-z0-9_.-]+`, not `.` or `..`, no separator.
+pub(crate) fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+fn is_canonical_label(label: &str) -> bool {
+    !label.is_empty()
+        && label
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::span::Label;
+    use proptest::prelude::*;
+
+    const TINY: &str = r#"
+[[model]]
+id = "phiguard-test/tiny-bert"
+task = "pii"
+family = "bert"
+params_millions = 0
+approx_size_mb = 1
+license = "Apache-2.0"
+revision = "main"
+files = ["config.json", "tokenizer.json", "model.safetensors"]
+labels = ["FIRST_NAME", "DATE"]
+"#;
+
+    #[test]
+    fn builtin_catalog_parses_and_holds_the_required_models() -> Result<()> {
+        let c = Catalog::builtin()?;
+        for id in [
+            "rampart",
+            "OpenMed/OpenMed-PII-ClinicalE5-Small-33M-v1",
+            "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1",
+            "OpenMed/OpenMed-PII-SuperClinical-Large-434M-v1",
+            "OpenMed/OpenMed-NER-DiseaseDetect-SuperClinical-434M",
+        ] {
+            assert!(c.get(id).is_some(), "{id} missing");
+        }
+        assert_eq!(
+            c.resolve("disease_detection_superclinical"),
+            Some("OpenMed/OpenMed-NER-DiseaseDetect-SuperClinical-434M")
+        );
+        let small = c
+            .get("OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1")
+            .ok_or(ModelError::NotInCatalog)?;
+        assert_eq!(small.family, "deberta-v2");
+        assert_eq!(small.labels.len(), 50);
+        assert_eq!(c.bundled().map(|e| e.id.as_str()), Some("rampart"));
+        Ok(())
+    }
+
+    #[test]
+    fn bundled_labels_are_phiguard_labels() -> Result<()> {
+        let c = Catalog::builtin()?;
+        let rampart = c.bundled().ok_or(ModelError::NotInCatalog)?;
+        for l in &rampart.labels {
+            assert!(Label::parse(l).is_some(), "{l} is not a canonical label");
+        }
+        assert_eq!(rampart.license, "CC-BY-4.0");
+        assert_eq!(rampart.params_millions, 18);
+        Ok(())
+    }
+
+    #[test]
+    fn extra_file_extends_and_cannot_redefine() -> Result<()> {
+        let c = Catalog::builtin()?.extended(TINY)?;
+        assert!(c.get("phiguard-test/tiny-bert").is_some());
+        let again = c.clone().extended(TINY);
+        assert!(matches!(again, Err(ModelError::Catalog(_))));
+        let alias_clash = TINY.replace("task = \"pii\"", "aliases = [\"rampart\"]\ntask = \"pii\"");
+        let alias_clash = alias_clash.replace("tiny-bert", "tiny-bert-2");
+        assert!(Catalog::builtin()?.extended(&alias_clash).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn load_reads_the_extra_file() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(io("creating a temp dir"))?;
+        let path = dir.path().join("extra.toml");
+        std::fs::write(&path, TINY).map_err(io("writing"))?;
+        let c = Catalog::load(Some(&path))?;
+        assert!(c.get("phiguard-test/tiny-bert").is_some());
+        assert!(Catalog::load(Some(&dir.path().join("absent.toml"))).is_err());
+        Ok(())
+    }
+
+    macro_rules! bad_entry {
+        ($($name:ident: $from:expr => $to:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                let text = TINY.replace($from, $to);
+                assert!(
+                    matches!(Catalog::from_toml(&text), Err(ModelError::Catalog(_))),
+                    "accepted {}", stringify!($name)
+                );
+            }
+        )*};
+    }
+
+    bad_entry! {
+        rejects_path_traversal_in_files: "\"config.json\"," => "\"../config.json\",";
+        rejects_missing_weights: ", \"model.safetensors\"]" => "]";
+        rejects_lowercase_labels: "\"DATE\"" => "\"date\"";
+        rejects_unknown_fields: "task = \"pii\"" => "task = \"pii\"\nurl = \"x\"";
+        rejects_double_dash_ids: "tiny-bert" => "tiny--bert";
+        rejects_plain_id_for_download: "phiguard-test/tiny-bert" => "tiny";
+        rejects_revision_with_slash: "revision = \"main\"" => "revision = \"a/b\"";
+        rejects_unknown_task: "task = \"pii\"" => "task = \"chat\"";
+    }
+
+    #[test]
+    fn id_rules() {
+        for ok in [
+            "rampart",
+            "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1",
+            "a_b.c/d-e",
+        ] {
+            assert!(is_valid_id(ok), "{ok}");
+        }
+        for bad in [
+            "", "/x", "x/", "a/b/c", "../x", "a/..", ".hidden", "a--b", "a b", "é",
+        ] {
+            assert!(!is_valid_id(bad), "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn valid_ids_never_escape_the_store(id in "\\PC{0,40}") {
+            if is_valid_id(&id) {
+                prop_assert!(!id.starts_with('/'));
+                prop_assert!(!id.contains(".."));
+                prop_assert!(!id.split('/').any(|p| p.is_empty() || p.starts_with('.')));
+            }
+        }
+
+        #[test]
+        fn lookup_never_panics(name in "\\PC{0,60}") {
+            let c = Catalog::builtin().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let _ = c.get(&name);
+        }
+    }
+}

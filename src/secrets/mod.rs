@@ -1,0 +1,44 @@
+//! Secrets and tokens: the per-install HMAC key, the client and admin tokens, and the
+//! registry of extra client tokens created by admins.
+//!
+//! Secrets live in the OS keychain (keyring: macOS Keychain, Windows Credential Manager,
+//! Secret Service on Linux). Where no keychain answers (headless Linux, containers) they live
+//! in a 0600 JSON file under `PHIGUARD_HOME`. `PHIGUARD_KEYRING=off` skips the keychain.
+//! Tokens are compared as SHA-256 digests in constant time; the registry file holds digests,
+//! labels and prefixes only, never a usable token.
+
+mod store;
+mod tokens;
+
+pub use store::{SecretStore, StoreKind};
+pub use tokens::{rotate_client, NewToken, Scope, TokenInfo, TokenRegistry};
+
+/// Errors of the secrets module.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretsError {
+    /// Returned when neither the keychain nor the fallback file could be used.
+    #[error("secret storage failed: {0}")]
+    Storage(String),
+    /// Returned when a token id does not exist.
+    #[error("no such token")]
+    NoSuchToken,
+}
+
+/// Module result.
+pub type Result<T> = std::result::Result<T, SecretsError>;
+
+/// A fresh random token: `pg_` + 32 bytes base64url (43 chars).
+pub fn generate_token() -> String {
+    use base64::Engine as _;
+    let bytes: [u8; 32] = rand::random();
+    format!(
+        "pg_{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
+
+/// SHA-256 of a token, hex.
+pub fn digest(token: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).into()
+}

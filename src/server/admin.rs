@@ -1,0 +1,311 @@
+//! The admin API under `/admin/` (admin scope): status, settings, breakers, tokens, faults,
+//! models and the dashboard's server-sent events. Handlers parse, call the core and shape
+//! JSON; the logic lives in `settings`, `guard`, `secrets`, `engine` and `models`.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::error::{ApiError, FieldProblem};
+use super::middleware::Body;
+use super::state::{AppState, Phase};
+use super::validate::parse_object;
+use crate::guard::BreakerState;
+use crate::secrets::Scope;
+use crate::settings::{Value as SettingValue, TABLE};
+
+/// Tray colour, computed once here so the tray, the dashboard and tests agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrayState {
+    /// Serving, every breaker closed.
+    Green,
+    /// A breaker half-open, degraded mode answering, or admission shedding.
+    Amber,
+    /// Stopped or draining, or a breaker open with no fallback.
+    Red,
+}
+
+/// `GET /admin/status` as a value (also used by the desktop shell).
+#[derive(Clone, Debug, Serialize)]
+pub struct Status {
+    /// `starting`, `serving`, `draining`.
+    pub state: Phase,
+    /// Bound address.
+    pub address: String,
+    /// Seconds since start.
+    pub uptime_seconds: f64,
+    /// Version.
+    pub version: &'static str,
+    /// Tray colour.
+    pub tray: TrayState,
+    /// Degraded mode on by default.
+    pub degraded_fallback: bool,
+    /// One entry per model breaker.
+    pub breakers: Vec<Value>,
+    /// Admission queue.
+    pub admission: Value,
+    /// Totals (the dashboard derives rates).
+    pub totals: Value,
+}
+
+impl Status {
+    /// The tray colour.
+    pub fn tray(&self) -> TrayState {
+        self.tray
+    }
+}
+
+/// Builds the status snapshot.
+pub fn status(st: &AppState) -> Status {
+    let guard = &st.engine.guard;
+    let snaps = guard.breakers();
+    let adm = guard.admission_snapshot();
+    let fallback = st.engine.fallback_default();
+    let any = |f: &dyn Fn(BreakerState) -> bool| snaps.iter().any(|b| f(b.state));
+    let open = any(&|s| matches!(s, BreakerState::Open | BreakerState::ForcedOpen));
+    let half = any(&|s| s == BreakerState::HalfOpen);
+    let phase = st.phase();
+    let tray = if phase != Phase::Serving || (open && !fallback) {
+        TrayState::Red
+    } else if half || open || adm.shedding {
+        TrayState::Amber
+    } else {
+        TrayState::Green
+    };
+    let settings = st.settings();
+    let stats = guard.stats();
+    let (requests, errors) = st.metrics.requests_total();
+    let shed: u64 = stats.shed.iter().flatten().sum();
+    Status {
+        state: phase,
+        address: st.addr.get().map(|a| a.to_string()).unwrap_or_default(),
+        uptime_seconds: st.uptime().as_secs_f64(),
+        version: env!("CARGO_PKG_VERSION"),
+        tray,
+        degraded_fallback: fallback,
+        breakers: snaps
+            .iter()
+            .map(|b| {
+                json!({"key": b.key, "model_id": b.key, "state": b.state.as_str(),
+                       "consecutive_failures": b.consecutive_failures,
+                       "retry_after_seconds": b.retry_after_seconds, "failure_rate": b.failure_rate})
+            })
+            .collect(),
+        admission: json!({
+            "depth": {"interactive": adm.depth[0], "bulk": adm.depth[1]},
+            "shedding": adm.shedding,
+            "high_watermark": settings.high_watermark(),
+            "low_watermark": settings.low_watermark(),
+        }),
+        totals: json!({"requests": requests, "errors": errors, "shed": shed,
+                       "retries": stats.retries, "attempts": stats.attempts}),
+    }
+}
+
+/// `GET /admin/status`.
+pub async fn admin_status(State(st): State<AppState>) -> Response {
+    axum::Json(status(&st)).into_response()
+}
+
+fn settings_json(st: &AppState) -> Value {
+    let s = st.settings();
+    let rows: Vec<Value> = TABLE
+        .iter()
+        .map(|d| {
+            let value = if d.secret {
+                Value::Null
+            } else {
+                serde_json::to_value(s.value(d.key)).unwrap_or(Value::Null)
+            };
+            let default = d.kind.parse(d.default).unwrap_or(SettingValue::Unset);
+            json!({
+                "key": d.key, "group": d.group(), "env": d.env, "alias": d.alias,
+                "type": d.kind.type_name(), "choices": d.kind.choices(),
+                "default": if d.secret { Value::Null } else { serde_json::to_value(default).unwrap_or(Value::Null) },
+                "value": value, "source": s.source(d.key),
+                "locked": s.source(d.key) == crate::settings::SettingSource::Env || d.secret,
+                "rule": d.kind.rule(), "description": d.description, "secret": d.secret,
+                "restart_required": d.restart,
+            })
+        })
+        .collect();
+    json!({ "settings": rows })
+}
+
+/// `GET /admin/settings`.
+pub async fn admin_settings_get(State(st): State<AppState>) -> Response {
+    axum::Json(settings_json(&st)).into_response()
+}
+
+/// `PUT /admin/settings` — validate all, apply live, persist; 422 lists each bad field.
+pub async fn admin_settings_put(
+    State(st): State<AppState>,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let map = parse_object(&body)?;
+    let changes: Vec<(String, String)> = map
+        .iter()
+        .map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                Value::Array(a) => a
+                    .iter()
+                    .map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                other => other.to_string(),
+            };
+            (k.clone(), text)
+        })
+        .collect();
+    let mut next = (*st.settings()).clone();
+    next.apply(&changes).map_err(|errs| {
+        ApiError::Validation(
+            errs.into_iter()
+                .map(|e| FieldProblem::new(e.field, e.message, "value_error"))
+                .collect(),
+        )
+    })?;
+    next.persist().map_err(|e| {
+        tracing::error!(error = %e, "could not persist settings");
+        ApiError::Internal
+    })?;
+    super::apply_live(&st, &next);
+    *st.settings.write() = std::sync::Arc::new(next);
+    st.publish("status", serde_json::to_value(status(&st)).unwrap_or(Value::Null));
+    Ok(axum::Json(settings_json(&st)).into_response())
+}
+
+/// `POST /admin/breakers/{key}/{action}` with action `reset`, `force-open`, `disable`.
+pub async fn admin_breaker_action(
+    State(st): State<AppState>,
+    Path((key, action)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    // Only keys of installed models: a request-derived name never reaches the guard.
+    if !st.engine.registry.contains(&key) {
+        return Err(ApiError::NoSuchResource);
+    }
+    let guard = &st.engine.guard;
+    match action.as_str() {
+        "reset" => guard.reset_breaker(&key),
+        "force-open" => guard.force_open_breaker(&key),
+        "disable" => guard.disable_breaker(&key),
+        _ => return Err(ApiError::NotFound),
+    }
+    let snap = guard.breaker(&key).snapshot();
+    st.publish("status", serde_json::to_value(status(&st)).unwrap_or(Value::Null));
+    Ok(axum::Json(json!({"key": snap.key, "model_id": snap.key, "state": snap.state.as_str(),
+        "consecutive_failures": snap.consecutive_failures, "retry_after_seconds": snap.retry_after_seconds,
+        "failure_rate": snap.failure_rate}))
+    .into_response())
+}
+
+/// `GET /admin/tokens`.
+pub async fn admin_tokens_list(State(st): State<AppState>) -> Response {
+    let _ = st.tokens.reload();
+    axum::Json(json!({ "tokens": st.tokens.list() })).into_response()
+}
+
+/// `POST /admin/tokens` `{"label","scope"}` → 201 with the token (shown once).
+pub async fn admin_tokens_create(
+    State(st): State<AppState>,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let map = parse_object(&body)?;
+    let mut f = super::validate::Fields::new(&map);
+    let label = f.opt_str("label").unwrap_or_default();
+    let scope = match f.opt_choice("scope", &["client", "admin"]) {
+        Some("admin") => Scope::Admin,
+        _ => Scope::Client,
+    };
+    if label.chars().count() > 80 {
+        f.body_problem("label must be at most 80 characters");
+    }
+    f.finish()?;
+    let t = st.tokens.create(label.trim(), scope).map_err(|e| {
+        tracing::error!(error = %e, "could not create a token");
+        ApiError::Internal
+    })?;
+    Ok((StatusCode::CREATED, axum::Json(t)).into_response())
+}
+
+/// `DELETE /admin/tokens/{id}` → 204.
+pub async fn admin_tokens_revoke(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    match st.tokens.revoke(&id) {
+        Ok(()) => Ok(StatusCode::NO_CONTENT.into_response()),
+        Err(crate::secrets::SecretsError::NoSuchToken) => Err(ApiError::NoSuchResource),
+        Err(e) => {
+            tracing::error!(error = %e, "could not revoke a token");
+            Err(ApiError::Internal)
+        }
+    }
+}
+
+/// `GET /admin/faults` (fault-injection builds).
+pub async fn admin_faults_get(State(st): State<AppState>) -> Response {
+    axum::Json(st.engine.faults.snapshot()).into_response()
+}
+
+/// `PUT /admin/faults` `{"infer":"fail","load":"ok"}` (fault-injection builds).
+pub async fn admin_faults_put(
+    State(st): State<AppState>,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let map = parse_object(&body)?;
+    let mut parts = Vec::new();
+    for (k, v) in &map {
+        let Some(mode) = v.as_str() else {
+            return Err(ApiError::Validation(vec![FieldProblem::new(
+                "body",
+                "fault modes must be strings",
+                "string_type",
+            )]));
+        };
+        parts.push(format!("{k}={mode}"));
+    }
+    st.engine.faults.set_spec(&parts.join(",")).map_err(|m| {
+        ApiError::Validation(vec![FieldProblem::new("body", m, "value_error")])
+    })?;
+    Ok(axum::Json(st.engine.faults.snapshot()).into_response())
+}
+
+/// `GET /admin/events`: server-sent events for the dashboard: `status` every second and on
+/// every change, `breaker` on transitions, `download` on progress.
+pub async fn admin_events(
+    State(st): State<AppState>,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let rx = st.events.subscribe();
+    let s = futures::stream::unfold((st, rx, true), |(st, mut rx, first)| async move {
+        let ev = if first {
+            status_event(&st)
+        } else {
+            tokio::select! {
+                r = rx.recv() => match r {
+                    Ok(e) => SseEvent::default().event(e.name).data(e.data.to_string()),
+                    Err(_) => status_event(&st),
+                },
+                _ = tokio::time::sleep(Duration::from_secs(1)) => status_event(&st),
+            }
+        };
+        Some((Ok(ev), (st, rx, false)))
+    });
+    Sse::new(s).keep_alive(KeepAlive::default())
+}
+
+fn status_event(st: &AppState) -> SseEvent {
+    SseEvent::default()
+        .event("status")
+        .data(serde_json::to_string(&status(st)).unwrap_or_default())
+}

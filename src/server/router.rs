@@ -1,0 +1,128 @@
+//! The router and its one middleware stack.
+//!
+//! # Order
+//! Requests pass the layers top to bottom (outermost first):
+//! 1. panic catcher — a panic anywhere becomes a 500 `internal_error` envelope;
+//! 2. request context — request id, access log, request metrics;
+//! 3. body limit — `limits.max_request_bytes` (413 `payload_too_large`);
+//! 4. trusted Host — 400 `bad_request` for any other Host;
+//! 5. CORS — only the configured exact origins;
+//! 6. auth — token and scope (401 / 403);
+//! 7. on model routes only: admission — draining (503 `not_ready`), rate limits (429),
+//!    priority admission with watermarks (503 `backpressure`);
+//! 8. the handler — validation (422), then the engine: breaker, bulkhead, deadline, retries.
+//!
+//! axum applies `.layer` calls bottom-up, so the code below lists them in reverse.
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Method};
+use axum::middleware::{from_fn_with_state as mw};
+use axum::response::IntoResponse;
+use axum::routing::{delete, get, post};
+use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use super::error::ApiError;
+use super::state::AppState;
+use super::{admin, middleware, ops, pii, stream};
+
+fn cors(st: &AppState) -> CorsLayer {
+    let origins: Vec<axum::http::HeaderValue> = st
+        .settings()
+        .list("security.cors_origins")
+        .iter()
+        .filter_map(|o| o.trim_end_matches('/').parse().ok())
+        .collect();
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+        .allow_headers([
+            axum::http::header::ACCEPT,
+            axum::http::header::CONTENT_TYPE,
+            axum::http::header::AUTHORIZATION,
+            HeaderName::from_static("x-request-id"),
+            HeaderName::from_static("x-api-key"),
+            HeaderName::from_static("x-phiguard-priority"),
+        ])
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    tracing::error!("a request handler panicked");
+    ApiError::Internal.into_response()
+}
+
+/// Builds the application router over `st`; `max_body` is the request body limit.
+pub fn app(st: AppState, max_body: usize) -> Router {
+    let model_routes = Router::new()
+        .route("/analyze", post(pii::analyze))
+        .route("/pii/extract", post(pii::pii_extract))
+        .route("/pii/extract/stream", post(stream::pii_extract_stream))
+        .route("/pii/deidentify", post(pii::pii_deidentify))
+        .route("/pii/deidentify/stream", post(stream::pii_deidentify_stream))
+        .route_layer(mw(st.clone(), middleware::admission));
+    let mut admin_routes = Router::new()
+        .route("/admin/status", get(admin::admin_status))
+        .route(
+            "/admin/settings",
+            get(admin::admin_settings_get).put(admin::admin_settings_put),
+        )
+        .route(
+            "/admin/breakers/{key}/{action}",
+            post(admin::admin_breaker_action),
+        )
+        .route(
+            "/admin/tokens",
+            get(admin::admin_tokens_list).post(admin::admin_tokens_create),
+        )
+        .route("/admin/tokens/{id}", delete(admin::admin_tokens_revoke))
+        .route("/admin/events", get(admin::admin_events));
+    if crate::engine::Faults::ENABLED {
+        admin_routes = admin_routes.route(
+            "/admin/faults",
+            get(admin::admin_faults_get).put(admin::admin_faults_put),
+        );
+    }
+    let mut router = Router::new()
+        .route("/health", get(ops::health))
+        .route("/livez", get(ops::livez))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(super::openapi::openapi_json))
+        .route("/models/loaded", get(ops::models_loaded))
+        .route("/models/unload", post(ops::models_unload))
+        .merge(model_routes)
+        .merge(admin_routes);
+    if st.settings().bool("server.ui") {
+        router = router.nest_service("/ui", tower_http::services::ServeDir::new(ui_dir()));
+    }
+    router
+        .fallback(|| async { ApiError::NotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(mw(st.clone(), middleware::auth))
+        .layer(cors(&st))
+        .layer(mw(st.clone(), middleware::trusted_host))
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(mw(st.clone(), middleware::context))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .with_state(st)
+}
+
+/// Where the dashboard files are: `PHIGUARD_UI_DIR`, beside the executable, or the source
+/// tree's `ui/`.
+pub fn ui_dir() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("PHIGUARD_UI_DIR") {
+        return d.into();
+    }
+    if let Some(exe_dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|p| p.to_path_buf()))
+    {
+        for cand in [exe_dir.join("ui"), exe_dir.join("../share/phiguard/ui")] {
+            if cand.join("index.html").exists() {
+                return cand;
+            }
+        }
+    }
+    std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/ui"))
+}

@@ -1,0 +1,138 @@
+//! Shared state of the HTTP service: settings (live), the engine, tokens, secrets, metrics,
+//! lifecycle flags and the dashboard event bus.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use tokio::sync::broadcast;
+
+use super::metrics::Metrics;
+use crate::deid::HashKey;
+use crate::engine::Engine;
+use crate::guard::Clock;
+use crate::secrets::TokenRegistry;
+use crate::settings::{Home, Settings};
+
+/// Service lifecycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Preloading; `/readyz` answers 503.
+    Starting,
+    /// Serving.
+    Serving,
+    /// Draining after SIGTERM; new work gets 503 `not_ready`.
+    Draining,
+}
+
+/// A dashboard event.
+#[derive(Clone, Debug)]
+pub struct Event {
+    /// SSE event name: `status`, `breaker`, `download`.
+    pub name: &'static str,
+    /// JSON payload.
+    pub data: serde_json::Value,
+}
+
+/// Everything handlers and middleware share.
+pub struct Inner {
+    /// Current settings.
+    pub settings: RwLock<Arc<Settings>>,
+    /// The engine.
+    pub engine: Arc<Engine>,
+    /// Tokens.
+    pub tokens: Arc<TokenRegistry>,
+    /// The per-install HMAC key for `hash`.
+    pub hash_key: HashKey,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Time source shared with the guard.
+    pub clock: Arc<dyn Clock>,
+    /// Directories.
+    pub home: Home,
+    /// Dashboard events.
+    pub events: broadcast::Sender<Event>,
+    /// Where the server listens.
+    pub addr: OnceLock<SocketAddr>,
+    /// Process start.
+    pub started: Instant,
+    phase: RwLock<Phase>,
+    /// Admission-route requests in flight (drain counts these).
+    pub inflight: AtomicUsize,
+    /// Fast flag for the shutdown gate.
+    pub draining: AtomicBool,
+    /// Auth disabled (`PHIGUARD_AUTH=off` on loopback).
+    pub auth_off: bool,
+}
+
+/// Cheaply cloneable handle.
+#[derive(Clone)]
+pub struct AppState(pub Arc<Inner>);
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Assembles the state.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        settings: Settings,
+        engine: Arc<Engine>,
+        tokens: Arc<TokenRegistry>,
+        hash_key: HashKey,
+        clock: Arc<dyn Clock>,
+        home: Home,
+        auth_off: bool,
+    ) -> Self {
+        let (events, _) = broadcast::channel(256);
+        AppState(Arc::new(Inner {
+            settings: RwLock::new(Arc::new(settings)),
+            engine,
+            tokens,
+            hash_key,
+            metrics: Metrics::new(),
+            clock,
+            home,
+            events,
+            addr: OnceLock::new(),
+            started: Instant::now(),
+            phase: RwLock::new(Phase::Starting),
+            inflight: AtomicUsize::new(0),
+            draining: AtomicBool::new(false),
+            auth_off,
+        }))
+    }
+
+    /// A snapshot of the settings.
+    pub fn settings(&self) -> Arc<Settings> {
+        Arc::clone(&self.settings.read())
+    }
+
+    /// The lifecycle phase.
+    pub fn phase(&self) -> Phase {
+        *self.phase.read()
+    }
+
+    /// Moves to `p`.
+    pub fn set_phase(&self, p: Phase) {
+        *self.phase.write() = p;
+        self.draining.store(p == Phase::Draining, Ordering::SeqCst);
+    }
+
+    /// Publishes a dashboard event (dropped when nobody listens).
+    pub fn publish(&self, name: &'static str, data: serde_json::Value) {
+        let _ = self.events.send(Event { name, data });
+    }
+
+    /// Seconds since start.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+}

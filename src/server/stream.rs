@@ -1,0 +1,292 @@
+//! The NDJSON streams `/pii/extract/stream` and `/pii/deidentify/stream`.
+//!
+//! The text is fed to the carry buffer (`deid::stream`) in `chunk_size` pieces; each window
+//! the buffer asks for goes through the guarded engine; only committed text is emitted, so an
+//! identifier split across chunks is never emitted partially and the chunks joined equal the
+//! single-shot output. The admission permit travels with the stream and is released when the
+//! stream ends. Audit hashes are keyed (HMAC with the install secret), never plain SHA-256 of
+//! an entity, so they cannot be reversed by guessing names.
+
+use std::sync::Arc;
+
+use axum::extract::{Extension, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use super::api::{DeidentifyRequest, ExtractRequest, StreamOptions};
+use super::error::ApiError;
+use super::middleware::{Body, HeldAdmission};
+use super::ndjson::dumps;
+use super::pii::{call_options, deid_options, limits, round4};
+use super::state::AppState;
+use super::validate::parse_object;
+use crate::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
+use crate::deid::Deidentifier;
+use crate::detect::{CharIndex, Span};
+use crate::engine::CallOptions;
+
+fn keyed_hash(st: &AppState, text: &str) -> String {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(st.hash_key.as_bytes())
+        .unwrap_or_else(|_| <Hmac<Sha256> as Mac>::new_from_slice(&[0u8; 32]).expect("static key"));
+    mac.update(text.as_bytes());
+    format!("hmac-sha256:{}", hex::encode(mac.finalize().into_bytes()))
+}
+
+fn entity_id(label: &str, start: usize) -> String {
+    let h = Sha256::digest(format!("{label}\0{start}").as_bytes());
+    format!("ent_{}", &hex::encode(h)[..16])
+}
+
+fn ndjson_response(rx: mpsc::Receiver<Bytes>) -> Response {
+    let stream = tokio_stream::wrappers::ReceiverStream::new(rx)
+        .map(Ok::<Bytes, std::convert::Infallible>);
+    let mut resp = (StatusCode::OK, axum::body::Body::from_stream(stream)).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-ndjson"),
+    );
+    resp
+}
+
+use tokio_stream::StreamExt as _;
+
+/// Drives the carry buffer over a text: each call to [`Driver::next`] returns the next
+/// committed fragment (detecting windows through the guarded engine as needed).
+struct Driver<'a> {
+    st: &'a AppState,
+    model_id: &'a str,
+    opts: &'a CallOptions,
+    threshold: f32,
+    buf: CarryBuffer,
+    pieces: std::iter::Peekable<Box<dyn Iterator<Item = &'a str> + Send + 'a>>,
+    done_feeding: bool,
+}
+
+impl<'a> Driver<'a> {
+    fn new(
+        st: &'a AppState,
+        model_id: &'a str,
+        text: &'a str,
+        chunk_size: usize,
+        cfg: StreamConfig,
+        opts: &'a CallOptions,
+        threshold: f32,
+    ) -> Self {
+        let pieces: Box<dyn Iterator<Item = &'a str> + Send + 'a> = Box::new(chunks_of(text, chunk_size));
+        Driver {
+            st,
+            model_id,
+            opts,
+            threshold,
+            buf: CarryBuffer::new(cfg),
+            pieces: pieces.peekable(),
+            done_feeding: false,
+        }
+    }
+
+    /// The next committed fragment; `None` when the whole text is committed.
+    async fn next(&mut self) -> Option<Result<crate::deid::stream::Commit, ApiError>> {
+        loop {
+            if let Some(w) = self.buf.next_window() {
+                let window: Arc<str> = Arc::from(w.text);
+                let det = match self.st.engine.detect(self.model_id, window, self.opts).await {
+                    Ok(d) => d,
+                    Err(e) => return Some(Err(e.into())),
+                };
+                let spans: Vec<Span> = det
+                    .spans
+                    .into_iter()
+                    .filter(|s| s.score >= self.threshold)
+                    .collect();
+                if let Some(c) = self.buf.commit(spans) {
+                    return Some(Ok(c));
+                }
+                continue;
+            }
+            if self.done_feeding {
+                return None;
+            }
+            match self.pieces.next() {
+                Some(p) => {
+                    self.buf.push(p);
+                    if self.pieces.peek().is_none() {
+                        self.buf.finish();
+                        self.done_feeding = true;
+                    }
+                }
+                None => {
+                    self.buf.finish();
+                    self.done_feeding = true;
+                }
+            }
+        }
+    }
+
+    fn max_buffered(&self) -> usize {
+        self.buf.max_buffered_chars()
+    }
+}
+
+async fn send_line(tx: &mpsc::Sender<Bytes>, v: &Value, compact: bool) -> bool {
+    tx.send(Bytes::from(format!("{}\n", dumps(v, compact))))
+        .await
+        .is_ok()
+}
+
+/// `POST /pii/extract/stream`.
+#[utoipa::path(post, path = "/pii/extract/stream", request_body = ExtractRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON events", content_type = "application/x-ndjson"), (status = 401, description = "authentication required", body = super::openapi::ErrorEnvelope), (status = 422, description = "validation error or model not served", body = super::openapi::ErrorEnvelope), (status = 429, description = "rate limited"), (status = 503, description = "breaker open, backpressure, busy or not ready"), (status = 504, description = "timeout"), (status = 500, description = "inference error")))]
+pub async fn pii_extract_stream(
+    State(st): State<AppState>,
+    held: Option<Extension<Arc<HeldAdmission>>>,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let map = parse_object(&body)?;
+    let (req, so): (ExtractRequest, StreamOptions) = ExtractRequest::parse_stream(&map, limits(&st))?;
+    let model_id = st.engine.resolve(req.model_name.as_deref())?;
+    let (tx, rx) = mpsc::channel::<Bytes>(32);
+    let held = held.map(|h| h.0);
+    tokio::spawn(async move {
+        let _held = held;
+        let started = std::time::Instant::now();
+        let opts = call_options(&st, req.fallback, req.keep_alive);
+        let cfg = StreamConfig {
+            window_chars: so.window_chars,
+            tokenizer_context_chars: so.tokenizer_context_chars,
+            max_entity_chars: so.max_entity_chars,
+        };
+        let idx = CharIndex::new(&req.text);
+        let mut final_spans = Vec::new();
+        let mut driver = Driver::new(&st, &model_id, &req.text, so.chunk_size, cfg, &opts, req.confidence_threshold as f32);
+        while let Some(commit) = driver.next().await {
+            // Errors after the headers were sent abort the stream without an error event
+            // (as OpenMed does): the client sees a truncated body.
+            let Ok(commit) = commit else { return };
+            for s in &commit.spans {
+                let id = entity_id(s.label.wire(), s.start);
+                let etext = idx.slice(&req.text, s.start, s.end);
+                let mut span = json!({"byte_end": idx.byte(s.end), "byte_start": idx.byte(s.start), "end": s.end,
+                    "id": id, "label": s.label.wire(), "score": round4(s.score), "start": s.start});
+                let mut audit_span = span.clone();
+                audit_span["text_hash"] = json!(keyed_hash(&st, etext));
+                if so.include_text {
+                    span["text"] = json!(etext);
+                }
+                let event = json!({"audit": {"entity_id": id, "span": audit_span, "type": "emit"},
+                    "entity_id": id, "span": span, "type": "emit"});
+                final_spans.push(event["span"].clone());
+                if !send_line(&tx, &event, false).await {
+                    return;
+                }
+            }
+        }
+        let mut fin = json!({"audit": {"type": "final", "window_chars": so.window_chars},
+            "latency_ms": started.elapsed().as_secs_f64() * 1000.0, "type": "final", "window_chars": so.window_chars});
+        if !final_spans.is_empty() {
+            fin["final_spans"] = Value::Array(final_spans);
+        }
+        send_line(&tx, &fin, false).await;
+    });
+    Ok(ndjson_response(rx))
+}
+
+/// `POST /pii/deidentify/stream`.
+#[utoipa::path(post, path = "/pii/deidentify/stream", request_body = DeidentifyRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON chunks", content_type = "application/x-ndjson"), (status = 401, description = "authentication required", body = super::openapi::ErrorEnvelope), (status = 422, description = "validation error or model not served", body = super::openapi::ErrorEnvelope), (status = 429, description = "rate limited"), (status = 503, description = "breaker open, backpressure, busy or not ready"), (status = 504, description = "timeout"), (status = 500, description = "inference error")))]
+pub async fn pii_deidentify_stream(
+    State(st): State<AppState>,
+    held: Option<Extension<Arc<HeldAdmission>>>,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let map = parse_object(&body)?;
+    let (req, chunk): (DeidentifyRequest, Option<usize>) = DeidentifyRequest::parse(&map, limits(&st), true)?;
+    let chunk_size = chunk.unwrap_or(1024);
+    let model_id = st.engine.resolve(req.model_name.as_deref())?;
+    let (tx, rx) = mpsc::channel::<Bytes>(32);
+    let held = held.map(|h| h.0);
+    tokio::spawn(async move {
+        let _held = held;
+        let opts = call_options(&st, req.fallback, req.keep_alive);
+        let dopts = deid_options(&req);
+        let mut deid = Deidentifier::new(dopts, &st.hash_key, rand::rng());
+        let mut index = 0usize;
+        let mut spans_out = Vec::new();
+        let mut redacted_len = 0usize;
+        let mut redacted_hasher = Sha256::new();
+        let mut chunks = 0usize;
+        let cfg = StreamConfig::default();
+        let mut driver = Driver::new(&st, &model_id, &req.text, chunk_size, cfg, &opts, req.confidence_threshold as f32);
+        let mut result = Ok(());
+        while let Some(commit) = driver.next().await {
+            let commit = match commit {
+                Ok(c) => c,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            let out = commit.redact(&mut deid);
+            for r in &out.replacements {
+                spans_out.push(json!({
+                    "schema_version": 1, "start": r.span.start, "end": r.span.end,
+                    "text_hash": keyed_hash(&st, &r.original),
+                    "entity_type": r.span.label.wire(), "canonical_label": r.span.label.canonical(),
+                    "score": round4(r.span.score), "detector": r.span.source.wire(),
+                    "action": r.action.wire(), "replacement": r.replacement,
+                }));
+            }
+            if !out.text.is_empty() {
+                redacted_len += out.text.chars().count();
+                redacted_hasher.update(out.text.as_bytes());
+                let line = json!({"index": index, "redacted_text": out.text, "type": "chunk"});
+                index += 1;
+                chunks += 1;
+                if !send_line(&tx, &line, true).await {
+                    return;
+                }
+            }
+        }
+        let max_buffer = driver.max_buffered();
+        drop(driver);
+        match result {
+            Ok(()) => {
+                let audit = json!({
+                    "doc_id": uuid::Uuid::new_v4().to_string(),
+                    "input_text_hash": keyed_hash(&st, &req.text),
+                    "language": req.lang, "model_name": model_id,
+                    "normalized_length": req.text.chars().count(),
+                    "redacted_length": redacted_len,
+                    "redacted_text_hash": format!("sha256:{}", hex::encode(redacted_hasher.finalize())),
+                    "span_count": spans_out.len(),
+                    "stream": {"chunks": chunks, "max_buffer": 4096, "max_observed_buffer": max_buffer},
+                });
+                let mut fin = json!({"audit": audit, "spans": spans_out, "type": "final"});
+                if deid.keeps_mapping() && !deid.mapping().is_empty() {
+                    let m: serde_json::Map<String, Value> = deid
+                        .mapping()
+                        .iter()
+                        .map(|(r, o)| (r.clone(), json!(o)))
+                        .collect();
+                    fin["mapping"] = Value::Object(m);
+                }
+                send_line(&tx, &fin, true).await;
+            }
+            Err(e) => {
+                let (code, message, details) = match &e {
+                    ApiError::Timeout { timeout_seconds } => (
+                        "timeout",
+                        format!("Request exceeded configured timeout of {timeout_seconds} seconds"),
+                        json!({"timeout_seconds": timeout_seconds}),
+                    ),
+                    _ => ("internal_error", "Internal server error".to_string(), Value::Null),
+                };
+                let line = json!({"error": {"code": code, "details": details, "message": message}, "type": "error"});
+                send_line(&tx, &line, true).await;
+            }
+        }
+    });
+    Ok(ndjson_response(rx))
+}

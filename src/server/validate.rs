@@ -1,0 +1,323 @@
+//! Request parsing that never echoes request content.
+//!
+//! Why not serde's derive errors: serde_json's messages quote the offending value
+//! (`invalid type: string "John Smith", expected f64`), which would put patient text into
+//! an error body. Bodies are parsed into a JSON value and each field is checked here, so
+//! every problem names the field and the rule, never the value.
+
+use serde_json::{Map, Value};
+
+use super::error::{ApiError, FieldProblem};
+
+/// Limits applied to `text`.
+#[derive(Clone, Copy, Debug)]
+pub struct TextLimits {
+    /// Most code points.
+    pub max_chars: usize,
+    /// Most UTF-8 bytes.
+    pub max_bytes: usize,
+}
+
+/// Parses a body into a JSON object.
+///
+/// # Errors
+/// 422 for invalid UTF-8, malformed JSON or a non-object body.
+pub fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    if std::str::from_utf8(body).is_err() {
+        return Err(ApiError::Validation(vec![FieldProblem::new(
+            "body",
+            "Body is not valid UTF-8",
+            "json_invalid",
+        )]));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::Validation(vec![FieldProblem::new(
+            "body",
+            "Input should be a valid JSON object",
+            "model_attributes_type",
+        )])),
+        Err(e) => Err(ApiError::Validation(vec![FieldProblem::new(
+            format!("body.{}", e.column()),
+            "JSON decode error",
+            "json_invalid",
+        )])),
+    }
+}
+
+/// A JSON object being read field by field; unknown fields are reported at the end.
+pub struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    seen: Vec<&'static str>,
+    problems: Vec<FieldProblem>,
+}
+
+impl<'a> Fields<'a> {
+    /// Starts reading `map`.
+    pub fn new(map: &'a Map<String, Value>) -> Self {
+        Fields {
+            map,
+            seen: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    fn get(&mut self, name: &'static str) -> Option<&'a Value> {
+        self.seen.push(name);
+        self.map.get(name).filter(|v| !v.is_null())
+    }
+
+    fn problem(&mut self, name: &str, message: impl Into<String>, kind: &str) {
+        self.problems
+            .push(FieldProblem::new(format!("body.{name}"), message, kind));
+    }
+
+    /// Adds a whole-body problem (model validators).
+    pub fn body_problem(&mut self, message: impl Into<String>) {
+        self.problems
+            .push(FieldProblem::new("body", message, "value_error"));
+    }
+
+    /// The required `text` field, stripped of surrounding whitespace and checked against the
+    /// limits. Returns an empty string after recording a problem.
+    pub fn text(&mut self, name: &'static str, limits: TextLimits) -> String {
+        match self.get(name) {
+            None => {
+                self.problem(name, "Field required", "missing");
+                String::new()
+            }
+            Some(Value::String(s)) => {
+                let t = s.trim();
+                if t.is_empty() {
+                    self.problem(name, "Value error, Input text must not be blank", "value_error");
+                } else if t.len() > limits.max_bytes {
+                    self.problem(
+                        name,
+                        format!("Value error, Input text too large; the limit is {} bytes. Reduce the input or increase the configured limit.", limits.max_bytes),
+                        "value_error",
+                    );
+                } else if t.chars().count() > limits.max_chars {
+                    self.problem(
+                        name,
+                        format!("Value error, Input text too long; the limit is {} characters. Reduce the input or increase the configured limit.", limits.max_chars),
+                        "value_error",
+                    );
+                }
+                t.to_string()
+            }
+            Some(_) => {
+                self.problem(name, "Input should be a valid string", "string_type");
+                String::new()
+            }
+        }
+    }
+
+    /// An optional string.
+    pub fn opt_str(&mut self, name: &'static str) -> Option<String> {
+        match self.get(name) {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => {
+                self.problem(name, "Input should be a valid string", "string_type");
+                None
+            }
+        }
+    }
+
+    /// An optional string from a fixed set (case-insensitive); `None` when absent.
+    pub fn opt_choice(&mut self, name: &'static str, choices: &[&'static str]) -> Option<&'static str> {
+        let s = self.opt_str(name)?;
+        let lower = s.to_ascii_lowercase();
+        match choices.iter().find(|c| **c == lower) {
+            Some(c) => Some(c),
+            None => {
+                self.problem(
+                    name,
+                    format!("Input should be one of: {}", choices.join(", ")),
+                    "literal_error",
+                );
+                None
+            }
+        }
+    }
+
+    /// A boolean with a default.
+    pub fn bool_or(&mut self, name: &'static str, default: bool) -> bool {
+        self.opt_bool(name).unwrap_or(default)
+    }
+
+    /// An optional boolean.
+    pub fn opt_bool(&mut self, name: &'static str) -> Option<bool> {
+        match self.get(name) {
+            None => None,
+            Some(Value::Bool(b)) => Some(*b),
+            Some(_) => {
+                self.problem(name, "Input should be a valid boolean", "bool_type");
+                None
+            }
+        }
+    }
+
+    /// A number in `[min, max]` with a default.
+    pub fn f64_in(&mut self, name: &'static str, default: f64, min: f64, max: f64) -> f64 {
+        match self.get(name) {
+            None => default,
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(v) if v < min => {
+                    self.problem(name, format!("Input should be greater than or equal to {min}"), "greater_than_equal");
+                    default
+                }
+                Some(v) if v > max => {
+                    self.problem(name, format!("Input should be less than or equal to {max}"), "less_than_equal");
+                    default
+                }
+                Some(v) => v,
+                None => default,
+            },
+            Some(_) => {
+                self.problem(name, "Input should be a valid number", "float_type");
+                default
+            }
+        }
+    }
+
+    /// An optional integer in `[min, max]`.
+    pub fn opt_i64_in(&mut self, name: &'static str, min: i64, max: i64) -> Option<i64> {
+        match self.get(name) {
+            None => None,
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(v) if v < min => {
+                    self.problem(name, format!("Input should be greater than or equal to {min}"), "greater_than_equal");
+                    None
+                }
+                Some(v) if v > max => {
+                    self.problem(name, format!("Input should be less than or equal to {max}"), "less_than_equal");
+                    None
+                }
+                Some(v) => Some(v),
+                None => {
+                    self.problem(name, "Input should be a valid integer", "int_type");
+                    None
+                }
+            },
+            Some(_) => {
+                self.problem(name, "Input should be a valid integer", "int_type");
+                None
+            }
+        }
+    }
+
+    /// An integer in `[min, max]` with a default.
+    pub fn i64_in(&mut self, name: &'static str, default: i64, min: i64, max: i64) -> i64 {
+        self.opt_i64_in(name, min, max).unwrap_or(default)
+    }
+
+    /// OpenMed's `keep_alive`: absent/null → `None` (server default); a number of seconds
+    /// (finite, ≥ 0, not a boolean) or a duration string → `Some(Some(d))`; `never`-like →
+    /// `Some(None)`.
+    pub fn keep_alive(&mut self) -> Option<Option<std::time::Duration>> {
+        let name = "keep_alive";
+        let parsed = match self.get(name) {
+            None => return None,
+            Some(Value::Number(n)) => n
+                .as_f64()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .map(Some),
+            Some(Value::String(s)) if s.trim().is_empty() => return None,
+            Some(Value::String(s)) => crate::settings::value::parse_keep_alive(s),
+            Some(_) => None,
+        };
+        match parsed {
+            Some(v) => Some(v.map(std::time::Duration::from_secs_f64)),
+            None => {
+                self.problem(
+                    name,
+                    "Value error, keep_alive must be seconds >= 0 or a duration like 30s, 5m, 1h30m, never",
+                    "value_error",
+                );
+                None
+            }
+        }
+    }
+
+    /// Finishes: unknown fields become problems (named without echoing them).
+    ///
+    /// # Errors
+    /// 422 with every problem found.
+    pub fn finish(mut self) -> Result<(), ApiError> {
+        let unknown = self
+            .map
+            .keys()
+            .filter(|k| !self.seen.contains(&k.as_str()))
+            .count();
+        if unknown > 0 {
+            self.problems.push(FieldProblem::new(
+                "body",
+                format!("Extra inputs are not permitted ({unknown} unknown field(s))"),
+                "extra_forbidden",
+            ));
+        }
+        if self.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::Validation(self.problems))
+        }
+    }
+}
+
+/// OpenMed's `lang` values.
+pub const LANGS: &[&str] = &[
+    "am", "as", "bn", "en", "fr", "de", "it", "es", "nl", "hi", "gu", "kn", "ml", "mr", "ne", "or",
+    "pl", "pa", "ta", "te", "ur", "pt", "ar", "fa", "he", "ja", "tr", "id", "th", "ko", "ro", "ru",
+    "sv", "da", "no", "sw", "zu", "xh", "zh", "uk", "cs", "el", "vi",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const LIMITS: TextLimits = TextLimits {
+        max_chars: 10,
+        max_bytes: 40,
+    };
+
+    #[test]
+    fn problems_never_echo_values() {
+        let body = br#"{"text": 5, "confidence_threshold": "John Smith", "Zyx Canary": 1}"#;
+        let map = parse_object(body).expect("object");
+        let mut f = Fields::new(&map);
+        f.text("text", LIMITS);
+        f.f64_in("confidence_threshold", 0.5, 0.0, 1.0);
+        let err = f.finish().expect_err("invalid");
+        let json = err.body(None).to_string();
+        assert!(!json.contains("John"), "{json}");
+        assert!(!json.contains("Canary"), "{json}");
+        assert!(json.contains("body.text"));
+    }
+
+    #[test]
+    fn text_is_stripped_and_limited() {
+        let map = parse_object(br#"{"text": "  abc  "}"#).expect("object");
+        let mut f = Fields::new(&map);
+        assert_eq!(f.text("text", LIMITS), "abc");
+        assert!(f.finish().is_ok());
+        let map = parse_object(r#"{"text": "ééééééééééé"}"#.as_bytes()).expect("object");
+        let mut f = Fields::new(&map);
+        f.text("text", LIMITS);
+        assert!(f.finish().is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn parsing_arbitrary_bytes_never_panics(body in proptest::collection::vec(any::<u8>(), 0..200)) {
+            if let Ok(map) = parse_object(&body) {
+                let mut f = Fields::new(&map);
+                f.text("text", LIMITS);
+                f.keep_alive();
+                f.opt_i64_in("chunk_size", 1, 32768);
+                let _ = f.finish();
+            }
+        }
+    }
+}

@@ -1,0 +1,616 @@
+//! Black-box tests of the model store and downloader against a local hub-compatible server
+//! (`tools/hub_fixture.py`, started per test on a free port): progress, resume after a cut
+//! connection, checksum refusal, cancellation, tokens, import, remove and verify.
+//!
+//! Python 3 is required; the tests fail (they do not skip) when it is missing. Set
+//! `PHIGUARD_PYTHON` to use another interpreter.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use phiguard::models::{
+    CancellationToken, Catalog, Downloader, FileStatus, ModelError, ModelSource, Progress, Store,
+};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const TINY: &str = "phiguard-test/tiny-bert";
+const COMMIT: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c";
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture_dir() -> PathBuf {
+    repo_root().join("tests/fixtures/hub/phiguard-test/tiny-bert")
+}
+
+fn fixture_bytes(name: &str) -> Vec<u8> {
+    std::fs::read(fixture_dir().join(name)).expect("fixture file")
+}
+
+fn fixture_total() -> u64 {
+    ["config.json", "tokenizer.json", "model.safetensors"]
+        .iter()
+        .map(|f| fixture_bytes(f).len() as u64)
+        .sum()
+}
+
+fn catalog() -> Catalog {
+    Catalog::load(Some(
+        &repo_root().join("tests/fixtures/hub/catalog-extra.toml"),
+    ))
+    .expect("test catalog")
+}
+
+/// The fixture hub server, killed on drop.
+struct Hub {
+    child: Child,
+    base: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Hub {
+    fn start(args: &[&str]) -> Hub {
+        let python = std::env::var("PHIGUARD_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+        let ok = Command::new(&python)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            ok,
+            "the model download tests need Python 3 ({python} not found); install python3 \
+             or set PHIGUARD_PYTHON"
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("requests.jsonl");
+        let mut child = Command::new(&python)
+            .arg(repo_root().join("tools/hub_fixture.py"))
+            .args(["--port", "0", "--log"])
+            .arg(&log)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start tools/hub_fixture.py");
+        let stdout = child.stdout.take().expect("fixture stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read fixture banner");
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("hub fixture did not start: {line:?}"))
+            .to_owned();
+        Hub {
+            child,
+            base,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// Requests served so far (one JSON object per request).
+    fn requests(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// GETs of model bytes (the CDN leg of the large file).
+    fn blob_gets(&self) -> Vec<serde_json::Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| {
+                r["method"] == "GET" && r["path"].as_str().is_some_and(|p| p.starts_with("/_cdn/"))
+            })
+            .collect()
+    }
+
+    fn downloader(&self) -> Downloader {
+        Downloader::new(&self.base, None, catalog())
+            .expect("downloader")
+            .with_retry_backoff(Duration::ZERO)
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn new_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::with_bundled(dir.path().join("models"), None).expect("store");
+    (dir, store)
+}
+
+fn recorder() -> (Arc<Mutex<Vec<Progress>>>, impl Fn(Progress) + Send + Sync) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    (seen, move |p| sink.lock().expect("progress lock").push(p))
+}
+
+fn partial_file(store: &Store, name: &str) -> PathBuf {
+    store
+        .root()
+        .join(".partial/phiguard-test--tiny-bert")
+        .join(format!("{name}.partial"))
+}
+
+#[tokio::test]
+async fn pull_installs_with_progress_reaching_the_total() -> TestResult {
+    let hub = Hub::start(&[]);
+    let (_tmp, store) = new_store();
+    let (seen, progress) = recorder();
+    let m = hub
+        .downloader()
+        .pull(&store, TINY, progress, CancellationToken::new())
+        .await?;
+
+    assert_eq!(m.id, TINY);
+    assert_eq!(m.source, ModelSource::Downloaded);
+    assert_eq!(m.family, "bert");
+    assert_eq!(m.labels, vec!["FIRST_NAME", "DATE"]);
+    assert_eq!(m.license.as_deref(), Some("Apache-2.0"));
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        assert_eq!(std::fs::read(m.dir.join(f))?, fixture_bytes(f), "{f}");
+    }
+    let seen = seen.lock().expect("progress lock").clone();
+    let last = seen.last().expect("progress reported");
+    assert!(last.done);
+    assert_eq!(last.total_bytes, fixture_total());
+    assert_eq!(last.bytes, last.total_bytes);
+    assert!(
+        seen.windows(2).all(|w| w[0].bytes <= w[1].bytes),
+        "progress went backwards"
+    );
+    assert_eq!(seen.iter().filter(|p| p.done).count(), 1);
+
+    assert_eq!(store.manifest(TINY)?.revision.as_deref(), Some(COMMIT));
+    assert!(store.verify(TINY)?.ok());
+    assert_eq!(store.installed()?.len(), 1);
+    assert!(!store
+        .root()
+        .join(".partial/phiguard-test--tiny-bert")
+        .exists());
+    // Pinned: after the first answer, files are fetched at the commit, not at `main`.
+    let pinned = hub
+        .requests()
+        .iter()
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .is_some_and(|p| p.contains(&format!("/resolve/{COMMIT}/")))
+        })
+        .count();
+    assert!(
+        pinned >= 2,
+        "later files were not fetched at the pinned commit"
+    );
+
+    // A second pull of an installed model is a no-op.
+    let before = hub.requests().len();
+    hub.downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await?;
+    assert_eq!(hub.requests().len(), before);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_cut_connection_is_resumed_with_a_range_request() -> TestResult {
+    let hub = Hub::start(&["--cut-after", "5000"]);
+    let (_tmp, store) = new_store();
+    hub.downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await?;
+    assert!(store.verify(TINY)?.ok());
+
+    let total = fixture_bytes("model.safetensors").len() as u64;
+    let gets = hub.blob_gets();
+    assert_eq!(gets.len(), 2, "{gets:?}");
+    assert_eq!(gets[0]["sent"], 5000);
+    assert_eq!(gets[1]["range"], "bytes=5000-");
+    assert_eq!(gets[1]["status"], 206);
+    let after_resume = gets[1]["sent"].as_u64().unwrap_or(u64::MAX);
+    assert_eq!(after_resume, total - 5000);
+    assert!(after_resume < total);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failed_pull_leaves_a_partial_that_the_next_pull_resumes() -> TestResult {
+    let hub = Hub::start(&["--cut-after", "5000"]);
+    let (_tmp, store) = new_store();
+    let once = hub.downloader().with_max_attempts(1);
+    let err = once
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await
+        .expect_err("the cut must fail a single-attempt pull");
+    assert!(matches!(err, ModelError::Transport(_)), "{err}");
+    assert_eq!(
+        std::fs::metadata(partial_file(&store, "model.safetensors"))?.len(),
+        5000
+    );
+    assert!(store.get(TINY).is_none());
+
+    let (seen, progress) = recorder();
+    once.pull(&store, TINY, progress, CancellationToken::new())
+        .await?;
+    let first_weights = seen
+        .lock()
+        .expect("progress lock")
+        .iter()
+        .find(|p| p.file == "model.safetensors")
+        .cloned()
+        .expect("progress for the weights");
+    let before_weights =
+        (fixture_bytes("config.json").len() + fixture_bytes("tokenizer.json").len()) as u64;
+    assert_eq!(
+        first_weights.bytes,
+        before_weights + 5000,
+        "progress did not start from the resumed bytes"
+    );
+    let gets = hub.blob_gets();
+    assert_eq!(
+        gets.last().map(|g| g["range"].clone()),
+        Some("bytes=5000-".into())
+    );
+    assert!(store.verify(TINY)?.ok());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_checksum_mismatch_is_refused_and_the_partial_deleted() -> TestResult {
+    let hub = Hub::start(&["--wrong-checksum", "model.safetensors"]);
+    let (_tmp, store) = new_store();
+    let err = hub
+        .downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await
+        .expect_err("a wrong checksum must be refused");
+    assert!(
+        matches!(&err, ModelError::ChecksumMismatch { file } if file == "model.safetensors"),
+        "{err}"
+    );
+    assert!(!partial_file(&store, "model.safetensors").exists());
+    assert!(store.get(TINY).is_none());
+    assert!(store.installed()?.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn git_blob_etags_of_small_files_are_verified_too() -> TestResult {
+    let hub = Hub::start(&["--wrong-checksum", "config.json"]);
+    let (_tmp, store) = new_store();
+    let err = hub
+        .downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await
+        .expect_err("a wrong git etag must be refused");
+    assert!(
+        matches!(&err, ModelError::ChecksumMismatch { file } if file == "config.json"),
+        "{err}"
+    );
+    assert!(store.get(TINY).is_none());
+    Ok(())
+}
+
+#[tokio::test]
+async fn cancellation_stops_promptly_and_keeps_a_resumable_partial() -> TestResult {
+    let slow = Hub::start(&["--throttle", "2000"]);
+    let (_tmp, store) = new_store();
+    let cancel = CancellationToken::new();
+    let cancelled_at = Arc::new(Mutex::new(None::<Instant>));
+    let (token, stamp) = (cancel.clone(), cancelled_at.clone());
+    let err = slow
+        .downloader()
+        .pull(
+            &store,
+            TINY,
+            move |p: Progress| {
+                if p.file == "model.safetensors" && !token.is_cancelled() && p.bytes > 0 {
+                    let before = fixture_total() - fixture_bytes("model.safetensors").len() as u64;
+                    if p.bytes >= before + 500 {
+                        *stamp.lock().expect("stamp lock") = Some(Instant::now());
+                        token.cancel();
+                    }
+                }
+            },
+            cancel,
+        )
+        .await
+        .expect_err("a cancelled pull must fail");
+    assert!(matches!(err, ModelError::Cancelled), "{err}");
+    let at = cancelled_at
+        .lock()
+        .expect("stamp lock")
+        .expect("cancel was requested");
+    // At 2000 B/s the rest of the file would take over 3 s: stopping well under that is
+    // the cancellation, not the end of the download.
+    let took = at.elapsed();
+    assert!(
+        took < Duration::from_millis(1500),
+        "cancellation took {took:?}"
+    );
+    let kept = std::fs::metadata(partial_file(&store, "model.safetensors"))?.len();
+    let size = fixture_bytes("model.safetensors").len() as u64;
+    assert!(kept >= 500 && kept < size, "kept {kept} of {size} bytes");
+    assert!(store.get(TINY).is_none());
+    drop(slow);
+
+    // The next pull, from a fresh server, resumes from the kept bytes.
+    let hub = Hub::start(&[]);
+    hub.downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await?;
+    let gets = hub.blob_gets();
+    assert_eq!(gets.len(), 1);
+    assert_eq!(gets[0]["range"], format!("bytes={kept}-"));
+    assert!(store.verify(TINY)?.ok());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_second_pull_of_the_same_model_is_refused_while_one_runs() -> TestResult {
+    let slow = Hub::start(&["--throttle", "2000"]);
+    let (_tmp, store) = new_store();
+    let d = slow.downloader();
+    let cancel = CancellationToken::new();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let started_tx = Mutex::new(Some(started_tx));
+    let first = {
+        let (d, store, cancel) = (d.clone(), store.clone(), cancel.clone());
+        tokio::spawn(async move {
+            d.pull(
+                &store,
+                TINY,
+                move |_| {
+                    if let Some(tx) = started_tx.lock().expect("lock").take() {
+                        let _ = tx.send(());
+                    }
+                },
+                cancel,
+            )
+            .await
+        })
+    };
+    started_rx.await?;
+    let second = d.pull(&store, TINY, |_| {}, CancellationToken::new()).await;
+    assert!(matches!(second, Err(ModelError::Busy)), "{second:?}");
+    cancel.cancel();
+    assert!(matches!(first.await?, Err(ModelError::Cancelled)));
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_token_is_sent_and_a_refusal_is_reported() -> TestResult {
+    let hub = Hub::start(&["--token", "hf_test_token"]);
+    let (_tmp, store) = new_store();
+    let anonymous = hub
+        .downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await;
+    assert!(
+        matches!(&anonymous, Err(ModelError::HubStatus { status: 401, .. })),
+        "{anonymous:?}"
+    );
+    let with_token = Downloader::new(&hub.base, Some("hf_test_token".into()), catalog())?;
+    with_token
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await?;
+    assert!(store.get(TINY).is_some());
+    // The token stays on the hub's host: the CDN leg is same-host here, so it is sent.
+    assert!(hub.requests().iter().any(|r| r["auth"] == true));
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_alias_resolves_to_its_catalog_id_and_unknown_names_are_refused() -> TestResult {
+    let hub = Hub::start(&[]);
+    let (_tmp, store) = new_store();
+    let err = hub
+        .downloader()
+        .pull(
+            &store,
+            "phiguard-test/not-in-catalog",
+            |_| {},
+            CancellationToken::new(),
+        )
+        .await
+        .expect_err("unknown names are refused");
+    assert!(matches!(err, ModelError::NotInCatalog));
+    assert!(
+        hub.requests().is_empty(),
+        "an unknown name reached the network"
+    );
+    Ok(())
+}
+
+#[test]
+fn import_then_verify_detects_a_changed_byte_then_remove() -> TestResult {
+    let (_tmp, store) = new_store();
+    let m = store.import(&fixture_dir(), Some("local/tiny-bert"))?;
+    assert_eq!(m.source, ModelSource::Imported);
+    assert_eq!(
+        store.get("local/tiny-bert").map(|i| i.size_bytes),
+        Some(fixture_total())
+    );
+    assert!(store.verify("local/tiny-bert")?.ok());
+
+    let weights = m.dir.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights)?;
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&weights, &bytes)?;
+    let report = store.verify("local/tiny-bert")?;
+    assert!(!report.ok());
+    let bad: Vec<_> = report
+        .files
+        .iter()
+        .filter(|f| f.status != FileStatus::Ok)
+        .map(|f| (f.name.as_str(), f.status))
+        .collect();
+    assert_eq!(bad, vec![("model.safetensors", FileStatus::Mismatch)]);
+
+    std::fs::remove_file(m.dir.join("tokenizer.json"))?;
+    let report = store.verify("local/tiny-bert")?;
+    assert!(report
+        .files
+        .iter()
+        .any(|f| f.name == "tokenizer.json" && f.status == FileStatus::Missing));
+
+    store.remove("local/tiny-bert")?;
+    assert!(store.get("local/tiny-bert").is_none());
+    assert!(store.installed()?.is_empty());
+    assert!(matches!(
+        store.remove("local/tiny-bert"),
+        Err(ModelError::NotInstalled)
+    ));
+    assert!(matches!(
+        store.remove("rampart"),
+        Err(ModelError::BundledReadOnly)
+    ));
+    Ok(())
+}
+
+fn copy_fixture(to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        std::fs::copy(fixture_dir().join(f), to.join(f))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn import_refuses_broken_folders_and_leaves_nothing_behind() -> TestResult {
+    let (tmp, store) = new_store();
+    let src = tmp.path().join("src/my-model");
+
+    copy_fixture(&src)?;
+    std::fs::write(src.join("config.json"), br#"{"model_type":"bert"}"#)?;
+    let err = store.import(&src, None).expect_err("no id2label");
+    assert!(
+        matches!(&err, ModelError::InvalidModel { file, .. } if file == "config.json"),
+        "{err}"
+    );
+
+    copy_fixture(&src)?;
+    let weights = std::fs::read(src.join("model.safetensors"))?;
+    std::fs::write(
+        src.join("model.safetensors"),
+        &weights[..weights.len() - 10],
+    )?;
+    let err = store.import(&src, None).expect_err("truncated weights");
+    assert!(
+        matches!(&err, ModelError::InvalidModel { file, .. } if file == "model.safetensors"),
+        "{err}"
+    );
+
+    copy_fixture(&src)?;
+    std::fs::write(
+        src.join("SHA256SUMS"),
+        format!("{}  config.json\n", "0".repeat(64)),
+    )?;
+    let err = store.import(&src, None).expect_err("SHA256SUMS mismatch");
+    assert!(
+        matches!(&err, ModelError::InvalidModel { file, .. } if file == "config.json"),
+        "{err}"
+    );
+
+    std::fs::remove_file(src.join("SHA256SUMS"))?;
+    assert!(matches!(
+        store.import(&src, Some("bad id")),
+        Err(ModelError::InvalidId)
+    ));
+
+    let leftovers: Vec<_> = std::fs::read_dir(store.root())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".partial")
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+
+    // The folder name is the default id.
+    let m = store.import(&src, None)?;
+    assert_eq!(m.id, "my-model");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_partial_of_another_file_version_is_discarded_not_resumed() -> TestResult {
+    let hub = Hub::start(&[]);
+    let (_tmp, store) = new_store();
+    let part = partial_file(&store, "model.safetensors");
+    std::fs::create_dir_all(part.parent().expect("partial folder"))?;
+    std::fs::write(&part, vec![0xAB; 100])?;
+    std::fs::write(part.with_extension("partial.etag"), "0".repeat(64))?;
+
+    hub.downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await?;
+    let gets = hub.blob_gets();
+    assert_eq!(gets.len(), 1);
+    assert!(
+        gets[0]["range"].is_null(),
+        "a stale partial was resumed: {gets:?}"
+    );
+    assert!(store.verify(TINY)?.ok());
+    Ok(())
+}
+
+#[test]
+fn the_bundled_model_when_shipped_is_listed_and_verifies() -> TestResult {
+    // `models/rampart` is produced by tools/ (the inference work); this checks the store's
+    // view of it wherever bundled_dir() finds it.
+    let Some(dir) = phiguard::models::bundled_dir() else {
+        return Ok(());
+    };
+    let tmp = tempfile::tempdir()?;
+    let store = Store::with_bundled(tmp.path().join("models"), Some(dir))?;
+    let all = store.installed()?;
+    assert_eq!(all[0].id, "rampart");
+    assert_eq!(all[0].source, ModelSource::Bundled);
+    assert_eq!(all[0].family, "bert");
+    assert_eq!(all[0].license.as_deref(), Some("CC-BY-4.0"));
+    assert!(store.verify("rampart")?.ok());
+    Ok(())
+}
+
+#[tokio::test]
+async fn cli_functions_pull_list_verify_and_remove() -> TestResult {
+    use phiguard::models::cli;
+    let hub = Hub::start(&[]);
+    let (_tmp, store) = new_store();
+    let d = hub.downloader();
+    let m = cli::pull(&d, &store, TINY, false).await?;
+    assert_eq!(m.id, TINY);
+    let table = cli::list(&store, d.catalog())?;
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(TINY))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        row.contains("installed") && row.contains("11.6 kB"),
+        "{table}"
+    );
+    let (report, ok) = cli::verify(&store, TINY)?;
+    assert!(ok, "{report}");
+    assert_eq!(cli::rm(&store, TINY)?, format!("removed {TINY}"));
+    assert!(cli::list(&store, d.catalog())?
+        .lines()
+        .any(|l| l.starts_with(TINY) && l.contains("available")));
+    Ok(())
+}

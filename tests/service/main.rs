@@ -1,0 +1,9 @@
+//! Black-box tests of the HTTP service: a real server on an ephemeral loopback port, time
+//! from an injected manual clock.
+
+mod support;
+
+mod errors;
+mod guard;
+mod lifecycle;
+mod pii;

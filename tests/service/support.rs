@@ -1,0 +1,235 @@
+//! Shared helpers of the service tests: a real server on an ephemeral loopback port, with an
+//! injected manual clock and scripted backends standing in for a model only where a fault
+//! must be produced that the real model cannot produce.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use phiguard::detect::{Label, Recognizer, RecognizerError, Source, Span};
+use phiguard::guard::{FixedJitter, ManualClock};
+use phiguard::server::{Server, StartOptions};
+use phiguard::settings::{Home, Settings};
+
+pub const CLIENT: &str = "client-token-for-tests";
+pub const ADMIN: &str = "admin-token-for-tests";
+
+/// What the scripted backend does on its next calls.
+#[derive(Default)]
+pub struct Script {
+    /// Calls that reached the backend.
+    pub calls: AtomicUsize,
+    /// Fail every call while true.
+    pub failing: AtomicBool,
+    /// Fail the next N calls.
+    pub fail_next: AtomicUsize,
+    /// Panic on the next N calls.
+    pub panic_next: AtomicUsize,
+    /// `None`: calls pass; `Some(n)`: n more calls may pass, the rest wait.
+    pub gate: parking_lot::Mutex<Option<usize>>,
+    pub cv: parking_lot::Condvar,
+    /// Calls currently waiting at the gate.
+    pub waiting: AtomicUsize,
+}
+
+impl Script {
+    /// Calls wait at the gate from now on.
+    pub fn block(&self) {
+        *self.gate.lock() = Some(0);
+    }
+    /// Lets one waiting (or future) call through.
+    pub fn release_one(&self) {
+        if let Some(n) = self.gate.lock().as_mut() {
+            *n += 1;
+        }
+        self.cv.notify_all();
+    }
+    /// Opens the gate.
+    pub fn release(&self) {
+        *self.gate.lock() = None;
+        self.cv.notify_all();
+    }
+}
+
+/// A recognizer that finds the word "Zed" as a first name, and fails, panics or blocks as
+/// scripted. It stands for a model backend in fault tests only.
+pub struct Scripted(pub Arc<Script>);
+
+impl Recognizer for Scripted {
+    fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
+        let s = &self.0;
+        s.calls.fetch_add(1, Ordering::SeqCst);
+        {
+            let mut g = s.gate.lock();
+            s.waiting.fetch_add(1, Ordering::SeqCst);
+            loop {
+                match g.as_mut() {
+                    None => break,
+                    Some(n) if *n > 0 => {
+                        *n -= 1;
+                        break;
+                    }
+                    Some(_) => s.cv.wait(&mut g),
+                }
+            }
+            s.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+        if s
+            .panic_next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            panic!("scripted panic");
+        }
+        if s.failing.load(Ordering::SeqCst)
+            || s
+                .fail_next
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(RecognizerError::Backend("scripted failure".into()));
+        }
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let chars: Vec<char> = t.chars().collect();
+                let mut out = Vec::new();
+                for i in 0..chars.len().saturating_sub(2) {
+                    if chars[i] == 'Z' && chars[i + 1] == 'e' && chars[i + 2] == 'd' {
+                        out.push(Span::new(i, i + 3, Label::FirstName, 0.99, Source::Model));
+                    }
+                }
+                out
+            })
+            .collect())
+    }
+}
+
+pub struct TestServer {
+    pub server: Option<Server>,
+    pub base: String,
+    pub clock: Arc<ManualClock>,
+    pub script: Arc<Script>,
+    pub http: reqwest::Client,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    /// Starts a server with `env` on top of the test defaults.
+    pub async fn start(env: &[(&str, &str)]) -> TestServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        let mut vars: HashMap<String, String> = [
+            ("PHIGUARD_PORT", "0"),
+            ("PHIGUARD_AUTH_TOKEN", CLIENT),
+            ("PHIGUARD_ADMIN_TOKEN", ADMIN),
+            ("PHIGUARD_DEFAULT_MODEL", "scripted"),
+            ("PHIGUARD_METRICS_ENABLED", "true"),
+            ("PHIGUARD_RETRY_BACKOFF_JITTER_SECONDS", "0"),
+            ("PHIGUARD_SHUTDOWN_DRAIN_SECONDS", "5"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (k, v) in env {
+            vars.insert(k.to_string(), v.to_string());
+        }
+        let settings = Settings::load_from(&home, |k| vars.get(k).cloned()).expect("settings");
+        let clock = Arc::new(ManualClock::new());
+        let script = Arc::new(Script::default());
+        let opts = StartOptions {
+            clock: Some(clock.clone()),
+            sleeper: Some(clock.clone()),
+            jitter: Some(Arc::new(FixedJitter(0.0))),
+            loader: None,
+            extra_backends: vec![(
+                "scripted".to_string(),
+                Arc::new(Scripted(script.clone())) as Arc<dyn Recognizer>,
+            )],
+            file_secrets: true,
+        };
+        let server = Server::start_with(settings, home, opts).await.expect("start");
+        let base = format!("http://{}", server.local_addr());
+        TestServer {
+            server: Some(server),
+            base,
+            clock,
+            script,
+            http: reqwest::Client::builder().no_proxy().build().expect("client"),
+            dir,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// POST JSON with the client token.
+    pub async fn post(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
+        self.http
+            .post(self.url(path))
+            .bearer_auth(CLIENT)
+            .json(&body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// GET with the admin token.
+    pub async fn admin_get(&self, path: &str) -> reqwest::Response {
+        self.http
+            .get(self.url(path))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// Runs `fut` while advancing the manual clock to each pending sleep (backoff, queue
+    /// waits, deadlines), so guard timing is exercised without real sleeps.
+    pub async fn drive<T>(&self, fut: impl std::future::Future<Output = T>) -> T {
+        tokio::pin!(fut);
+        loop {
+            tokio::select! {
+                out = &mut fut => return out,
+                _ = tokio::time::sleep(Duration::from_millis(2)) => {
+                    if self.clock.pending_sleeps() > 0 {
+                        self.clock.advance_to_next_sleep();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits (polling, bounded) until `cond` holds.
+    pub async fn until(&self, what: &str, cond: impl Fn() -> bool) {
+        for _ in 0..2500 {
+            if cond() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    pub async fn shutdown(mut self) {
+        self.script.release();
+        if let Some(s) = self.server.take() {
+            s.shutdown().await;
+        }
+    }
+}
+
+/// Reads an error envelope and checks its shape.
+pub async fn envelope(resp: reqwest::Response) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body: serde_json::Value = resp.json().await.expect("json body");
+    let err = &body["error"];
+    assert!(err["code"].is_string(), "envelope without code: {body}");
+    assert!(err["message"].is_string(), "envelope without message: {body}");
+    assert!(err.get("details").is_some(), "envelope without details: {body}");
+    assert!(err["request_id"].is_string(), "envelope without request_id: {body}");
+    (status, body, headers)
+}
