@@ -134,14 +134,14 @@ test('a model download from the local hub fixture reaches 100 %', async (t) => {
     t.skip('pending: tools/hub_fixture.py is not in this checkout yet');
     return;
   }
-  const hubServer = await startServer({ env: { HF_ENDPOINT: hub.url } });
+  const hubServer = await startServer({ env: { HF_ENDPOINT: hub.url, PHIGUARD_CATALOG_EXTRA: hub.catalog } });
   try {
     const { page } = browser;
     await signIn(page, hubServer);
     await page.click('#tab-models');
     const models = await hubServer.api('GET', '/admin/models');
-    const entry = models.json.catalog.find((c) => !c.installed);
-    assert.ok(entry, 'the catalog has a model that is not installed');
+    const entry = models.json.catalog.find((c) => c.id === 'phiguard-test/tiny-bert');
+    assert.ok(entry && !entry.installed, 'the fixture model is in the catalog and not installed');
     const row = `#catalog tr[data-model="${entry.id}"]`;
     await page.click(`${row} button:has-text("Download")`);
     const seen = new Set();

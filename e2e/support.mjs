@@ -123,11 +123,16 @@ export async function startHubFixture() {
   const script = path.join(ROOT, 'tools', 'hub_fixture.py');
   if (!fs.existsSync(script)) return null;
   const python = process.env.PYTHON || 'python3';
-  const child = spawn(python, [script, '--port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const [, url] = await waitForLine(child, /(http:\/\/127\.0\.0\.1:\d+)/, 'hub fixture', 30_000);
+  // The fixture exits when its standard input closes, so keep a pipe open until stop().
+  const child = spawn(python, [script, '--port', '0', '--throttle', '8000'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  const [, url] = await waitForLine(child, /listening on (http:\/\/127\.0\.0\.1:\d+)/, 'hub fixture', 30_000);
   child.stdout.resume();
   child.stderr.resume();
-  return { url, stop: () => stopChild(child) };
+  return {
+    url,
+    catalog: path.join(ROOT, 'tests', 'fixtures', 'hub', 'catalog-extra.toml'),
+    stop: () => stopChild(child),
+  };
 }
 
 /** Launches headless Chromium with a fresh profile; returns { page, context, close() }. */

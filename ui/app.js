@@ -41,6 +41,7 @@
     models: null,
     downloads: new Map(),
     transitions: [],
+    rateSamples: [],
   };
 
   const $ = (id) => document.getElementById(id);
@@ -166,10 +167,14 @@
     $('service-address').textContent = status.address ? `on ${status.address}` : '';
     $('service-uptime').textContent = '';
 
-    const rates = status.rates || {};
+    const rates = status.rates || deriveRates(status);
     $('rate-requests').textContent = fmtRate(rates.requests_per_second);
     $('rate-errors').textContent = fmtRate(rates.errors_per_second);
     $('rate-shed').textContent = fmtRate(rates.shed_per_second);
+    const totals = status.totals || {};
+    $('total-requests').textContent = totals.requests !== undefined ? `${totals.requests} in total` : '';
+    $('total-errors').textContent = totals.errors !== undefined ? `${totals.errors} in total` : '';
+    $('total-shed').textContent = totals.shed !== undefined ? `${totals.shed} in total` : '';
 
     const adm = status.admission || {};
     const depth = adm.depth || {};
@@ -181,6 +186,28 @@
 
     renderBreakers(status.breakers || []);
     tick();
+  }
+
+  /** Per-second rates from the cumulative `totals` of two status snapshots, over a window of
+      at least two seconds (the server sends totals; a rate from one event pair would jitter). */
+  function deriveRates(status) {
+    const t = status.uptime_seconds;
+    const totals = status.totals || {};
+    const samples = app.rateSamples;
+    if (typeof t !== 'number') return {};
+    while (samples.length && samples[samples.length - 1].t > t) samples.pop(); // server restarted
+    samples.push({ t, totals });
+    while (samples.length > 2 && t - samples[1].t >= 2) samples.shift();
+    const first = samples[0];
+    const dt = t - first.t;
+    if (dt <= 0) return {};
+    const rate = (k) => (typeof totals[k] === 'number' && typeof first.totals[k] === 'number'
+      ? Math.max(0, totals[k] - first.totals[k]) / dt : undefined);
+    return {
+      requests_per_second: rate('requests'),
+      errors_per_second: rate('errors'),
+      shed_per_second: rate('shed'),
+    };
   }
 
   function renderBreakers(breakers) {
@@ -380,7 +407,7 @@
             h('span', {}, 'default ', h('code', {}, s.secret ? '(secret)' : fmtValue(s.default))),
             h('span', { class: 'source', 'data-source': s.source }, s.source === 'env' ? `set by ${s.env}` : `from ${s.source}`),
             s.rule ? h('span', { class: 'rule' }, `rule: ${s.rule}`) : null,
-            s.restart ? h('span', { class: 'restart' }, 'applies after a restart') : null);
+            s.restart_required ? h('span', { class: 'restart' }, 'applies after a restart') : null);
           return h('div', { class: 'field', 'data-field': s.key, 'data-locked': String(!!s.locked) },
             h('label', { for: id }, s.key),
             h('div', { class: 'desc' }, s.description || ''),
