@@ -182,7 +182,10 @@ mod tests {
         assert!(base.starts_with("http://127.0.0.1:"), "{base}");
         assert!(!base.ends_with(":0"), "a real port was bound: {base}");
         assert_eq!(boot["admin_token"], ADMIN);
-        assert_eq!(view["address"].as_str().map(|a| base.ends_with(a)), Some(true));
+        assert_eq!(
+            view["address"].as_str().map(|a| base.ends_with(a)),
+            Some(true)
+        );
 
         // Starting again is a no-op on the same address.
         let again = invoke(&webview, "service_start").expect("start again");

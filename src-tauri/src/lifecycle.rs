@@ -98,7 +98,8 @@ enum Slot {
 
 /// How the settings are read at each start: `Settings::load` (env > file > default) in the app,
 /// an injected environment in tests.
-type LoadSettings = Box<dyn Fn(&Home) -> std::result::Result<Settings, SettingsError> + Send + Sync>;
+type LoadSettings =
+    Box<dyn Fn(&Home) -> std::result::Result<Settings, SettingsError> + Send + Sync>;
 
 /// Owner of the embedded server (managed Tauri state).
 pub struct Service {
@@ -320,8 +321,11 @@ pub(crate) fn take_first_start(home: &Home) -> Result<bool> {
         return Ok(false);
     }
     std::fs::create_dir_all(dir).map_err(ShellError::Marker)?;
-    std::fs::write(&marker, b"the desktop app has started with this home before\n")
-        .map_err(ShellError::Marker)?;
+    std::fs::write(
+        &marker,
+        b"the desktop app has started with this home before\n",
+    )
+    .map_err(ShellError::Marker)?;
     Ok(true)
 }
 

@@ -14,8 +14,7 @@ use phiguard::settings::Home;
 use tracing_subscriber::EnvFilter;
 
 fn init_logging() {
-    let filter =
-        EnvFilter::try_from_env("PHIGUARD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("PHIGUARD_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let dir = Home::from_env().data_dir().join("logs");
     let file = std::fs::create_dir_all(&dir).and_then(|()| {
         OpenOptions::new()
@@ -25,7 +24,10 @@ fn init_logging() {
     });
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match file {
-        Ok(file) => builder.with_ansi(false).with_writer(Mutex::new(file)).init(),
+        Ok(file) => builder
+            .with_ansi(false)
+            .with_writer(Mutex::new(file))
+            .init(),
         Err(_) => builder.with_writer(std::io::stderr).init(),
     }
 }

@@ -312,7 +312,9 @@ mod tests {
             message: "cannot bind 127.0.0.1:8080: address already in use".to_owned(),
         });
         let t = menu_texts(&v);
-        assert!(t.service.starts_with("Service off — port in use: cannot bind 127.0.0.1:8080"));
+        assert!(t
+            .service
+            .starts_with("Service off — port in use: cannot bind 127.0.0.1:8080"));
         assert!(!t.service_checked);
     }
 
