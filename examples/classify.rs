@@ -49,8 +49,9 @@ fn main() -> anyhow::Result<()> {
     // Before any thread exists: candle ops single-threaded, parallelism across workers.
     phiguard::inference::init_cpu_threads(1);
     let args = Args::parse();
-    let texts: Vec<String> = serde_json::from_slice(&std::fs::read(&args.input).context("reading --input")?)
-        .context("--input must be a JSON array of strings")?;
+    let texts: Vec<String> =
+        serde_json::from_slice(&std::fs::read(&args.input).context("reading --input")?)
+            .context("--input must be a JSON array of strings")?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let device = phiguard::inference::device_from_env()?;
     let t0 = Instant::now();
@@ -63,7 +64,13 @@ fn main() -> anyhow::Result<()> {
     let out = match args.mode.as_str() {
         "tokens" => tokens(&model, &refs)?,
         "spans" => spans(&model, &refs)?,
-        "bench" => bench(&model, &refs, args.threads.max(1), args.docs_per_call.max(1), load_s)?,
+        "bench" => bench(
+            &model,
+            &refs,
+            args.threads.max(1),
+            args.docs_per_call.max(1),
+            load_s,
+        )?,
         other => anyhow::bail!("unknown --mode {other}"),
     };
     let mut stdout = std::io::stdout().lock();
@@ -74,26 +81,26 @@ fn main() -> anyhow::Result<()> {
 fn tokens(model: &TokenClassifier, texts: &[&str]) -> anyhow::Result<serde_json::Value> {
     let raw = model.raw_labels();
     let all = model.token_logits(texts)?;
-    let docs: Vec<_> = all
-        .iter()
-        .map(|tl| {
-            let toks: Vec<_> = tl
-                .offsets
-                .iter()
-                .zip(&tl.logits)
-                .map(|(&(s, e), row)| {
-                    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                    let sum: f32 = row.iter().map(|v| (v - max).exp()).sum();
-                    let (best, _) = row
+    let docs: Vec<_> =
+        all.iter()
+            .map(|tl| {
+                let toks: Vec<_> =
+                    tl.offsets
                         .iter()
-                        .enumerate()
-                        .fold((0, f32::NEG_INFINITY), |a, (i, &v)| if v > a.1 { (i, v) } else { a });
-                    json!({"start": s, "end": e, "label": raw[best], "score": 1.0 / sum})
-                })
-                .collect();
-            json!({ "tokens": toks })
-        })
-        .collect();
+                        .zip(&tl.logits)
+                        .map(|(&(s, e), row)| {
+                            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                            let sum: f32 = row.iter().map(|v| (v - max).exp()).sum();
+                            let (best, _) = row.iter().enumerate().fold(
+                                (0, f32::NEG_INFINITY),
+                                |a, (i, &v)| if v > a.1 { (i, v) } else { a },
+                            );
+                            json!({"start": s, "end": e, "label": raw[best], "score": 1.0 / sum})
+                        })
+                        .collect();
+                json!({ "tokens": toks })
+            })
+            .collect();
     Ok(json!(docs))
 }
 
@@ -110,7 +117,11 @@ fn spans(model: &TokenClassifier, texts: &[&str]) -> anyhow::Result<serde_json::
 
 /// Runs `calls` (each a slice of texts) over `threads` workers; returns wall seconds and
 /// the latency of every call.
-fn run_calls(model: &TokenClassifier, calls: &[&[&str]], threads: usize) -> anyhow::Result<(f64, Vec<f64>)> {
+fn run_calls(
+    model: &TokenClassifier,
+    calls: &[&[&str]],
+    threads: usize,
+) -> anyhow::Result<(f64, Vec<f64>)> {
     let next = AtomicUsize::new(0);
     let latencies = Mutex::new(Vec::with_capacity(calls.len()));
     let failed = AtomicUsize::new(0);
@@ -131,8 +142,13 @@ fn run_calls(model: &TokenClassifier, calls: &[&[&str]], threads: usize) -> anyh
         }
     });
     let wall = start.elapsed().as_secs_f64();
-    anyhow::ensure!(failed.load(Ordering::Relaxed) == 0, "a detect_batch call failed");
-    let mut l = latencies.into_inner().map_err(|_| anyhow::anyhow!("poisoned"))?;
+    anyhow::ensure!(
+        failed.load(Ordering::Relaxed) == 0,
+        "a detect_batch call failed"
+    );
+    let mut l = latencies
+        .into_inner()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?;
     l.sort_by(f64::total_cmp);
     Ok((wall, l))
 }
@@ -148,9 +164,11 @@ fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()))
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
         })
         .map_or(0.0, |kb| kb / 1024.0)
 }

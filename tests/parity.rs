@@ -40,7 +40,9 @@ fn max_delta(got: &[Vec<f32>], want: &[Vec<f32>]) -> Result<f32, String> {
 }
 
 fn check(family_dir: &str, family: Family) -> TestResult {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/parity").join(family_dir);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/parity")
+        .join(family_dir);
     let expected: Expected = serde_json::from_slice(&std::fs::read(dir.join("expected.json"))?)?;
     let model = TokenClassifier::load_with(
         &dir,
@@ -56,7 +58,10 @@ fn check(family_dir: &str, family: Family) -> TestResult {
     let got = model.logits_for_ids(&expected.input_ids)?;
     for (i, (g, w)) in got.iter().zip(&expected.logits).enumerate() {
         let d = max_delta(g, w)?;
-        assert!(d <= TOLERANCE, "{family_dir}: text {i}: max |Δ| {d} from ids");
+        assert!(
+            d <= TOLERANCE,
+            "{family_dir}: text {i}: max |Δ| {d} from ids"
+        );
     }
 
     // 2. phiguard's own tokenization: the content tokens (specials dropped) must be
@@ -66,7 +71,10 @@ fn check(family_dir: &str, family: Family) -> TestResult {
     for (i, (tl, w)) in ours.iter().zip(&expected.logits).enumerate() {
         let content = &w[1..w.len() - 1];
         let d = max_delta(&tl.logits, content)?;
-        assert!(d <= TOLERANCE, "{family_dir}: text {i}: max |Δ| {d} from text");
+        assert!(
+            d <= TOLERANCE,
+            "{family_dir}: text {i}: max |Δ| {d} from text"
+        );
     }
     Ok(())
 }

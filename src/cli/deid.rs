@@ -26,18 +26,9 @@ pub(super) struct Args {
     pub(super) threshold: f64,
 }
 
-fn method(name: &str) -> Result<Method, Failure> {
-    Ok(match name {
-        "mask" => Method::Mask,
-        "remove" => Method::Remove,
-        "replace" => Method::Replace,
-        "hash" => Method::Hash,
-        "shift_dates" => Method::ShiftDates,
-        _ => {
-            return Err(Failure::usage(
-                "--method must be mask, remove, replace, hash or shift_dates",
-            ))
-        }
+pub(super) fn method(name: &str) -> Result<Method, Failure> {
+    Method::from_wire(name).ok_or_else(|| {
+        Failure::usage("--method must be mask, remove, replace, hash or shift_dates")
     })
 }
 
@@ -49,7 +40,9 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     };
     let stdin_mode = args.files.len() == 1 && args.files[0].as_os_str() == "-";
     if !stdin_mode && args.out.is_none() {
-        return Err(Failure::usage("--out DIR is required unless the input is -"));
+        return Err(Failure::usage(
+            "--out DIR is required unless the input is -",
+        ));
     }
     if args.files.iter().any(|f| f.as_os_str() == "-") && !stdin_mode {
         return Err(Failure::usage("- must be the only input"));
@@ -74,9 +67,9 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     rt.block_on(async move {
         let engine = crate::server::build_engine(&settings, &home, Default::default())
             .map_err(|e| Failure::usage(e.to_string()))?;
-        let id = engine
-            .resolve(args.model.as_deref())
-            .map_err(|_| Failure::usage("the model is not installed (see `phiguard models list`)"))?;
+        let id = engine.resolve(args.model.as_deref()).map_err(|_| {
+            Failure::usage("the model is not installed (see `phiguard models list`)")
+        })?;
         let call = |text: String| {
             let engine = Arc::clone(&engine);
             let id = id.clone();
@@ -93,7 +86,11 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                     .detect(&id, Arc::from(text.as_str()), &copts)
                     .await
                     .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?;
-                let spans: Vec<_> = det.spans.into_iter().filter(|s| s.score >= threshold).collect();
+                let spans: Vec<_> = det
+                    .spans
+                    .into_iter()
+                    .filter(|s| s.score >= threshold)
+                    .collect();
                 let mut d = Deidentifier::new(opts, &key, rand::rng());
                 Ok::<String, Failure>(d.apply(&text, &spans).text)
             }
@@ -124,14 +121,15 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 let call = &call;
                 let bar = bar.clone();
                 async move {
-                    let text = std::fs::read_to_string(&path).map_err(|e| {
-                        Failure::runtime(format!("{}: {e}", path.display()))
-                    })?;
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|e| Failure::runtime(format!("{}: {e}", path.display())))?;
                     let out = call(text).await?;
-                    let name = path.file_name().map(PathBuf::from).unwrap_or_else(|| "out.txt".into());
-                    std::fs::write(out_dir.join(name), out).map_err(|e| {
-                        Failure::runtime(format!("{}: {e}", path.display()))
-                    })?;
+                    let name = path
+                        .file_name()
+                        .map(PathBuf::from)
+                        .unwrap_or_else(|| "out.txt".into());
+                    std::fs::write(out_dir.join(name), out)
+                        .map_err(|e| Failure::runtime(format!("{}: {e}", path.display())))?;
                     bar.inc(1);
                     Ok(())
                 }

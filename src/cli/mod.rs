@@ -4,6 +4,8 @@
 //! configuration error (clap's own usage errors also exit 2).
 
 mod deid;
+mod eval_cmd;
+mod models_cmd;
 mod serve;
 mod settings_cmd;
 mod token;
@@ -59,6 +61,35 @@ enum Command {
         #[arg(long, default_value_t = 0.7)]
         threshold: f64,
     },
+    /// Score the engine against gold-annotated notes.
+    Eval {
+        /// Gold file: JSONL of {"text","gold_spans":[{start,end,label}]} or {"text","spans":[{begin,end,label}]}.
+        #[arg(long)]
+        gold: PathBuf,
+        /// Model id or alias.
+        #[arg(long)]
+        model: Option<String>,
+        /// Method used for the leak rate.
+        #[arg(long, default_value = "mask")]
+        method: String,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Exit 1 when overall character recall is below this.
+        #[arg(long)]
+        min_recall: Option<f64>,
+        /// Foreign label -> canonical label map (TOML or JSON).
+        #[arg(long)]
+        label_map: Option<PathBuf>,
+        /// Minimum confidence of model spans.
+        #[arg(long, default_value_t = 0.5)]
+        threshold: f64,
+    },
+    /// Manage models: the catalog, downloads, imports.
+    Models {
+        #[command(subcommand)]
+        action: ModelsAction,
+    },
     /// Show or rotate the API token.
     Token {
         #[command(subcommand)]
@@ -68,6 +99,35 @@ enum Command {
     Settings {
         #[command(subcommand)]
         action: SettingsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ModelsAction {
+    /// The catalog and the installed models.
+    List,
+    /// Download a catalog model from the Hugging Face Hub (HF_ENDPOINT).
+    Pull {
+        /// Catalog id or alias.
+        id: String,
+    },
+    /// Add a local model folder (safetensors + config.json + tokenizer.json).
+    Import {
+        /// The folder.
+        dir: PathBuf,
+        /// Id to install it under (default: the folder name).
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Remove an installed model.
+    Rm {
+        /// Installed id.
+        id: String,
+    },
+    /// Re-hash an installed model's files against its manifest.
+    Verify {
+        /// Installed id.
+        id: String,
     },
 }
 
@@ -133,6 +193,9 @@ impl From<crate::settings::SettingsError> for Failure {
 /// Entry point used by `src/main.rs`.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Parallelism comes from the inference worker threads, each running whole batches with
+    // single-threaded candle ops; set before any other thread exists.
+    crate::inference::init_cpu_threads(1);
     let result = match cli.command {
         Command::Serve { host, port, ui } => serve::run(host, port, ui),
         Command::Deid {
@@ -152,6 +215,30 @@ pub fn main() -> ExitCode {
             date_shift_days,
             threshold,
         }),
+        Command::Eval {
+            gold,
+            model,
+            method,
+            json,
+            min_recall,
+            label_map,
+            threshold,
+        } => eval_cmd::run(eval_cmd::Args {
+            gold,
+            model,
+            method,
+            json,
+            min_recall,
+            label_map,
+            threshold,
+        }),
+        Command::Models { action } => match action {
+            ModelsAction::List => models_cmd::list(),
+            ModelsAction::Pull { id } => models_cmd::pull(&id),
+            ModelsAction::Import { dir, id } => models_cmd::import(&dir, id.as_deref()),
+            ModelsAction::Rm { id } => models_cmd::rm(&id),
+            ModelsAction::Verify { id } => models_cmd::verify(&id),
+        },
         Command::Token { action } => match action {
             TokenAction::Show { admin } => token::show(admin),
             TokenAction::Rotate => token::rotate(),

@@ -21,12 +21,10 @@ pub(super) fn run(host: Option<String>, port: Option<u16>, ui: bool) -> Result<(
     init_logging(&settings);
     let rt = runtime()?;
     rt.block_on(async move {
-        let server = Server::start(settings, home)
-            .await
-            .map_err(|e| match e {
-                crate::server::ServerError::Bind { .. } => Failure::runtime(e.to_string()),
-                _ => Failure::usage(e.to_string()),
-            })?;
+        let server = Server::start(settings, home).await.map_err(|e| match e {
+            crate::server::ServerError::Bind { .. } => Failure::runtime(e.to_string()),
+            _ => Failure::usage(e.to_string()),
+        })?;
         // The one line tests and scripts read to find the port.
         println!("listening on http://{}", server.local_addr());
         wait_for_signal().await;

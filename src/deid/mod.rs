@@ -64,6 +64,23 @@ pub enum Method {
     ShiftDates,
 }
 
+impl Method {
+    /// Every method's wire name, in declaration order.
+    pub const NAMES: [&'static str; 5] = ["mask", "remove", "replace", "hash", "shift_dates"];
+
+    /// Parses a wire name (`mask`, `shift_dates`, …); `None` for anything else.
+    pub fn from_wire(name: &str) -> Option<Method> {
+        Some(match name {
+            "mask" => Method::Mask,
+            "remove" => Method::Remove,
+            "replace" => Method::Replace,
+            "hash" => Method::Hash,
+            "shift_dates" => Method::ShiftDates,
+            _ => return None,
+        })
+    }
+}
+
 /// What was done to one entity: the methods, plus the generalisations policies use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -154,6 +171,11 @@ impl HashKey {
         let raw = hex::decode(text.trim()).map_err(|_| DeidError::BadHashKey)?;
         let bytes: [u8; 32] = raw.try_into().map_err(|_| DeidError::BadHashKey)?;
         Ok(HashKey(bytes))
+    }
+
+    /// The raw key, for keyed audit hashes elsewhere in the crate. Never log it.
+    pub fn secret_bytes(&self) -> [u8; 32] {
+        self.0
     }
 
     /// The 64-hex-character form, for persistence.

@@ -52,7 +52,11 @@ impl FaultMode {
             ("flaky", a) => FaultMode::Flaky(num(a)?.min(100.0)),
             ("delay", a) => FaultMode::Delay(num(a)? as u64),
             ("panic", a) => FaultMode::PanicN(num(a)? as u64),
-            _ => return Err("fault mode must be ok, fail, fail:N, flaky:P, delay:MS or panic:N".into()),
+            _ => {
+                return Err(
+                    "fault mode must be ok, fail, fail:N, flaky:P, delay:MS or panic:N".into(),
+                )
+            }
         })
     }
 
@@ -117,7 +121,10 @@ impl Faults {
             .map(|t| {
                 (
                     t.to_string(),
-                    modes.get(t).map(FaultMode::render).unwrap_or_else(|| "ok".into()),
+                    modes
+                        .get(t)
+                        .map(FaultMode::render)
+                        .unwrap_or_else(|| "ok".into()),
                 )
             })
             .collect()

@@ -15,8 +15,9 @@ struct CandleLoader;
 impl Loader for CandleLoader {
     fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, String> {
         let dir = spec.dir.as_ref().ok_or("model has no folder")?;
-        let device = crate::inference::device::from_env().map_err(|e| e.to_string())?;
-        let model = crate::inference::TokenClassifier::load(dir, &device).map_err(|e| e.to_string())?;
+        let device = crate::inference::device_from_env().map_err(|e| e.to_string())?;
+        let model =
+            crate::inference::TokenClassifier::load(dir, &device).map_err(|e| e.to_string())?;
         Ok(Arc::new(model))
     }
 }

@@ -7,6 +7,7 @@
 //! While a model's breaker is open and degraded mode is allowed, the rules-only backend
 //! answers instead, marked degraded; nothing ever leaves the device.
 
+pub mod evaluate;
 pub mod faults;
 pub mod loader;
 pub mod registry;
@@ -187,7 +188,10 @@ impl Engine {
     pub fn resolve(&self, requested: Option<&str>) -> Result<String, EngineError> {
         let naming = self.naming.read();
         let name = requested.unwrap_or(naming.default_model.as_str());
-        if requested.is_some() && !naming.served.is_empty() && !naming.served.iter().any(|s| s == name) {
+        if requested.is_some()
+            && !naming.served.is_empty()
+            && !naming.served.iter().any(|s| s == name)
+        {
             return Err(EngineError::NotServed);
         }
         let target = match naming.aliases.get(name) {

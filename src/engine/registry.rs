@@ -341,9 +341,10 @@ impl Registry {
             .lock()
             .iter()
             .map(|(k, r)| {
-                let remaining = r
-                    .keep_alive
-                    .map(|k| k.saturating_sub(now.duration_since(r.last_used)).as_secs_f64());
+                let remaining = r.keep_alive.map(|k| {
+                    k.saturating_sub(now.duration_since(r.last_used))
+                        .as_secs_f64()
+                });
                 (
                     k.clone(),
                     LoadedInfo {

@@ -216,7 +216,9 @@ fn run_group(group: Vec<Job>, faults: &Faults) {
     for job in live {
         let result = match call(&*recognizer, &[&*job.text]) {
             Ok(Ok(mut r)) if r.len() == 1 => Ok(r.pop().unwrap_or_default()),
-            Ok(Ok(_)) => Err(RecognizerError::Backend("recognizer returned a wrong count".into())),
+            Ok(Ok(_)) => Err(RecognizerError::Backend(
+                "recognizer returned a wrong count".into(),
+            )),
             Ok(Err(e)) => Err(e),
             Err(()) => Err(RecognizerError::Backend("panic in model call".into())),
         };
@@ -273,8 +275,14 @@ mod tests {
         let b = pool.run(key.clone(), rec.clone(), Arc::from("boom"));
         let (a, b) = tokio::join!(a, b);
         assert_eq!(a.expect("a succeeds").len(), 1);
-        assert!(matches!(b, Err(PoolError::Recognizer(RecognizerError::Backend(_)))));
-        let again = pool.run(key, rec, Arc::from("XX")).await.expect("pool alive");
+        assert!(matches!(
+            b,
+            Err(PoolError::Recognizer(RecognizerError::Backend(_)))
+        ));
+        let again = pool
+            .run(key, rec, Arc::from("XX"))
+            .await
+            .expect("pool alive");
         assert_eq!(again.len(), 2);
     }
 
@@ -287,7 +295,15 @@ mod tests {
                 Ok(vec![Vec::new(); texts.len()])
             }
         }
-        let pool = WorkerPool::new(1, 1, BatchConfig { max_batch: 1, ..Default::default() }, Arc::new(Faults::default()));
+        let pool = WorkerPool::new(
+            1,
+            1,
+            BatchConfig {
+                max_batch: 1,
+                ..Default::default()
+            },
+            Arc::new(Faults::default()),
+        );
         let rec: Arc<dyn Recognizer> = Arc::new(Slow);
         let key: Arc<str> = Arc::from("m");
         let mut futs = Vec::new();

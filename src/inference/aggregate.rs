@@ -194,8 +194,14 @@ impl Open {
 /// `word_ids` is shorter than `offsets` (a caller bug).
 pub fn decode(view: &TokenView<'_>, table: &LabelTable, strategy: Strategy) -> Vec<Entity> {
     let n = table.num_classes();
-    assert!(view.probs.len() >= view.offsets.len() * n, "probabilities too short");
-    assert!(view.word_ids.len() >= view.offsets.len(), "word ids too short");
+    assert!(
+        view.probs.len() >= view.offsets.len() * n,
+        "probabilities too short"
+    );
+    assert!(
+        view.word_ids.len() >= view.offsets.len(),
+        "word ids too short"
+    );
     let mut done = Vec::new();
     let mut open: Option<Open> = None;
     for u in units(view, n, strategy) {
@@ -253,7 +259,11 @@ mod tests {
         let mut out = vec![0f32; classes.len() * n];
         for (t, &(c, p)) in classes.iter().enumerate() {
             for k in 0..n {
-                out[t * n + k] = if k == c { p } else { (1.0 - p) / (n - 1) as f32 };
+                out[t * n + k] = if k == c {
+                    p
+                } else {
+                    (1.0 - p) / (n - 1) as f32
+                };
             }
         }
         out
@@ -266,12 +276,22 @@ mod tests {
         let p = probs(&[(1, 0.9), (2, 0.7), (0, 0.9), (0, 0.9), (3, 0.8)], 5);
         let offsets = [(0, 4), (5, 10), (11, 16), (17, 19), (20, 25)];
         let words = [Some(0), Some(1), Some(2), Some(3), Some(4)];
-        let view = TokenView { probs: &p, offsets: &offsets, word_ids: &words };
+        let view = TokenView {
+            probs: &p,
+            offsets: &offsets,
+            word_ids: &words,
+        };
         let e = decode(&view, &t, Strategy::Simple);
         assert_eq!(e.len(), 2);
-        assert_eq!((e[0].start, e[0].end, t.types()[e[0].ty].as_str()), (0, 10, "PER"));
+        assert_eq!(
+            (e[0].start, e[0].end, t.types()[e[0].ty].as_str()),
+            (0, 10, "PER")
+        );
         assert!((e[0].score - 0.8).abs() < 1e-6);
-        assert_eq!((e[1].start, e[1].end, t.types()[e[1].ty].as_str()), (20, 25, "LOC"));
+        assert_eq!(
+            (e[1].start, e[1].end, t.types()[e[1].ty].as_str()),
+            (20, 25, "LOC")
+        );
     }
 
     #[test]
@@ -281,9 +301,15 @@ mod tests {
         let p = probs(&[(4, 0.9), (1, 0.9), (2, 0.9), (3, 0.9), (2, 0.9)], 5);
         let offsets = [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9)];
         let words = [Some(0), Some(1), Some(2), Some(3), Some(4)];
-        let view = TokenView { probs: &p, offsets: &offsets, word_ids: &words };
-        let spans: Vec<_> =
-            decode(&view, &t, Strategy::Simple).iter().map(|e| (e.start, e.end)).collect();
+        let view = TokenView {
+            probs: &p,
+            offsets: &offsets,
+            word_ids: &words,
+        };
+        let spans: Vec<_> = decode(&view, &t, Strategy::Simple)
+            .iter()
+            .map(|e| (e.start, e.end))
+            .collect();
         assert_eq!(spans, vec![(0, 1), (2, 7), (8, 9)]);
     }
 
@@ -294,7 +320,11 @@ mod tests {
         let p = probs(&[(1, 0.6), (0, 0.95)], 3);
         let offsets = [(0, 6), (6, 11)];
         let words = [Some(0), Some(0)];
-        let view = TokenView { probs: &p, offsets: &offsets, word_ids: &words };
+        let view = TokenView {
+            probs: &p,
+            offsets: &offsets,
+            word_ids: &words,
+        };
         let first = decode(&view, &t, Strategy::First);
         assert_eq!(first.len(), 1);
         assert_eq!((first[0].start, first[0].end), (0, 11));
@@ -314,7 +344,11 @@ mod tests {
         let p = probs(&[(1, 0.9), (1, 0.9), (1, 0.9)], 3);
         let offsets = [(10, 12), (12, 14), (14, 15)];
         let words = [Some(3), Some(3), Some(3)];
-        let view = TokenView { probs: &p, offsets: &offsets, word_ids: &words };
+        let view = TokenView {
+            probs: &p,
+            offsets: &offsets,
+            word_ids: &words,
+        };
         let e = decode(&view, &t, Strategy::First);
         assert_eq!(e.len(), 1);
         assert_eq!((e[0].start, e[0].end), (10, 15));

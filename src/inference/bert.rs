@@ -12,7 +12,9 @@
 //! - On the CPU, bias+GELU, bias+residual+LayerNorm and mask+softmax are fused kernels
 //!   ([`super::ops`]); other devices use the composite candle ops.
 
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Tensor};
+#[cfg(test)]
+use candle_core::{Device, D};
 use candle_nn::VarBuilder;
 
 use super::config::ModelConfig;
@@ -43,13 +45,15 @@ impl Config {
         if c.hidden_size == 0 || c.num_attention_heads == 0 || c.num_hidden_layers == 0 {
             return Err(InferenceError::Config("bert sizes must be non-zero".into()));
         }
-        if c.hidden_size % c.num_attention_heads != 0 {
+        if !c.hidden_size.is_multiple_of(c.num_attention_heads) {
             return Err(InferenceError::Config(
                 "hidden_size must be a multiple of num_attention_heads".into(),
             ));
         }
         if c.hidden_act != "gelu" {
-            return Err(InferenceError::Config("bert supports hidden_act gelu only".into()));
+            return Err(InferenceError::Config(
+                "bert supports hidden_act gelu only".into(),
+            ));
         }
         if c.position_embedding_type != "absolute" {
             return Err(InferenceError::Config(
@@ -126,7 +130,12 @@ impl Norm {
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(candle_nn::ops::layer_norm(x, &self.weight, &self.bias, self.eps as f32)?)
+        Ok(candle_nn::ops::layer_norm(
+            x,
+            &self.weight,
+            &self.bias,
+            self.eps as f32,
+        )?)
     }
 
     /// `LayerNorm(x + dense.bias + residual)`.
@@ -157,7 +166,10 @@ impl Embeddings {
         let h = cfg.hidden_size;
         Ok(Embeddings {
             word: vb.get((cfg.vocab_size, h), "word_embeddings.weight")?,
-            position: vb.get((cfg.max_position_embeddings, h), "position_embeddings.weight")?,
+            position: vb.get(
+                (cfg.max_position_embeddings, h),
+                "position_embeddings.weight",
+            )?,
             token_type: vb.get((cfg.type_vocab_size, h), "token_type_embeddings.weight")?,
             norm: Norm::load(vb.pp("LayerNorm"), h, cfg.layer_norm_eps)?,
         })
@@ -167,8 +179,14 @@ impl Embeddings {
     fn forward(&self, ids: &Tensor) -> Result<Tensor> {
         let (b, s) = ids.dims2()?;
         let h = self.word.dim(1)?;
-        let words = self.word.index_select(&ids.flatten_all()?, 0)?.reshape((b, s, h))?;
-        let extra = self.position.narrow(0, 0, s)?.broadcast_add(&self.token_type.narrow(0, 0, 1)?)?;
+        let words = self
+            .word
+            .index_select(&ids.flatten_all()?, 0)?
+            .reshape((b, s, h))?;
+        let extra = self
+            .position
+            .narrow(0, 0, s)?
+            .broadcast_add(&self.token_type.narrow(0, 0, 1)?)?;
         let x = words.broadcast_add(&extra)?.reshape((b * s, h))?;
         self.norm.forward(&x)
     }
@@ -195,8 +213,18 @@ impl Layer {
         let scale = 1.0 / (head_dim as f64).sqrt();
         let q_w = (sa.get((h, h), "query.weight")? * scale)?;
         let q_b = (sa.get(h, "query.bias")? * scale)?;
-        let qkv_w = Tensor::cat(&[&q_w, &sa.get((h, h), "key.weight")?, &sa.get((h, h), "value.weight")?], 0)?;
-        let qkv_b = Tensor::cat(&[&q_b, &sa.get(h, "key.bias")?, &sa.get(h, "value.bias")?], 0)?;
+        let qkv_w = Tensor::cat(
+            &[
+                &q_w,
+                &sa.get((h, h), "key.weight")?,
+                &sa.get((h, h), "value.weight")?,
+            ],
+            0,
+        )?;
+        let qkv_b = Tensor::cat(
+            &[&q_b, &sa.get(h, "key.bias")?, &sa.get(h, "value.bias")?],
+            0,
+        )?;
         Ok(Layer {
             qkv: Dense::from_parts(qkv_w, qkv_b)?,
             attn_out: Dense::load(att.pp("output").pp("dense"), h, h)?,
@@ -227,7 +255,9 @@ impl Layer {
             candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&m)?)?
         };
         let ctx = probs.matmul(&v)?.transpose(1, 2)?.reshape((b * s, h))?;
-        let attn = self.attn_norm.bias_residual(&self.attn_out.matmul(&ctx)?, &self.attn_out, x)?;
+        let attn = self
+            .attn_norm
+            .bias_residual(&self.attn_out.matmul(&ctx)?, &self.attn_out, x)?;
         let inter = self.intermediate.matmul(&attn)?;
         let inter = if inter.device().is_cpu() {
             inter.apply_op1_no_bwd(&BiasGelu {
@@ -236,7 +266,8 @@ impl Layer {
         } else {
             inter.broadcast_add(&self.intermediate.bias)?.gelu_erf()?
         };
-        self.out_norm.bias_residual(&self.output.matmul(&inter)?, &self.output, &attn)
+        self.out_norm
+            .bias_residual(&self.output.matmul(&inter)?, &self.output, &attn)
     }
 }
 
@@ -280,7 +311,10 @@ impl BertForTokenClassification {
         for layer in &self.layers {
             x = layer.forward(&x, &additive, b, s)?;
         }
-        Ok(self.classifier.forward(&x)?.reshape((b, s, self.num_labels))?)
+        Ok(self
+            .classifier
+            .forward(&x)?
+            .reshape((b, s, self.num_labels))?)
     }
 }
 
@@ -304,9 +338,18 @@ pub(crate) fn random_weights(
 ) -> Result<std::collections::HashMap<String, Tensor>> {
     let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
     let mut shapes: Vec<(String, Vec<usize>)> = vec![
-        ("bert.embeddings.word_embeddings.weight".into(), vec![cfg.vocab_size, h]),
-        ("bert.embeddings.position_embeddings.weight".into(), vec![cfg.max_position_embeddings, h]),
-        ("bert.embeddings.token_type_embeddings.weight".into(), vec![cfg.type_vocab_size, h]),
+        (
+            "bert.embeddings.word_embeddings.weight".into(),
+            vec![cfg.vocab_size, h],
+        ),
+        (
+            "bert.embeddings.position_embeddings.weight".into(),
+            vec![cfg.max_position_embeddings, h],
+        ),
+        (
+            "bert.embeddings.token_type_embeddings.weight".into(),
+            vec![cfg.type_vocab_size, h],
+        ),
         ("bert.embeddings.LayerNorm.weight".into(), vec![h]),
         ("bert.embeddings.LayerNorm.bias".into(), vec![h]),
         ("classifier.weight".into(), vec![cfg.num_labels, h]),
@@ -381,8 +424,14 @@ mod tests {
         let diff = (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
         assert!(diff < 1e-5, "padding changed logits by {diff}");
         let spread = one.flatten_all()?.to_vec1::<f32>()?;
-        assert!(spread.iter().any(|v| v.abs() > 1e-3), "weights were not random");
-        let p = softmax(&one)?.sum(D::Minus1)?.flatten_all()?.to_vec1::<f32>()?;
+        assert!(
+            spread.iter().any(|v| v.abs() > 1e-3),
+            "weights were not random"
+        );
+        let p = softmax(&one)?
+            .sum(D::Minus1)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
         assert!(p.iter().all(|s| (s - 1.0).abs() < 1e-5));
         Ok(())
     }

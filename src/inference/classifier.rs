@@ -53,7 +53,7 @@ impl Default for ClassifierOptions {
 enum Backbone {
     Bert(bert::BertForTokenClassification),
     DistilBert(distilbert::DistilBertForTokenClassification),
-    DebertaV2(deberta_v2::DebertaV2ForTokenClassification),
+    DebertaV2(Box<deberta_v2::DebertaV2ForTokenClassification>),
     ModernBert(modernbert::ModernBertForTokenClassification),
     XlmRoberta(xlm_roberta::XlmRobertaForTokenClassification),
 }
@@ -66,30 +66,30 @@ impl Backbone {
                 vb,
                 &bert::Config::from_model_config(&cfg.config, n)?,
             )?),
-            Family::DistilBert => Backbone::DistilBert(
-                distilbert::DistilBertForTokenClassification::load(
+            Family::DistilBert => {
+                Backbone::DistilBert(distilbert::DistilBertForTokenClassification::load(
                     vb,
-                    &distilbert::Config::from_raw(&cfg.raw, n)?,
-                )?,
-            ),
-            Family::DebertaV2 => Backbone::DebertaV2(
-                deberta_v2::DebertaV2ForTokenClassification::load(
+                    &distilbert::Config::from_model_config(&cfg.config, n)?,
+                )?)
+            }
+            Family::DebertaV2 => {
+                Backbone::DebertaV2(Box::new(deberta_v2::DebertaV2ForTokenClassification::load(
                     vb,
                     &deberta_v2::Config::from_raw(&cfg.raw, n)?,
-                )?,
-            ),
-            Family::ModernBert => Backbone::ModernBert(
-                modernbert::ModernBertForTokenClassification::load(
+                )?))
+            }
+            Family::ModernBert => {
+                Backbone::ModernBert(modernbert::ModernBertForTokenClassification::load(
                     vb,
                     &modernbert::Config::from_model_config(&cfg.config, n)?,
-                )?,
-            ),
-            Family::XlmRoberta => Backbone::XlmRoberta(
-                xlm_roberta::XlmRobertaForTokenClassification::load(
+                )?)
+            }
+            Family::XlmRoberta => {
+                Backbone::XlmRoberta(xlm_roberta::XlmRobertaForTokenClassification::load(
                     vb,
                     &xlm_roberta::Config::from_raw(&cfg.raw, n)?,
-                )?,
-            ),
+                )?)
+            }
         })
     }
 
@@ -164,15 +164,23 @@ impl TokenClassifier {
         if weight_files.is_empty() {
             return Err(InferenceError::NoWeights);
         }
-        let mut tensors = std::collections::HashMap::new();
-        for file in &weight_files {
-            let bytes = std::fs::read(file).map_err(|source| InferenceError::Io {
+        let read = |file: &Path| {
+            std::fs::read(file).map_err(|source| InferenceError::Io {
                 file: "model.safetensors",
                 source,
-            })?;
-            tensors.extend(candle_core::safetensors::load_buffer(&bytes, device)?);
-        }
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, device);
+            })
+        };
+        // One file (the usual case): tensors are converted to f32 one by one as the
+        // model asks for them, so the f16 copy never exists in full next to the f32 one.
+        let vb = if let [only] = weight_files.as_slice() {
+            VarBuilder::from_buffered_safetensors(read(only)?, DType::F32, device)?
+        } else {
+            let mut tensors = std::collections::HashMap::new();
+            for file in &weight_files {
+                tensors.extend(candle_core::safetensors::load_buffer(&read(file)?, device)?);
+            }
+            VarBuilder::from_tensors(tensors, DType::F32, device)
+        };
         Self::from_parts(cfg, tokenizer, vb, device, options)
     }
 
@@ -279,7 +287,11 @@ impl TokenClassifier {
         }
         let ids = Tensor::from_vec(ids, (batch.len(), width), &self.device)?;
         let mask = Tensor::from_vec(mask, (batch.len(), width), &self.device)?;
-        let logits = self.model.forward(&ids, &mask)?.to_dtype(DType::F32)?.to_vec3::<f32>()?;
+        let logits = self
+            .model
+            .forward(&ids, &mask)?
+            .to_dtype(DType::F32)?
+            .to_vec3::<f32>()?;
         Ok(logits
             .into_iter()
             .zip(batch)
@@ -327,10 +339,10 @@ impl TokenClassifier {
             })
             .collect();
         for ((i, w), rows) in jobs.iter().zip(window_logits) {
-            for t in w.own_start..w.own_end {
-                if let Some(row) = rows.get(prefix.len() + t - w.start) {
-                    out[*i].logits[t] = row.clone();
-                }
+            let owned = &mut out[*i].logits[w.own_start..w.own_end];
+            let rows = rows.iter().skip(prefix.len() + w.own_start - w.start);
+            for (dst, row) in owned.iter_mut().zip(rows) {
+                dst.clone_from(row);
             }
         }
         for (text_logits, enc) in out.iter_mut().zip(encoded) {
@@ -380,7 +392,8 @@ impl TokenClassifier {
             if let Some((last, last_ty, parts)) = spans.last_mut() {
                 if last.label == label && last.end <= e.start {
                     let gap = index.slice(text, last.end, e.start);
-                    let join = gap.is_empty() || (*last_ty != e.ty && gap.chars().all(char::is_whitespace));
+                    let join = gap.is_empty()
+                        || (*last_ty != e.ty && gap.chars().all(char::is_whitespace));
                     if join {
                         last.score = (last.score * *parts as f32 + e.score) / (*parts + 1) as f32;
                         last.end = e.end;
@@ -390,7 +403,11 @@ impl TokenClassifier {
                     }
                 }
             }
-            spans.push((Span::new(e.start, e.end, label, e.score, Source::Model), e.ty, 1));
+            spans.push((
+                Span::new(e.start, e.end, label, e.score, Source::Model),
+                e.ty,
+                1,
+            ));
         }
         spans
             .into_iter()
@@ -427,11 +444,14 @@ impl Recognizer for TokenClassifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inference::tokenize::tests::tiny_bert_tokenizer;
-    use proptest::prelude::*;
+    use crate::inference::tokenize::tiny_bert_tokenizer;
+    use proptest::prelude::{
+        prop_assert, prop_assert_eq, prop_oneof, proptest, Just, ProptestConfig, TestCaseError,
+    };
     use proptest::strategy::Strategy as _;
 
-    const LABELS: &str = r#"{"0":"O","1":"B-GIVEN_NAME","2":"I-GIVEN_NAME","3":"B-CITY","4":"I-CITY"}"#;
+    const LABELS: &str =
+        r#"{"0":"O","1":"B-GIVEN_NAME","2":"I-GIVEN_NAME","3":"B-CITY","4":"I-CITY"}"#;
 
     fn tiny_classifier(options: ClassifierOptions) -> Result<TokenClassifier> {
         let dev = Device::Cpu;
@@ -446,8 +466,8 @@ mod tests {
     }
 
     #[test]
-    fn long_texts_stitch_to_the_same_logits_as_one_window() -> Result<()> {
-        // Windows of 12 tokens (10 content) with overlap 4, against one 38-token window.
+    fn long_texts_are_windowed_and_every_token_gets_logits() -> Result<()> {
+        // Windows of 12 tokens (10 content) with overlap 4 over a 20-token text.
         let small = tiny_classifier(ClassifierOptions {
             window_tokens: Some(12),
             window_overlap: 4,
@@ -475,9 +495,21 @@ mod tests {
     fn text_strategy() -> impl proptest::strategy::Strategy<Value = String> {
         proptest::collection::vec(
             prop_oneof![
-                Just("zoe"), Just("Zoë"), Just("José"), Just("São"), Just("paulo"), Just("😀"),
-                Just("12/03"), Just(" "), Just("  "), Just("\n"), Just("Dr."), Just("x"),
-                Just("Müllers"), Just("-"), Just("中文")
+                Just("zoe"),
+                Just("Zoë"),
+                Just("José"),
+                Just("São"),
+                Just("paulo"),
+                Just("😀"),
+                Just("12/03"),
+                Just(" "),
+                Just("  "),
+                Just("\n"),
+                Just("Dr."),
+                Just("x"),
+                Just("Müllers"),
+                Just("-"),
+                Just("中文")
             ],
             0..60,
         )

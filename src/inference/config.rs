@@ -169,8 +169,8 @@ impl LoadedConfig {
     pub fn parse(json: &str) -> Result<LoadedConfig> {
         let raw: serde_json::Value =
             serde_json::from_str(json).map_err(|e| InferenceError::Config(e.to_string()))?;
-        let config: ModelConfig =
-            serde_json::from_value(raw.clone()).map_err(|e| InferenceError::Config(e.to_string()))?;
+        let config: ModelConfig = serde_json::from_value(raw.clone())
+            .map_err(|e| InferenceError::Config(e.to_string()))?;
         let family = Family::from_model_type(&config.model_type)?;
         let mut indexed = Vec::with_capacity(config.id2label.len());
         for (k, v) in &config.id2label {
@@ -181,7 +181,9 @@ impl LoadedConfig {
         }
         indexed.sort();
         if indexed.is_empty() || indexed.iter().enumerate().any(|(pos, (i, _))| pos != *i) {
-            return Err(InferenceError::Config("id2label must map 0..n without gaps".into()));
+            return Err(InferenceError::Config(
+                "id2label must map 0..n without gaps".into(),
+            ));
         }
         let labels = indexed.into_iter().map(|(_, v)| v).collect();
         Ok(LoadedConfig {
@@ -224,7 +226,9 @@ mod tests {
 
     #[test]
     fn rejects_gaps_unknown_families_and_bad_json() {
-        assert!(LoadedConfig::parse(r#"{"model_type":"bert","id2label":{"0":"O","2":"B-X"}}"#).is_err());
+        assert!(
+            LoadedConfig::parse(r#"{"model_type":"bert","id2label":{"0":"O","2":"B-X"}}"#).is_err()
+        );
         assert!(LoadedConfig::parse(r#"{"model_type":"gpt2","id2label":{"0":"O"}}"#).is_err());
         assert!(LoadedConfig::parse("{").is_err());
         assert!(LoadedConfig::parse(r#"{"model_type":"bert"}"#).is_err());

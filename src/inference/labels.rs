@@ -75,8 +75,8 @@ pub fn canonical_label(entity_type: &str) -> Label {
         }
         "ACCOUNT" | "ACCOUNTNUM" | "ACCOUNTNUMBER" | "BANKACCOUNT" | "ROUTINGNUMBER" | "IBAN"
         | "BIC" => Label::AccountNumber,
-        "LICENSE" | "LICENSENUMBER" | "DRIVERLICENSENUM" | "DRIVERSLICENSE"
-        | "DRIVERLICENSE" | "CERTIFICATE" => Label::LicenseNumber,
+        "LICENSE" | "LICENSENUMBER" | "DRIVERLICENSENUM" | "DRIVERSLICENSE" | "DRIVERLICENSE"
+        | "CERTIFICATE" => Label::LicenseNumber,
         "VEHICLE" | "VEHICLEID" | "VIN" | "LICENSEPLATE" => Label::VehicleId,
         "DEVICE" | "DEVICEID" | "BIOID" => Label::DeviceId,
         "ID" | "IDNUM" | "IDCARDNUM" | "IDNUMBER" | "PASSPORTNUM" | "PASSPORT" | "TAXNUM"

@@ -8,7 +8,10 @@
 //! head (`head.dense` → activation → `head.norm` → `classifier`) is built here.
 
 use candle_core::Tensor;
-use candle_nn::{layer_norm, linear, linear_no_bias, Activation, LayerNorm, LayerNormConfig, Linear, Module, VarBuilder};
+use candle_nn::{
+    layer_norm, linear, linear_no_bias, Activation, LayerNorm, LayerNormConfig, Linear, Module,
+    VarBuilder,
+};
 use candle_transformers::models::modernbert::{Config as MbConfig, ModernBert};
 
 use super::config::ModelConfig;
@@ -32,9 +35,13 @@ impl Config {
     /// [`InferenceError::Config`] when a ModernBERT field is missing or the head's
     /// activation is unknown.
     pub(crate) fn from_model_config(c: &ModelConfig, num_labels: usize) -> Result<Config> {
-        let act = c.classifier_activation.clone().unwrap_or_else(|| "gelu".into());
-        let classifier_activation: Activation = serde_json::from_value(serde_json::Value::from(act))
-            .map_err(|e| InferenceError::Config(format!("modernbert: {e}")))?;
+        let act = c
+            .classifier_activation
+            .clone()
+            .unwrap_or_else(|| "gelu".into());
+        let classifier_activation: Activation =
+            serde_json::from_value(serde_json::Value::from(act))
+                .map_err(|e| InferenceError::Config(format!("modernbert: {e}")))?;
         Ok(Config {
             inner: MbConfig {
                 vocab_size: c.vocab_size,
@@ -45,7 +52,10 @@ impl Config {
                 max_position_embeddings: c.max_position_embeddings,
                 layer_norm_eps: c.norm_eps.unwrap_or(1e-5),
                 pad_token_id: c.pad_token_id.unwrap_or(0),
-                global_attn_every_n_layers: need(c.global_attn_every_n_layers, "global_attn_every_n_layers")?,
+                global_attn_every_n_layers: need(
+                    c.global_attn_every_n_layers,
+                    "global_attn_every_n_layers",
+                )?,
                 global_rope_theta: need(c.global_rope_theta, "global_rope_theta")?,
                 local_attention: need(c.local_attention, "local_attention")?,
                 local_rope_theta: need(c.local_rope_theta, "local_rope_theta")?,

@@ -76,7 +76,10 @@ impl TextTokenizer {
         let special = probe.get_special_tokens_mask();
         let ids = probe.get_ids();
         let first_content = special.iter().position(|&s| s == 0).unwrap_or(ids.len());
-        let last_content = special.iter().rposition(|&s| s == 0).map_or(ids.len(), |i| i + 1);
+        let last_content = special
+            .iter()
+            .rposition(|&s| s == 0)
+            .map_or(ids.len(), |i| i + 1);
         let prefix = ids[..first_content].to_vec();
         let suffix = ids[last_content..].to_vec();
         let pad_id = ["[PAD]", "<pad>", "<|padding|>"]
@@ -130,38 +133,39 @@ impl TextTokenizer {
 }
 
 #[cfg(test)]
+/// A tiny BERT-style WordPiece tokenizer (lower-casing, accent stripping).
+pub(crate) fn tiny_bert_tokenizer() -> Result<TextTokenizer> {
+    let vocab = [
+        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "zoe", "met", "jose", "in", "sao", "paulo",
+        "on", "12", "/", "03", "-", "##s", "dr", ".", "muller", "😀", "a",
+    ];
+    let vocab_json: String = vocab
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("{:?}:{i}", t))
+        .collect::<Vec<_>>()
+        .join(",");
+    let json = format!(
+        r###"{{"version":"1.0","truncation":null,"padding":null,"added_tokens":[
+          {{"id":0,"content":"[PAD]","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}},
+          {{"id":1,"content":"[UNK]","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}},
+          {{"id":2,"content":"[CLS]","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}},
+          {{"id":3,"content":"[SEP]","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}}],
+        "normalizer":{{"type":"BertNormalizer","clean_text":true,"handle_chinese_chars":true,"strip_accents":null,"lowercase":true}},
+        "pre_tokenizer":{{"type":"BertPreTokenizer"}},
+        "post_processor":{{"type":"TemplateProcessing",
+          "single":[{{"SpecialToken":{{"id":"[CLS]","type_id":0}}}},{{"Sequence":{{"id":"A","type_id":0}}}},{{"SpecialToken":{{"id":"[SEP]","type_id":0}}}}],
+          "pair":[{{"Sequence":{{"id":"A","type_id":0}}}}],
+          "special_tokens":{{"[CLS]":{{"id":"[CLS]","ids":[2],"tokens":["[CLS]"]}},"[SEP]":{{"id":"[SEP]","ids":[3],"tokens":["[SEP]"]}}}}}},
+        "decoder":null,
+        "model":{{"type":"WordPiece","unk_token":"[UNK]","continuing_subword_prefix":"##","max_input_chars_per_word":100,"vocab":{{{vocab_json}}}}}}}"###
+    );
+    TextTokenizer::from_bytes(json.as_bytes())
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A tiny BERT-style WordPiece tokenizer (lower-casing, accent stripping).
-    pub(crate) fn tiny_bert_tokenizer() -> Result<TextTokenizer> {
-        let vocab = [
-            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "zoe", "met", "jose", "in", "sao",
-            "paulo", "on", "12", "/", "03", "-", "##s", "dr", ".", "muller", "😀", "a",
-        ];
-        let vocab_json: String = vocab
-            .iter()
-            .enumerate()
-            .map(|(i, t)| format!("{:?}:{i}", t))
-            .collect::<Vec<_>>()
-            .join(",");
-        let json = format!(
-            r#"{{"version":"1.0","truncation":null,"padding":null,"added_tokens":[
-              {{"id":0,"content":"[PAD]","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}},
-              {{"id":1,"content":"[UNK]","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}},
-              {{"id":2,"content":"[CLS]","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}},
-              {{"id":3,"content":"[SEP]","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}}],
-            "normalizer":{{"type":"BertNormalizer","clean_text":true,"handle_chinese_chars":true,"strip_accents":null,"lowercase":true}},
-            "pre_tokenizer":{{"type":"BertPreTokenizer"}},
-            "post_processor":{{"type":"TemplateProcessing",
-              "single":[{{"SpecialToken":{{"id":"[CLS]","type_id":0}}}},{{"Sequence":{{"id":"A","type_id":0}}}},{{"SpecialToken":{{"id":"[SEP]","type_id":0}}}}],
-              "pair":[{{"Sequence":{{"id":"A","type_id":0}}}}],
-              "special_tokens":{{"[CLS]":{{"id":"[CLS]","ids":[2],"tokens":["[CLS]"]}},"[SEP]":{{"id":"[SEP]","ids":[3],"tokens":["[SEP]"]}}}}}},
-            "decoder":null,
-            "model":{{"type":"WordPiece","unk_token":"[UNK]","continuing_subword_prefix":"##","max_input_chars_per_word":100,"vocab":{{{vocab_json}}}}}}}"#
-        );
-        TextTokenizer::from_bytes(json.as_bytes())
-    }
 
     #[test]
     fn offsets_are_code_points_into_the_original_text() -> Result<()> {
@@ -179,8 +183,8 @@ mod tests {
         assert_eq!(
             pieces,
             vec![
-                "Zoë", "met", "José", "in", "São", "Paulo", "on", "12", "/", "03", "😀", "Dr",
-                ".", "Müller"
+                "Zoë", "met", "José", "in", "São", "Paulo", "on", "12", "/", "03", "😀", "Dr", ".",
+                "Müller"
             ]
         );
         // Words: "12/03" is three words for BERT's pre-tokenizer (punctuation splits).

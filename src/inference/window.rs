@@ -51,8 +51,7 @@ pub fn plan(word_ids: &[Option<u32>], budget: usize, overlap: usize) -> Vec<Wind
             break;
         }
         let mut next = end - overlap;
-        while next > start + 1 && word_ids[next].is_some() && word_ids[next] == word_ids[next - 1]
-        {
+        while next > start + 1 && word_ids[next].is_some() && word_ids[next] == word_ids[next - 1] {
             next -= 1;
         }
         // Moving back to a word start must not give up the window's progress.
@@ -60,7 +59,11 @@ pub fn plan(word_ids: &[Option<u32>], budget: usize, overlap: usize) -> Vec<Wind
     }
     let mut out = Vec::with_capacity(spans.len());
     for (i, &(s, e)) in spans.iter().enumerate() {
-        let own_start = if i == 0 { s } else { seam(spans[i - 1], (s, e)) };
+        let own_start = if i == 0 {
+            s
+        } else {
+            seam(spans[i - 1], (s, e))
+        };
         let own_end = match spans.get(i + 1) {
             Some(&next) => seam((s, e), next),
             None => e,
@@ -96,7 +99,15 @@ mod tests {
     #[test]
     fn short_sequences_are_one_window() {
         let w = plan(&words(5, 1), 10, 4);
-        assert_eq!(w, vec![Window { start: 0, end: 5, own_start: 0, own_end: 5 }]);
+        assert_eq!(
+            w,
+            vec![Window {
+                start: 0,
+                end: 5,
+                own_start: 0,
+                own_end: 5
+            }]
+        );
         assert!(plan(&[], 10, 4).is_empty());
     }
 

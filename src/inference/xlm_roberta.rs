@@ -29,7 +29,8 @@ impl Config {
         if let Some(obj) = raw.as_object_mut() {
             obj.entry("position_embedding_type")
                 .or_insert_with(|| serde_json::Value::from("absolute"));
-            obj.entry("pad_token_id").or_insert_with(|| serde_json::Value::from(1));
+            obj.entry("pad_token_id")
+                .or_insert_with(|| serde_json::Value::from(1));
         }
         let inner: XlmConfig = serde_json::from_value(raw)
             .map_err(|e| InferenceError::Config(format!("xlm-roberta: {e}")))?;

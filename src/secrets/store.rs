@@ -159,7 +159,10 @@ mod tests {
         assert_eq!(store.get("a").expect("get"), None);
         let v = store.get_or_create("a", || "one".into()).expect("create");
         assert_eq!(v, "one");
-        assert_eq!(store.get_or_create("a", || "two".into()).expect("again"), "one");
+        assert_eq!(
+            store.get_or_create("a", || "two".into()).expect("again"),
+            "one"
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

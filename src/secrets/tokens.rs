@@ -219,8 +219,13 @@ mod tests {
     fn created_tokens_authenticate_until_revoked() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = SecretStore::file_only(dir.path().join("secrets.json"));
-        let reg = TokenRegistry::open(&store, dir.path().join("tokens.json"), None, Some("adm".into()))
-            .expect("open");
+        let reg = TokenRegistry::open(
+            &store,
+            dir.path().join("tokens.json"),
+            None,
+            Some("adm".into()),
+        )
+        .expect("open");
         assert_eq!(reg.authenticate("adm").map(|t| t.1), Some(Scope::Admin));
         assert_eq!(
             reg.authenticate(reg.client_token()).map(|t| t.1),

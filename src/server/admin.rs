@@ -54,6 +54,8 @@ pub struct Status {
     pub admission: Value,
     /// Totals (the dashboard derives rates).
     pub totals: Value,
+    /// The cluster-wide limit: `null` when per process.
+    pub cluster: Value,
 }
 
 impl Status {
@@ -105,6 +107,10 @@ pub fn status(st: &AppState) -> Status {
             "high_watermark": settings.high_watermark(),
             "low_watermark": settings.low_watermark(),
         }),
+        cluster: match &st.cluster {
+            Some(c) => json!({"mode": c.mode(), "stats": c.stats()}),
+            None => Value::Null,
+        },
         totals: json!({"requests": requests, "errors": errors, "shed": shed,
                        "retries": stats.retries, "attempts": stats.attempts}),
     }
@@ -159,7 +165,11 @@ pub async fn admin_settings_put(
                 Value::Null => String::new(),
                 Value::Array(a) => a
                     .iter()
-                    .map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()))
+                    .map(|x| {
+                        x.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| x.to_string())
+                    })
                     .collect::<Vec<_>>()
                     .join(","),
                 other => other.to_string(),
@@ -181,7 +191,10 @@ pub async fn admin_settings_put(
     })?;
     super::apply_live(&st, &next);
     *st.settings.write() = std::sync::Arc::new(next);
-    st.publish("status", serde_json::to_value(status(&st)).unwrap_or(Value::Null));
+    st.publish(
+        "status",
+        serde_json::to_value(status(&st)).unwrap_or(Value::Null),
+    );
     Ok(axum::Json(settings_json(&st)).into_response())
 }
 
@@ -202,7 +215,10 @@ pub async fn admin_breaker_action(
         _ => return Err(ApiError::NotFound),
     }
     let snap = guard.breaker(&key).snapshot();
-    st.publish("status", serde_json::to_value(status(&st)).unwrap_or(Value::Null));
+    st.publish(
+        "status",
+        serde_json::to_value(status(&st)).unwrap_or(Value::Null),
+    );
     Ok(axum::Json(json!({"key": snap.key, "model_id": snap.key, "state": snap.state.as_str(),
         "consecutive_failures": snap.consecutive_failures, "retry_after_seconds": snap.retry_after_seconds,
         "failure_rate": snap.failure_rate}))
@@ -275,9 +291,10 @@ pub async fn admin_faults_put(
         };
         parts.push(format!("{k}={mode}"));
     }
-    st.engine.faults.set_spec(&parts.join(",")).map_err(|m| {
-        ApiError::Validation(vec![FieldProblem::new("body", m, "value_error")])
-    })?;
+    st.engine
+        .faults
+        .set_spec(&parts.join(","))
+        .map_err(|m| ApiError::Validation(vec![FieldProblem::new("body", m, "value_error")]))?;
     Ok(axum::Json(st.engine.faults.snapshot()).into_response())
 }
 
@@ -308,4 +325,38 @@ fn status_event(st: &AppState) -> SseEvent {
     SseEvent::default()
         .event("status")
         .data(serde_json::to_string(&status(st)).unwrap_or_default())
+}
+
+/// `POST /admin/eval` `{"gold": "<JSONL or JSON array>", "model_name"?, "method"?}`: the
+/// `phiguard eval` report as JSON, for the dashboard. Gold errors name the line, never
+/// the text.
+pub async fn admin_eval(
+    State(st): State<AppState>,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
+    let map = parse_object(&body)?;
+    let mut f = super::validate::Fields::new(&map);
+    let gold = f.opt_str("gold").unwrap_or_default();
+    let model = f.opt_str("model_name");
+    let method = f
+        .opt_choice("method", super::api::METHODS)
+        .unwrap_or("mask");
+    let threshold = f.f64_in("confidence_threshold", 0.5, 0.0, 1.0);
+    if gold.trim().is_empty() {
+        f.body_problem("gold must hold JSONL gold documents");
+    }
+    f.finish()?;
+    let docs = crate::eval::read_gold_str(&gold, None).map_err(|e| {
+        ApiError::Validation(vec![FieldProblem::new(
+            "body.gold",
+            e.to_string(),
+            "value_error",
+        )])
+    })?;
+    let id = st.engine.resolve(model.as_deref())?;
+    let method = crate::deid::Method::from_wire(method).unwrap_or_default();
+    let report =
+        crate::engine::evaluate::evaluate(&st.engine, &id, &docs, method, threshold as f32, || {})
+            .await?;
+    Ok(axum::Json(report).into_response())
 }

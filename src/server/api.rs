@@ -13,7 +13,8 @@ use super::validate::{Fields, TextLimits, LANGS};
 
 /// Degraded-mode choice carried by a request (`"fallback": "rules"`).
 fn fallback(f: &mut Fields<'_>) -> Option<bool> {
-    f.opt_choice("fallback", &["rules", "none"]).map(|c| c == "rules")
+    f.opt_choice("fallback", &["rules", "none"])
+        .map(|c| c == "rules")
 }
 
 /// `POST /pii/extract`.
@@ -125,10 +126,7 @@ pub struct UnloadRequest {
 
 fn common_pii(f: &mut Fields<'_>) -> (bool, String, Option<bool>) {
     let smart = f.bool_or("use_smart_merging", true);
-    let lang = f
-        .opt_choice("lang", LANGS)
-        .unwrap_or("en")
-        .to_string();
+    let lang = f.opt_choice("lang", LANGS).unwrap_or("en").to_string();
     let accents = f.opt_bool("normalize_accents");
     (smart, lang, accents)
 }
@@ -138,7 +136,10 @@ impl ExtractRequest {
     ///
     /// # Errors
     /// 422 listing every problem.
-    pub fn parse(map: &Map<String, Value>, limits: TextLimits) -> Result<(Self, Option<StreamOptions>), ApiError> {
+    pub fn parse(
+        map: &Map<String, Value>,
+        limits: TextLimits,
+    ) -> Result<(Self, Option<StreamOptions>), ApiError> {
         Self::parse_inner(map, limits, false)
     }
 
@@ -146,7 +147,10 @@ impl ExtractRequest {
     ///
     /// # Errors
     /// 422 listing every problem.
-    pub fn parse_stream(map: &Map<String, Value>, limits: TextLimits) -> Result<(Self, StreamOptions), ApiError> {
+    pub fn parse_stream(
+        map: &Map<String, Value>,
+        limits: TextLimits,
+    ) -> Result<(Self, StreamOptions), ApiError> {
         let (r, s) = Self::parse_inner(map, limits, true)?;
         Ok((r, s.unwrap_or_else(StreamOptions::default_deid)))
     }
@@ -201,7 +205,7 @@ impl StreamOptions {
 }
 
 /// Methods accepted by `/pii/deidentify`.
-pub const METHODS: &[&str] = &["mask", "remove", "replace", "hash", "shift_dates"];
+pub const METHODS: &[&str] = &crate::deid::Method::NAMES;
 
 impl DeidentifyRequest {
     /// Parses and validates (with `chunk_size` when `stream`).
@@ -231,9 +235,9 @@ impl DeidentifyRequest {
         let mut method = method_raw.unwrap_or("mask").to_string();
         match (shift_dates, method.as_str()) {
             (Some(true), _) => method = "shift_dates".into(),
-            (Some(false), "shift_dates") => f.body_problem(
-                "Value error, shift_dates=false conflicts with method='shift_dates'",
-            ),
+            (Some(false), "shift_dates") => {
+                f.body_problem("Value error, shift_dates=false conflicts with method='shift_dates'")
+            }
             _ => {}
         }
         if date_shift_days.is_some() && method != "shift_dates" {
@@ -282,7 +286,10 @@ impl AnalyzeRequest {
         let confidence_threshold = f.f64_in("confidence_threshold", 0.0, 0.0, 1.0);
         let group_entities = f.bool_or("group_entities", false);
         let aggregation_strategy = f
-            .opt_choice("aggregation_strategy", &["simple", "first", "average", "max"])
+            .opt_choice(
+                "aggregation_strategy",
+                &["simple", "first", "average", "max"],
+            )
             .map(str::to_string);
         let sentence_detection = f.bool_or("sentence_detection", true);
         let _ = f.opt_str("sentence_language");

@@ -244,7 +244,9 @@ impl ApiError {
                 "queue_capacity": capacity, "retry_after_seconds": round3(*retry_after),
                 "reason": reason, "low_watermark": low_watermark,
             }),
-            ApiError::Busy { retry_after } => json!({ "retry_after_seconds": round3(*retry_after) }),
+            ApiError::Busy { retry_after } => {
+                json!({ "retry_after_seconds": round3(*retry_after) })
+            }
             ApiError::BreakerOpen {
                 state,
                 retry_after_seconds,
@@ -310,9 +312,9 @@ impl ApiError {
     pub fn from_guard<E>(e: crate::guard::GuardError<E>) -> Self {
         use crate::guard::GuardError as G;
         match e {
-            G::RateLimited(r) => ApiError::RateLimited {
-                retry_after: r.retry_after.as_secs_f64(),
-                key: r.scope.as_str(),
+            G::RateLimited { retry_after, scope } => ApiError::RateLimited {
+                retry_after: retry_after.as_secs_f64(),
+                key: scope.as_str(),
             },
             G::Shed(s) => ApiError::Backpressure {
                 priority: s.priority.as_str(),
@@ -394,12 +396,52 @@ mod tests {
             (ApiError::Validation(vec![]), 422, "validation_error", None),
             (ApiError::ModelNotServed, 422, "model_not_served", None),
             (ApiError::AuthRequired, 401, "authentication_required", None),
-            (ApiError::InvalidCredentials, 401, "invalid_credentials", None),
-            (ApiError::Forbidden { required: "pii:write" }, 403, "forbidden", None),
-            (ApiError::RateLimited { retry_after: 0.2, key: "global" }, 429, "rate_limited", Some(1)),
-            (ApiError::Busy { retry_after: 2.5 }, 503, "service_busy", Some(3)),
-            (ApiError::BreakerOpen { state: "open", retry_after_seconds: 29 }, 503, "circuit_breaker_open", Some(29)),
-            (ApiError::Timeout { timeout_seconds: 60.0 }, 504, "timeout", None),
+            (
+                ApiError::InvalidCredentials,
+                401,
+                "invalid_credentials",
+                None,
+            ),
+            (
+                ApiError::Forbidden {
+                    required: "pii:write",
+                },
+                403,
+                "forbidden",
+                None,
+            ),
+            (
+                ApiError::RateLimited {
+                    retry_after: 0.2,
+                    key: "global",
+                },
+                429,
+                "rate_limited",
+                Some(1),
+            ),
+            (
+                ApiError::Busy { retry_after: 2.5 },
+                503,
+                "service_busy",
+                Some(3),
+            ),
+            (
+                ApiError::BreakerOpen {
+                    state: "open",
+                    retry_after_seconds: 29,
+                },
+                503,
+                "circuit_breaker_open",
+                Some(29),
+            ),
+            (
+                ApiError::Timeout {
+                    timeout_seconds: 60.0,
+                },
+                504,
+                "timeout",
+                None,
+            ),
             (ApiError::Inference, 500, "inference_error", None),
             (ApiError::PayloadTooLarge, 413, "payload_too_large", None),
         ];

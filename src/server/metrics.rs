@@ -40,7 +40,10 @@ impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
         let requests = must(IntCounterVec::new(
-            Opts::new("openmed_service_request_total", "HTTP requests by route and status"),
+            Opts::new(
+                "openmed_service_request_total",
+                "HTTP requests by route and status",
+            ),
             &["route", "status_code"],
         ));
         let duration = must(HistogramVec::new(
@@ -82,6 +85,11 @@ impl Metrics {
         }
     }
 
+    /// The registry, for families owned elsewhere (the cluster limiter's).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// Records one finished request.
     pub fn observe(&self, route: &str, status: u16, elapsed: Duration) {
         self.requests
@@ -101,7 +109,7 @@ impl Metrics {
                 continue;
             }
             for m in mf.get_metric() {
-                let v = m.get_counter().value() as u64;
+                let v = m.get_counter().get_value() as u64;
                 all += v;
                 let status = m
                     .get_label()
@@ -147,18 +155,48 @@ pub fn render(st: &AppState) -> String {
     let adm = guard.admission_snapshot();
     let reg = &st.engine.registry;
     let loaded = reg.loaded();
-    gauge(&scrape, "openmed_service_orphaned_work", "work still running after its request timed out", 0.0);
-    gauge(&scrape, "openmed_service_circuit_breaker_closed", "breakers closed", counts.closed as f64);
-    gauge(&scrape, "openmed_service_circuit_breaker_open", "breakers open", counts.open as f64);
-    gauge(&scrape, "openmed_service_circuit_breaker_half_open", "breakers half-open", counts.half_open as f64);
-    gauge(&scrape, "openmed_service_model_resident_total", "models resident", loaded.len() as f64);
+    gauge(
+        &scrape,
+        "openmed_service_orphaned_work",
+        "work still running after its request timed out",
+        0.0,
+    );
+    gauge(
+        &scrape,
+        "openmed_service_circuit_breaker_closed",
+        "breakers closed",
+        counts.closed as f64,
+    );
+    gauge(
+        &scrape,
+        "openmed_service_circuit_breaker_open",
+        "breakers open",
+        counts.open as f64,
+    );
+    gauge(
+        &scrape,
+        "openmed_service_circuit_breaker_half_open",
+        "breakers half-open",
+        counts.half_open as f64,
+    );
+    gauge(
+        &scrape,
+        "openmed_service_model_resident_total",
+        "models resident",
+        loaded.len() as f64,
+    );
     gauge(
         &scrape,
         "openmed_service_model_resident_bytes",
         "estimated bytes of resident models",
         loaded.values().map(|l| l.footprint_bytes as f64).sum(),
     );
-    gauge(&scrape, "openmed_service_model_pending_load_bytes", "bytes of models being loaded", 0.0);
+    gauge(
+        &scrape,
+        "openmed_service_model_pending_load_bytes",
+        "bytes of models being loaded",
+        0.0,
+    );
     let loads = reg.loads.load(std::sync::atomic::Ordering::Relaxed);
     let evictions = reg.evictions.load(std::sync::atomic::Ordering::Relaxed);
     let simple = |name: &str, help: &str, v: u64| {
@@ -167,14 +205,21 @@ pub fn render(st: &AppState) -> String {
         let _ = scrape.register(Box::new(c));
     };
     simple("openmed_service_model_load_total", "model loads", loads);
-    simple("openmed_service_model_eviction_total", "model unloads by LRU or keep-alive", evictions);
+    simple(
+        "openmed_service_model_eviction_total",
+        "model unloads by LRU or keep-alive",
+        evictions,
+    );
     simple(
         "openmed_service_model_rejection_total",
         "requests refused by a model breaker",
         stats.breaker_rejected,
     );
     let queue_depth = must(IntCounterVec::new(
-        Opts::new("openmed_service_admission_shed_total", "requests shed by admission"),
+        Opts::new(
+            "openmed_service_admission_shed_total",
+            "requests shed by admission",
+        ),
         &["queue"],
     ));
     let mut shed_by_priority = Vec::new();
@@ -190,7 +235,10 @@ pub fn render(st: &AppState) -> String {
         .inc_by(shed_by_priority.iter().map(|(_, n)| n).sum());
     let _ = scrape.register(Box::new(queue_depth));
     let depth = must(prometheus::IntGaugeVec::new(
-        Opts::new("openmed_service_admission_queue_depth", "admitted requests queued or running"),
+        Opts::new(
+            "openmed_service_admission_queue_depth",
+            "admitted requests queued or running",
+        ),
         &["queue"],
     ));
     depth
@@ -198,7 +246,10 @@ pub fn render(st: &AppState) -> String {
         .set(adm.depth.iter().sum::<usize>() as i64);
     let _ = scrape.register(Box::new(depth));
     let shedding = must(prometheus::IntGaugeVec::new(
-        Opts::new("openmed_service_admission_queue_shedding", "1 while admission sheds"),
+        Opts::new(
+            "openmed_service_admission_queue_shedding",
+            "1 while admission sheds",
+        ),
         &["queue"],
     ));
     shedding
@@ -206,29 +257,64 @@ pub fn render(st: &AppState) -> String {
         .set(adm.shedding as i64);
     let _ = scrape.register(Box::new(shedding));
     let bq = must(prometheus::IntGaugeVec::new(
-        Opts::new("openmed_service_batch_queue_depth", "admitted requests by priority"),
+        Opts::new(
+            "openmed_service_batch_queue_depth",
+            "admitted requests by priority",
+        ),
         &["priority"],
     ));
-    bq.with_label_values(&["interactive"]).set(adm.depth[Priority::Interactive as usize] as i64);
-    bq.with_label_values(&["bulk"]).set(adm.depth[Priority::Bulk as usize] as i64);
+    bq.with_label_values(&["interactive"])
+        .set(adm.depth[Priority::Interactive as usize] as i64);
+    bq.with_label_values(&["bulk"])
+        .set(adm.depth[Priority::Bulk as usize] as i64);
     let _ = scrape.register(Box::new(bq));
-    counter_vec(&scrape, "openmed_service_batch_shed_total", "requests shed by priority", "priority", &shed_by_priority);
+    counter_vec(
+        &scrape,
+        "openmed_service_batch_shed_total",
+        "requests shed by priority",
+        "priority",
+        &shed_by_priority,
+    );
     // phiguard's own families.
-    simple("phiguard_guard_calls_total", "logical model calls through the guard", stats.calls);
-    simple("phiguard_backend_attempts_total", "backend attempts (first tries and retries)", stats.attempts);
+    simple(
+        "phiguard_guard_calls_total",
+        "logical model calls through the guard",
+        stats.calls,
+    );
+    simple(
+        "phiguard_backend_attempts_total",
+        "backend attempts (first tries and retries)",
+        stats.attempts,
+    );
     simple("phiguard_retries_total", "retries made", stats.retries);
-    simple("phiguard_retry_budget_exhausted_total", "retries refused by the retry budget", stats.budget_exhausted);
-    simple("phiguard_bulkhead_rejected_total", "calls refused by a full bulkhead", stats.bulkhead_rejected);
-    simple("phiguard_timeouts_total", "calls that passed their deadline", stats.timeouts);
+    simple(
+        "phiguard_retry_budget_exhausted_total",
+        "retries refused by the retry budget",
+        stats.budget_exhausted,
+    );
+    simple(
+        "phiguard_bulkhead_rejected_total",
+        "calls refused by a full bulkhead",
+        stats.bulkhead_rejected,
+    );
+    simple(
+        "phiguard_timeouts_total",
+        "calls that passed their deadline",
+        stats.timeouts,
+    );
     counter_vec(
         &scrape,
         "phiguard_breaker_transitions_total",
         "breaker state transitions by target state",
         "to",
-        &[BreakerState::Closed, BreakerState::Open, BreakerState::HalfOpen]
-            .iter()
-            .map(|s| (s.as_str(), stats.transitions_to(*s)))
-            .collect::<Vec<_>>(),
+        &[
+            BreakerState::Closed,
+            BreakerState::Open,
+            BreakerState::HalfOpen,
+        ]
+        .iter()
+        .map(|s| (s.as_str(), stats.transitions_to(*s)))
+        .collect::<Vec<_>>(),
     );
     counter_vec(
         &scrape,
@@ -256,7 +342,9 @@ pub fn render(st: &AppState) -> String {
     let mut families = st.metrics.registry.gather();
     families.extend(scrape.gather());
     let _ = encoder.encode(&families, &mut out);
-    let micros = reg.load_seconds_micros.load(std::sync::atomic::Ordering::Relaxed);
+    let micros = reg
+        .load_seconds_micros
+        .load(std::sync::atomic::Ordering::Relaxed);
     let mut text = String::from_utf8(out).unwrap_or_default();
     text.push_str(&format!(
         "# HELP openmed_service_model_load_duration_seconds model load time\n# TYPE openmed_service_model_load_duration_seconds summary\nopenmed_service_model_load_duration_seconds_count {loads}\nopenmed_service_model_load_duration_seconds_sum {}\n",

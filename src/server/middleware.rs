@@ -48,7 +48,8 @@ fn valid_request_id(v: &HeaderValue) -> Option<String> {
     let s = v.to_str().ok()?;
     let ok = !s.is_empty()
         && s.len() <= 128
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
     ok.then(|| s.to_string())
 }
 
@@ -76,7 +77,11 @@ pub async fn context(State(st): State<AppState>, req: Request, next: Next) -> Re
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }
-    let code = resp.extensions().get::<ErrorCode>().map(|c| c.0).unwrap_or("");
+    let code = resp
+        .extensions()
+        .get::<ErrorCode>()
+        .map(|c| c.0)
+        .unwrap_or("");
     let caller = resp
         .extensions()
         .get::<Caller>()
@@ -119,7 +124,16 @@ fn strip_port(host: &str) -> &str {
 }
 
 /// 400 unless the Host header is trusted (DNS-rebinding protection for a loopback service).
+///
+/// Probes and `/metrics` are exempt: kubelets and Prometheus address pods by IP, and these
+/// routes carry no patient data.
 pub async fn trusted_host(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    if matches!(
+        req.uri().path(),
+        "/health" | "/livez" | "/readyz" | "/metrics"
+    ) {
+        return next.run(req).await;
+    }
     let host = req
         .headers()
         .get(header::HOST)
@@ -203,10 +217,7 @@ pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> R
         Caller { token_id, scope }
     };
     if needed == Scope::Admin && caller.scope != Scope::Admin {
-        return ApiError::Forbidden {
-            required: "admin",
-        }
-        .into_response();
+        return ApiError::Forbidden { required: "admin" }.into_response();
     }
     req.extensions_mut().insert(caller.clone());
     let mut resp = next.run(req).await;
@@ -270,7 +281,20 @@ pub async fn admission(State(st): State<AppState>, mut req: Request, next: Next)
         .map(|c| c.token_id.clone())
         .unwrap_or_default();
     if let Err(e) = st.engine.guard.check_rate(&token) {
-        return ApiError::from_guard(GuardError::<()>::RateLimited(e)).into_response();
+        return ApiError::from_guard(GuardError::<()>::RateLimited {
+            retry_after: e.retry_after,
+            scope: e.scope,
+        })
+        .into_response();
+    }
+    if let Some(cluster) = &st.cluster {
+        if let Err(r) = cluster.try_admit(&token).await {
+            return ApiError::RateLimited {
+                retry_after: r.retry_after.as_secs_f64(),
+                key: "cluster",
+            }
+            .into_response();
+        }
     }
     let permit = match st.engine.guard.admit(priority).await {
         Ok(p) => p,

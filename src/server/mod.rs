@@ -9,6 +9,7 @@ pub mod api;
 pub mod error;
 pub mod metrics;
 pub mod middleware;
+pub mod models_api;
 mod ndjson;
 pub mod openapi;
 pub mod ops;
@@ -104,7 +105,11 @@ pub fn guard_config(s: &Settings) -> GuardConfig {
         failure_threshold: s.i64("breaker.failure_threshold") as u32,
         recovery_timeout: secs("breaker.recovery_timeout_seconds"),
         permitted_calls_in_half_open_state: s.i64("breaker.half_open_calls") as u32,
-        failure_rate_threshold: if rate_threshold > 0.0 { rate_threshold } else { 100.0 },
+        failure_rate_threshold: if rate_threshold > 0.0 {
+            rate_threshold
+        } else {
+            100.0
+        },
         // The windows are opt-in: a size of 0 turns them off in the guard.
         sliding_window_size: if rate_threshold > 0.0 || slow > 0.0 {
             s.i64("breaker.sliding_window_size") as u32
@@ -181,58 +186,62 @@ pub fn build_engine(
     home: &Home,
     opts: StartOptions,
 ) -> Result<Arc<Engine>, ServerError> {
-        let clock: Arc<dyn Clock> = opts.clock.unwrap_or_else(|| Arc::new(SystemClock));
-        let sleeper: Arc<dyn Sleeper> = opts.sleeper.unwrap_or_else(|| Arc::new(TokioSleeper));
-        let jitter: Arc<dyn Jitter> = opts.jitter.unwrap_or_else(|| Arc::new(RandJitter));
-        let guard = Arc::new(
-            Guard::new(guard_config(settings), Arc::clone(&clock), sleeper, jitter)
-                .map_err(|e| ServerError::Config(e.to_string()))?,
-        );
-        let faults = Arc::new(Faults::default());
-        if let Ok(spec) = std::env::var("PHIGUARD_FAULTS") {
-            if Faults::ENABLED {
-                faults.set_spec(&spec).map_err(ServerError::Config)?;
-            } else if !spec.trim().is_empty() {
-                tracing::warn!("PHIGUARD_FAULTS is ignored: this build has no fault injection");
-            }
+    let clock: Arc<dyn Clock> = opts.clock.unwrap_or_else(|| Arc::new(SystemClock));
+    let sleeper: Arc<dyn Sleeper> = opts.sleeper.unwrap_or_else(|| Arc::new(TokioSleeper));
+    let jitter: Arc<dyn Jitter> = opts.jitter.unwrap_or_else(|| Arc::new(RandJitter));
+    let guard = Arc::new(
+        Guard::new(guard_config(settings), Arc::clone(&clock), sleeper, jitter)
+            .map_err(|e| ServerError::Config(e.to_string()))?,
+    );
+    let faults = Arc::new(Faults::default());
+    if let Ok(spec) = std::env::var("PHIGUARD_FAULTS") {
+        if Faults::ENABLED {
+            faults.set_spec(&spec).map_err(ServerError::Config)?;
+        } else if !spec.trim().is_empty() {
+            tracing::warn!("PHIGUARD_FAULTS is ignored: this build has no fault injection");
         }
-        let rules: Arc<dyn crate::detect::Recognizer> =
-            Arc::new(crate::detect::rules::RuleRecognizer::new());
-        let loader = opts.loader.unwrap_or_else(crate::engine::loader::default_loader);
-        let mut specs: Vec<ModelSpec> = crate::engine::loader::installed_specs(home);
-        for (id, _) in &opts.extra_backends {
-            specs.push(ModelSpec {
-                id: id.clone(),
-                dir: Some(std::path::PathBuf::from(format!("scripted:{id}"))),
-                footprint_bytes: 0,
-            });
-        }
-        let loader: Arc<dyn Loader> = if opts.extra_backends.is_empty() {
-            loader
-        } else {
-            Arc::new(crate::engine::loader::WithScripted {
-                inner: loader,
-                scripted: opts.extra_backends.into_iter().collect(),
-            })
-        };
-        let registry = Arc::new(Registry::new(rules, loader, Arc::clone(&faults), specs));
-        let threads = settings
-            .opt_i64("models.inference_threads")
-            .map(|v| v as usize)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-        let pool = WorkerPool::new(threads, 1024, batch_config(settings), Arc::clone(&faults));
-        Ok(Arc::new(Engine::new(
-            registry,
-            pool,
-            Arc::clone(&guard),
-            faults,
-            naming(settings),
-        )))
+    }
+    let rules: Arc<dyn crate::detect::Recognizer> =
+        Arc::new(crate::detect::rules::RuleRecognizer::new());
+    let loader = opts
+        .loader
+        .unwrap_or_else(crate::engine::loader::default_loader);
+    let mut specs: Vec<ModelSpec> = crate::engine::loader::installed_specs(home);
+    for (id, _) in &opts.extra_backends {
+        specs.push(ModelSpec {
+            id: id.clone(),
+            dir: Some(std::path::PathBuf::from(format!("scripted:{id}"))),
+            footprint_bytes: 0,
+        });
+    }
+    let loader: Arc<dyn Loader> = if opts.extra_backends.is_empty() {
+        loader
+    } else {
+        Arc::new(crate::engine::loader::WithScripted {
+            inner: loader,
+            scripted: opts.extra_backends.into_iter().collect(),
+        })
+    };
+    let registry = Arc::new(Registry::new(rules, loader, Arc::clone(&faults), specs));
+    let threads = settings
+        .opt_i64("models.inference_threads")
+        .map(|v| v as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let pool = WorkerPool::new(threads, 1024, batch_config(settings), Arc::clone(&faults));
+    Ok(Arc::new(Engine::new(
+        registry,
+        pool,
+        Arc::clone(&guard),
+        faults,
+        naming(settings),
+    )))
 }
 
 fn is_loopback(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
-    h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    h == "localhost"
+        || h.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// A running server.
@@ -283,9 +292,9 @@ impl Server {
             Some(settings.str("security.auth_token").to_string()),
             Some(settings.str("security.admin_token").to_string()),
         )?);
-        let hash_key = match HashKey::from_hex(&store.get_or_create("hash-key", || {
-            hex::encode(rand::random::<[u8; 32]>())
-        })?) {
+        let hash_key = match HashKey::from_hex(
+            &store.get_or_create("hash-key", || hex::encode(rand::random::<[u8; 32]>()))?,
+        ) {
             Ok(k) => k,
             Err(_) => {
                 return Err(ServerError::Config(
@@ -298,14 +307,31 @@ impl Server {
         let guard = Arc::clone(&engine.guard);
         let port = settings.i64("server.port") as u16;
         let max_body = settings.i64("limits.max_request_bytes") as usize;
-        let state = AppState::new(settings, engine, tokens, hash_key, clock, home, auth_off);
+        let cluster = match settings.str("cluster.redis_url") {
+            "" => None,
+            url => {
+                let mut cfg = crate::cluster::ClusterConfig::new(
+                    url,
+                    settings.opt_i64("cluster.admissions").unwrap_or(1) as u32,
+                );
+                cfg.key_prefix = settings.str("cluster.key_prefix").to_string();
+                cfg.window = Duration::from_secs_f64(settings.f64("cluster.window_seconds"));
+                cfg.replicas = settings.i64("cluster.replicas") as u32;
+                cfg.validate()
+                    .map_err(|e| ServerError::Config(e.to_string()))?;
+                Some(crate::cluster::ClusterLimiter::new(cfg).await)
+            }
+        };
+        let state = AppState::new(
+            settings, engine, tokens, hash_key, clock, home, auth_off, cluster,
+        );
         apply_live(&state, &state.settings());
         {
             let st = state.clone();
             guard.set_breaker_listener(Some(Arc::new(move |t: &crate::guard::BreakerTransition| {
                 st.publish(
                     "breaker",
-                    serde_json::json!({"key": t.key, "from": t.from.as_str(), "to": t.to.as_str()}),
+                    serde_json::json!({"key": t.key.to_string(), "from": t.from.as_str(), "to": t.to.as_str()}),
                 );
             })));
         }
@@ -357,7 +383,11 @@ impl Server {
 
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
-        self.state.addr.get().copied().unwrap_or_else(|| ([127, 0, 0, 1], 0).into())
+        self.state
+            .addr
+            .get()
+            .copied()
+            .unwrap_or_else(|| ([127, 0, 0, 1], 0).into())
     }
 
     /// The status snapshot (`GET /admin/status`).
@@ -384,9 +414,14 @@ impl Server {
     /// in-flight work drained for up to the drain setting, then the listener closed.
     pub async fn shutdown(mut self) {
         self.state.set_phase(Phase::Draining);
-        let drain = Duration::from_secs_f64(self.state.settings().f64("server.shutdown_drain_seconds"));
+        let drain =
+            Duration::from_secs_f64(self.state.settings().f64("server.shutdown_drain_seconds"));
         let until = std::time::Instant::now() + drain;
-        while self.state.inflight.load(std::sync::atomic::Ordering::SeqCst) > 0
+        while self
+            .state
+            .inflight
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0
             && std::time::Instant::now() < until
         {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -394,16 +429,22 @@ impl Server {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        let left = until.saturating_duration_since(std::time::Instant::now()) + Duration::from_millis(500);
+        let left =
+            until.saturating_duration_since(std::time::Instant::now()) + Duration::from_millis(500);
         if tokio::time::timeout(left, &mut self.task).await.is_err() {
             self.task.abort();
         }
     }
 }
 
+/// Loads the preload list and the default model before `/readyz` turns ready, so the first
+/// request does not pay for a model load.
 async fn preload(st: &AppState) {
     let settings = st.settings();
-    for name in settings.list("models.preload") {
+    let mut names: Vec<String> = settings.list("models.preload").to_vec();
+    names.push(st.engine.default_model());
+    names.dedup();
+    for name in &names {
         let Ok(id) = st.engine.resolve(Some(name)) else {
             tracing::warn!("a preload model is not installed; skipped");
             continue;

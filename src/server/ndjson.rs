@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 /// Serialises `v` like `json.dumps(v, sort_keys=True[, separators=(",", ":")])`.
-pub fn dumps(v: &Value, compact: bool) -> String {
+pub(crate) fn dumps(v: &Value, compact: bool) -> String {
     let mut out = String::new();
     write(&mut out, v, compact);
     out

@@ -19,8 +19,10 @@ pub const SERVICE: &str = "openmed-rest";
 #[utoipa::path(get, path = "/health", responses((status = 200, description = "service is up")))]
 pub async fn health(State(st): State<AppState>) -> Response {
     let s = st.settings();
-    axum::Json(json!({"status": "ok", "service": SERVICE, "version": env!("CARGO_PKG_VERSION"),
-        "profile": s.str("timeouts.profile")}))
+    axum::Json(
+        json!({"status": "ok", "service": SERVICE, "version": env!("CARGO_PKG_VERSION"),
+        "profile": s.str("timeouts.profile")}),
+    )
     .into_response()
 }
 
@@ -34,7 +36,9 @@ pub async fn livez() -> Response {
 #[utoipa::path(get, path = "/readyz", responses((status = 200, description = "ready"), (status = 503, description = "starting or draining")))]
 pub async fn readyz(State(st): State<AppState>) -> Result<Response, ApiError> {
     match st.phase() {
-        Phase::Serving => Ok(axum::Json(json!({"status": "ready", "service": SERVICE})).into_response()),
+        Phase::Serving => {
+            Ok(axum::Json(json!({"status": "ready", "service": SERVICE})).into_response())
+        }
         Phase::Starting => Err(ApiError::NotReady {
             message: "Service preload has not completed",
         }),
@@ -52,7 +56,10 @@ pub async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
     }
     Ok((
         StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         super::metrics::render(&st),
     )
         .into_response())
@@ -93,7 +100,10 @@ pub async fn models_loaded(State(st): State<AppState>) -> Response {
 
 /// `POST /models/unload`.
 #[utoipa::path(post, path = "/models/unload", request_body = UnloadRequest, responses((status = 200, description = "unload result"), (status = 422, description = "invalid or not served")))]
-pub async fn models_unload(State(st): State<AppState>, Body(body): Body) -> Result<Response, ApiError> {
+pub async fn models_unload(
+    State(st): State<AppState>,
+    Body(body): Body,
+) -> Result<Response, ApiError> {
     let map = parse_object(&body)?;
     let req = UnloadRequest::parse(&map)?;
     let reg = &st.engine.registry;
@@ -103,14 +113,18 @@ pub async fn models_unload(State(st): State<AppState>, Body(body): Body) -> Resu
     };
     if req.all {
         let (n, busy) = reg.unload_all();
-        return Ok(axum::Json(json!({"unloaded": n > 0, "released": {"models": n, "tokenizers": n, "pipelines": 0},
-            "active_models": busy}))
+        return Ok(axum::Json(
+            json!({"unloaded": n > 0, "released": {"models": n, "tokenizers": n, "pipelines": 0},
+            "active_models": busy}),
+        )
         .into_response());
     }
     let id = id.unwrap_or_default();
     let (unloaded, active) = reg.unload(&id);
     let n = usize::from(unloaded);
-    Ok(axum::Json(json!({"unloaded": unloaded, "model_name": id, "active_requests": active, "loading": false,
-        "released": {"models": n, "tokenizers": n, "pipelines": 0}}))
+    Ok(axum::Json(
+        json!({"unloaded": unloaded, "model_name": id, "active_requests": active, "loading": false,
+        "released": {"models": n, "tokenizers": n, "pipelines": 0}}),
+    )
     .into_response())
 }

@@ -60,6 +60,12 @@ pub(crate) async fn detect(
     Ok(det)
 }
 
+/// A per-request RNG that may cross `.await` points (`ThreadRng` may not).
+pub(crate) fn request_rng() -> rand::rngs::StdRng {
+    use rand::SeedableRng;
+    rand::rngs::StdRng::from_os_rng()
+}
+
 /// OpenMed's timestamp: naive local ISO-8601 with microseconds.
 pub(crate) fn timestamp() -> String {
     chrono::Local::now()
@@ -186,13 +192,7 @@ pub async fn analyze(State(st): State<AppState>, Body(body): Body) -> Result<Res
 
 /// Builds the transform options of a de-identification request.
 pub(crate) fn deid_options(req: &DeidentifyRequest) -> DeidOptions {
-    let method = match req.method.as_str() {
-        "remove" => Method::Remove,
-        "replace" => Method::Replace,
-        "hash" => Method::Hash,
-        "shift_dates" => Method::ShiftDates,
-        _ => Method::Mask,
-    };
+    let method = Method::from_wire(&req.method).unwrap_or_default();
     DeidOptions {
         method,
         date_shift_days: req.date_shift_days,
@@ -252,7 +252,7 @@ pub async fn pii_deidentify(
             .collect();
         let dopts = deid_options(&req);
         let policy_name = dopts.policy.as_ref().map(|p| p.name());
-        let mut deid = Deidentifier::new(dopts, &st.hash_key, rand::rng());
+        let mut deid = Deidentifier::new(dopts, &st.hash_key, request_rng());
         let out = deid.apply(&req.text, &spans);
         let entities: Vec<Value> = out
             .replacements
@@ -261,7 +261,8 @@ pub async fn pii_deidentify(
             .collect();
         let mut metadata = json!({"degraded": det.degraded, "lang": req.lang});
         if let Some(p) = policy_name {
-            metadata["policy"] = json!({"name": p, "schema_version": 1, "keep_mapping": deid.keeps_mapping()});
+            metadata["policy"] =
+                json!({"name": p, "schema_version": 1, "keep_mapping": deid.keeps_mapping()});
         }
         if req.method == "shift_dates" {
             metadata["date_shift_days"] = json!(deid.shift_days());

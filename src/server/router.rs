@@ -16,7 +16,7 @@
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Method};
-use axum::middleware::{from_fn_with_state as mw};
+use axum::middleware::from_fn_with_state as mw;
 use axum::response::IntoResponse;
 use axum::routing::{delete, get, post};
 use axum::Router;
@@ -25,7 +25,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::error::ApiError;
 use super::state::AppState;
-use super::{admin, middleware, ops, pii, stream};
+use super::{admin, middleware, models_api, ops, pii, stream};
 
 fn cors(st: &AppState) -> CorsLayer {
     let origins: Vec<axum::http::HeaderValue> = st
@@ -59,7 +59,10 @@ pub fn app(st: AppState, max_body: usize) -> Router {
         .route("/pii/extract", post(pii::pii_extract))
         .route("/pii/extract/stream", post(stream::pii_extract_stream))
         .route("/pii/deidentify", post(pii::pii_deidentify))
-        .route("/pii/deidentify/stream", post(stream::pii_deidentify_stream))
+        .route(
+            "/pii/deidentify/stream",
+            post(stream::pii_deidentify_stream),
+        )
         .route_layer(mw(st.clone(), middleware::admission));
     let mut admin_routes = Router::new()
         .route("/admin/status", get(admin::admin_status))
@@ -76,7 +79,26 @@ pub fn app(st: AppState, max_body: usize) -> Router {
             get(admin::admin_tokens_list).post(admin::admin_tokens_create),
         )
         .route("/admin/tokens/{id}", delete(admin::admin_tokens_revoke))
-        .route("/admin/events", get(admin::admin_events));
+        .route("/admin/events", get(admin::admin_events))
+        .route("/admin/eval", post(admin::admin_eval))
+        .route("/admin/models", get(models_api::admin_models))
+        .route("/admin/models/pull", post(models_api::admin_models_pull))
+        .route(
+            "/admin/models/pull/{*id}",
+            delete(models_api::admin_models_cancel),
+        )
+        .route(
+            "/admin/models/verify",
+            post(models_api::admin_models_verify),
+        )
+        .route(
+            "/admin/models/default",
+            post(models_api::admin_models_default),
+        )
+        .route(
+            "/admin/models/{*id}",
+            delete(models_api::admin_models_delete),
+        );
     if crate::engine::Faults::ENABLED {
         admin_routes = admin_routes.route(
             "/admin/faults",
@@ -110,7 +132,7 @@ pub fn app(st: AppState, max_body: usize) -> Router {
 
 /// Where the dashboard files are: `PHIGUARD_UI_DIR`, beside the executable, or the source
 /// tree's `ui/`.
-pub fn ui_dir() -> std::path::PathBuf {
+pub(crate) fn ui_dir() -> std::path::PathBuf {
     if let Some(d) = std::env::var_os("PHIGUARD_UI_DIR") {
         return d.into();
     }

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use parking_lot::RwLock;
 use tokio::sync::broadcast;
 
+use super::error::ApiError;
 use super::metrics::Metrics;
 use crate::deid::HashKey;
 use crate::engine::Engine;
-use crate::guard::Clock;
+use crate::guard::{Clock, SingleFlight};
 use crate::secrets::TokenRegistry;
 use crate::settings::{Home, Settings};
 
@@ -66,6 +67,12 @@ pub struct Inner {
     pub draining: AtomicBool,
     /// Auth disabled (`PHIGUARD_AUTH=off` on loopback).
     pub auth_off: bool,
+    /// The cluster-wide admission limit (when `PHIGUARD_REDIS_URL` is set).
+    pub cluster: Option<crate::cluster::ClusterLimiter>,
+    /// Model downloads started from the admin API.
+    pub downloads: super::models_api::Downloads,
+    /// Single-flight of identical concurrent requests (when coalescing is on).
+    pub coalesce: SingleFlight<[u8; 32], Result<(serde_json::Value, bool), ApiError>>,
 }
 
 /// Cheaply cloneable handle.
@@ -90,14 +97,21 @@ impl AppState {
         clock: Arc<dyn Clock>,
         home: Home,
         auth_off: bool,
+        cluster: Option<crate::cluster::ClusterLimiter>,
     ) -> Self {
         let (events, _) = broadcast::channel(256);
+        let metrics = Metrics::new();
+        if let Some(c) = &cluster {
+            if let Err(e) = c.register_metrics(metrics.registry()) {
+                tracing::warn!(error = %e, "cluster metrics not registered");
+            }
+        }
         AppState(Arc::new(Inner {
             settings: RwLock::new(Arc::new(settings)),
             engine,
             tokens,
             hash_key,
-            metrics: Metrics::new(),
+            metrics,
             clock,
             home,
             events,
@@ -107,6 +121,9 @@ impl AppState {
             inflight: AtomicUsize::new(0),
             draining: AtomicBool::new(false),
             auth_off,
+            cluster,
+            coalesce: SingleFlight::new(),
+            downloads: Default::default(),
         }))
     }
 

@@ -22,7 +22,7 @@ use super::api::{DeidentifyRequest, ExtractRequest, StreamOptions};
 use super::error::ApiError;
 use super::middleware::{Body, HeldAdmission};
 use super::ndjson::dumps;
-use super::pii::{call_options, deid_options, limits, round4};
+use super::pii::{call_options, deid_options, limits, request_rng, round4};
 use super::state::AppState;
 use super::validate::parse_object;
 use crate::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
@@ -31,7 +31,7 @@ use crate::detect::{CharIndex, Span};
 use crate::engine::CallOptions;
 
 fn keyed_hash(st: &AppState, text: &str) -> String {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(st.hash_key.as_bytes())
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&st.hash_key.secret_bytes())
         .unwrap_or_else(|_| <Hmac<Sha256> as Mac>::new_from_slice(&[0u8; 32]).expect("static key"));
     mac.update(text.as_bytes());
     format!("hmac-sha256:{}", hex::encode(mac.finalize().into_bytes()))
@@ -43,8 +43,8 @@ fn entity_id(label: &str, start: usize) -> String {
 }
 
 fn ndjson_response(rx: mpsc::Receiver<Bytes>) -> Response {
-    let stream = tokio_stream::wrappers::ReceiverStream::new(rx)
-        .map(Ok::<Bytes, std::convert::Infallible>);
+    let stream =
+        tokio_stream::wrappers::ReceiverStream::new(rx).map(Ok::<Bytes, std::convert::Infallible>);
     let mut resp = (StatusCode::OK, axum::body::Body::from_stream(stream)).into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -77,7 +77,8 @@ impl<'a> Driver<'a> {
         opts: &'a CallOptions,
         threshold: f32,
     ) -> Self {
-        let pieces: Box<dyn Iterator<Item = &'a str> + Send + 'a> = Box::new(chunks_of(text, chunk_size));
+        let pieces: Box<dyn Iterator<Item = &'a str> + Send + 'a> =
+            Box::new(chunks_of(text, chunk_size));
         Driver {
             st,
             model_id,
@@ -94,7 +95,12 @@ impl<'a> Driver<'a> {
         loop {
             if let Some(w) = self.buf.next_window() {
                 let window: Arc<str> = Arc::from(w.text);
-                let det = match self.st.engine.detect(self.model_id, window, self.opts).await {
+                let det = match self
+                    .st
+                    .engine
+                    .detect(self.model_id, window, self.opts)
+                    .await
+                {
                     Ok(d) => d,
                     Err(e) => return Some(Err(e.into())),
                 };
@@ -146,7 +152,8 @@ pub async fn pii_extract_stream(
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let map = parse_object(&body)?;
-    let (req, so): (ExtractRequest, StreamOptions) = ExtractRequest::parse_stream(&map, limits(&st))?;
+    let (req, so): (ExtractRequest, StreamOptions) =
+        ExtractRequest::parse_stream(&map, limits(&st))?;
     let model_id = st.engine.resolve(req.model_name.as_deref())?;
     let (tx, rx) = mpsc::channel::<Bytes>(32);
     let held = held.map(|h| h.0);
@@ -161,7 +168,15 @@ pub async fn pii_extract_stream(
         };
         let idx = CharIndex::new(&req.text);
         let mut final_spans = Vec::new();
-        let mut driver = Driver::new(&st, &model_id, &req.text, so.chunk_size, cfg, &opts, req.confidence_threshold as f32);
+        let mut driver = Driver::new(
+            &st,
+            &model_id,
+            &req.text,
+            so.chunk_size,
+            cfg,
+            &opts,
+            req.confidence_threshold as f32,
+        );
         while let Some(commit) = driver.next().await {
             // Errors after the headers were sent abort the stream without an error event
             // (as OpenMed does): the client sees a truncated body.
@@ -202,7 +217,8 @@ pub async fn pii_deidentify_stream(
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let map = parse_object(&body)?;
-    let (req, chunk): (DeidentifyRequest, Option<usize>) = DeidentifyRequest::parse(&map, limits(&st), true)?;
+    let (req, chunk): (DeidentifyRequest, Option<usize>) =
+        DeidentifyRequest::parse(&map, limits(&st), true)?;
     let chunk_size = chunk.unwrap_or(1024);
     let model_id = st.engine.resolve(req.model_name.as_deref())?;
     let (tx, rx) = mpsc::channel::<Bytes>(32);
@@ -211,14 +227,22 @@ pub async fn pii_deidentify_stream(
         let _held = held;
         let opts = call_options(&st, req.fallback, req.keep_alive);
         let dopts = deid_options(&req);
-        let mut deid = Deidentifier::new(dopts, &st.hash_key, rand::rng());
+        let mut deid = Deidentifier::new(dopts, &st.hash_key, request_rng());
         let mut index = 0usize;
         let mut spans_out = Vec::new();
         let mut redacted_len = 0usize;
         let mut redacted_hasher = Sha256::new();
         let mut chunks = 0usize;
         let cfg = StreamConfig::default();
-        let mut driver = Driver::new(&st, &model_id, &req.text, chunk_size, cfg, &opts, req.confidence_threshold as f32);
+        let mut driver = Driver::new(
+            &st,
+            &model_id,
+            &req.text,
+            chunk_size,
+            cfg,
+            &opts,
+            req.confidence_threshold as f32,
+        );
         let mut result = Ok(());
         while let Some(commit) = driver.next().await {
             let commit = match commit {
@@ -281,7 +305,11 @@ pub async fn pii_deidentify_stream(
                         format!("Request exceeded configured timeout of {timeout_seconds} seconds"),
                         json!({"timeout_seconds": timeout_seconds}),
                     ),
-                    _ => ("internal_error", "Internal server error".to_string(), Value::Null),
+                    _ => (
+                        "internal_error",
+                        "Internal server error".to_string(),
+                        Value::Null,
+                    ),
                 };
                 let line = json!({"error": {"code": code, "details": details, "message": message}, "type": "error"});
                 send_line(&tx, &line, true).await;

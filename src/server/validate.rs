@@ -89,7 +89,11 @@ impl<'a> Fields<'a> {
             Some(Value::String(s)) => {
                 let t = s.trim();
                 if t.is_empty() {
-                    self.problem(name, "Value error, Input text must not be blank", "value_error");
+                    self.problem(
+                        name,
+                        "Value error, Input text must not be blank",
+                        "value_error",
+                    );
                 } else if t.len() > limits.max_bytes {
                     self.problem(
                         name,
@@ -125,7 +129,11 @@ impl<'a> Fields<'a> {
     }
 
     /// An optional string from a fixed set (case-insensitive); `None` when absent.
-    pub fn opt_choice(&mut self, name: &'static str, choices: &[&'static str]) -> Option<&'static str> {
+    pub fn opt_choice(
+        &mut self,
+        name: &'static str,
+        choices: &[&'static str],
+    ) -> Option<&'static str> {
         let s = self.opt_str(name)?;
         let lower = s.to_ascii_lowercase();
         match choices.iter().find(|c| **c == lower) {
@@ -164,11 +172,19 @@ impl<'a> Fields<'a> {
             None => default,
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(v) if v < min => {
-                    self.problem(name, format!("Input should be greater than or equal to {min}"), "greater_than_equal");
+                    self.problem(
+                        name,
+                        format!("Input should be greater than or equal to {min}"),
+                        "greater_than_equal",
+                    );
                     default
                 }
                 Some(v) if v > max => {
-                    self.problem(name, format!("Input should be less than or equal to {max}"), "less_than_equal");
+                    self.problem(
+                        name,
+                        format!("Input should be less than or equal to {max}"),
+                        "less_than_equal",
+                    );
                     default
                 }
                 Some(v) => v,
@@ -187,11 +203,19 @@ impl<'a> Fields<'a> {
             None => None,
             Some(Value::Number(n)) => match n.as_i64() {
                 Some(v) if v < min => {
-                    self.problem(name, format!("Input should be greater than or equal to {min}"), "greater_than_equal");
+                    self.problem(
+                        name,
+                        format!("Input should be greater than or equal to {min}"),
+                        "greater_than_equal",
+                    );
                     None
                 }
                 Some(v) if v > max => {
-                    self.problem(name, format!("Input should be less than or equal to {max}"), "less_than_equal");
+                    self.problem(
+                        name,
+                        format!("Input should be less than or equal to {max}"),
+                        "less_than_equal",
+                    );
                     None
                 }
                 Some(v) => Some(v),
@@ -219,10 +243,7 @@ impl<'a> Fields<'a> {
         let name = "keep_alive";
         let parsed = match self.get(name) {
             None => return None,
-            Some(Value::Number(n)) => n
-                .as_f64()
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .map(Some),
+            Some(Value::Number(n)) => n.as_f64().filter(|v| v.is_finite() && *v >= 0.0).map(Some),
             Some(Value::String(s)) if s.trim().is_empty() => return None,
             Some(Value::String(s)) => crate::settings::value::parse_keep_alive(s),
             Some(_) => None,

@@ -135,10 +135,13 @@ impl Settings {
                 if raw.trim().is_empty() && !matches!(def.kind, Kind::Str) {
                     continue; // OpenMed: empty means the default
                 }
-                let v = def.kind.parse(&raw).map_err(|rule| SettingsError::InvalidEnv {
-                    var: var.to_string(),
-                    rule,
-                })?;
+                let v = def
+                    .kind
+                    .parse(&raw)
+                    .map_err(|rule| SettingsError::InvalidEnv {
+                        var: var.to_string(),
+                        rule,
+                    })?;
                 s.values.insert(def.key, (v, SettingSource::Env));
             }
         }
@@ -152,6 +155,12 @@ impl Settings {
             return Err(SettingsError::Conflict(format!(
                 "admission.low_watermark (PHIGUARD_BATCH_LOW_WATERMARK) must be below the high watermark {high}"
             )));
+        }
+        if !self.str("cluster.redis_url").is_empty() && self.opt_i64("cluster.admissions").is_none()
+        {
+            return Err(SettingsError::Conflict(
+                "PHIGUARD_CLUSTER_ADMISSIONS must be set when PHIGUARD_REDIS_URL is".into(),
+            ));
         }
         if self.f64("retry.backoff_max_seconds") < self.f64("retry.backoff_initial_seconds") {
             return Err(SettingsError::Conflict(
@@ -298,10 +307,7 @@ impl Settings {
         if errors.is_empty() {
             if let Err(e) = next.check_conflicts() {
                 errors.push(FieldError {
-                    field: changes
-                        .first()
-                        .map(|(k, _)| k.clone())
-                        .unwrap_or_default(),
+                    field: changes.first().map(|(k, _)| k.clone()).unwrap_or_default(),
                     message: e.to_string(),
                 });
             }
@@ -369,7 +375,9 @@ pub fn profile_timeout_seconds(profile: &str) -> f64 {
 
 /// Reads `settings.toml`: `[group] name = value` tables, or top-level `"group.name" = value`.
 fn parse_file(text: &str) -> Result<Vec<(String, String)>, String> {
-    let root: toml::Table = text.parse().map_err(|e: toml::de::Error| e.message().to_string())?;
+    let root: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| e.message().to_string())?;
     let mut out = Vec::new();
     for (k, v) in root {
         match v {
@@ -465,8 +473,8 @@ mod tests {
     fn apply_is_all_or_nothing_and_refuses_locked_keys() {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = Home::at(dir.path());
-        let mut s = Settings::load_from(&home, env(&[("PHIGUARD_RETRY_MAX_ATTEMPTS", "2")]))
-            .expect("load");
+        let mut s =
+            Settings::load_from(&home, env(&[("PHIGUARD_RETRY_MAX_ATTEMPTS", "2")])).expect("load");
         let errs = s
             .apply(&[
                 ("breaker.failure_threshold".into(), "7".into()),
@@ -481,7 +489,10 @@ mod tests {
         s.persist().expect("persist");
         let again = Settings::load_from(&home, env(&[])).expect("reload");
         assert_eq!(again.i64("breaker.failure_threshold"), 7);
-        assert_eq!(again.source("breaker.failure_threshold"), SettingSource::File);
+        assert_eq!(
+            again.source("breaker.failure_threshold"),
+            SettingSource::File
+        );
     }
 
     #[test]
@@ -489,7 +500,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = Home::at(dir.path());
         let s = Settings::load_from(&home, env(&[("OPENMED_PROFILE", "test")])).expect("load");
-        assert_eq!(s.request_timeout(), Some(std::time::Duration::from_secs(60)));
+        assert_eq!(
+            s.request_timeout(),
+            Some(std::time::Duration::from_secs(60))
+        );
         let s = Settings::load_from(&home, env(&[("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0")]))
             .expect("load");
         assert_eq!(s.request_timeout(), None);

@@ -187,6 +187,17 @@ pub static TABLE: &[Def] = &[
         "localhost,127.0.0.1,[::1]", "Host headers accepted (400 otherwise); *.domain patterns allowed"),
     d("security.cors_origins", "PHIGUARD_CORS_ORIGINS", Some("OPENMED_SERVICE_CORS_ORIGINS"), Kind::Origins, "",
         "browser origins allowed to call the API (exact origins, no *)"),
+    // cluster (DESIGN §9): one admission limit shared by replicas through Redis
+    secret(d("cluster.redis_url", "PHIGUARD_REDIS_URL", None, Kind::Str, "",
+        "Redis URL of the cluster-wide admission limit (empty: limits are per process)")),
+    restart(d("cluster.key_prefix", "PHIGUARD_REDIS_KEY_PREFIX", None, Kind::Str, "phiguard",
+        "prefix of the Redis keys (timestamps and token ids only, never text)")),
+    restart(d("cluster.admissions", "PHIGUARD_CLUSTER_ADMISSIONS", None, Kind::OptInt { min: 1, max: 100_000_000 }, "",
+        "admissions to model routes allowed per window across all replicas (required with a Redis URL)")),
+    restart(d("cluster.window_seconds", "PHIGUARD_CLUSTER_WINDOW_SECONDS", None, Kind::Float { min: 0.01, max: 3600.0 }, "1",
+        "sliding window of the cluster-wide limit")),
+    restart(d("cluster.replicas", "PHIGUARD_CLUSTER_REPLICAS", None, Kind::Int { min: 1, max: 10_000 }, "1",
+        "expected replicas; each falls back to admissions / replicas while Redis is unreachable")),
     // models
     d("models.default", "PHIGUARD_DEFAULT_MODEL", None, Kind::Str, "rampart",
         "model that serves requests naming no installed model"),

@@ -234,7 +234,10 @@ mod tests {
         assert!(Kind::Hosts.parse("*").is_err());
         assert!(Kind::Origins.parse("*").is_err());
         assert!(Kind::Origins.parse("http://localhost:3000").is_ok());
-        assert_eq!(Kind::Enum(&["a", "b"]).parse("B"), Ok(Value::Str("b".into())));
+        assert_eq!(
+            Kind::Enum(&["a", "b"]).parse("B"),
+            Ok(Value::Str("b".into()))
+        );
     }
 
     #[test]

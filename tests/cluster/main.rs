@@ -8,6 +8,7 @@
 //! (Debian package `redis-server`) or point `PHIGUARD_TEST_REDIS_SERVER` at the binary.
 //! Real time is used only where Redis `TIME` decides; windows are 1 s.
 
+mod servers;
 mod support;
 
 use std::time::Duration;

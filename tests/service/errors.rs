@@ -6,17 +6,33 @@ use crate::support::{envelope, TestServer, ADMIN, CLIENT};
 
 #[tokio::test]
 async fn validation_errors_never_echo_and_list_fields() {
-    let t = TestServer::start(&[("PHIGUARD_MAX_TEXT_LENGTH", "50"), ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0")]).await;
+    let t = TestServer::start(&[
+        ("PHIGUARD_MAX_TEXT_LENGTH", "50"),
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+    ])
+    .await;
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (b"{not json".to_vec(), "json_invalid"),
-        (br#"{"text": "Zed Canary", "bogus_field": 1}"#.to_vec(), "extra_forbidden"),
+        (
+            br#"{"text": "Zed Canary", "bogus_field": 1}"#.to_vec(),
+            "extra_forbidden",
+        ),
         (br#"{"text": 17}"#.to_vec(), "string_type"),
         (br#"{"text": "   "}"#.to_vec(), "value_error"),
-        (format!(r#"{{"text": "{}"}}"#, "x".repeat(51)).into_bytes(), "value_error"),
+        (
+            format!(r#"{{"text": "{}"}}"#, "x".repeat(51)).into_bytes(),
+            "value_error",
+        ),
         (vec![b'{', b'"', 0xff, 0xfe, b'"', b'}'], "json_invalid"),
-        (br#"{"text": "Zed Canary", "chunk_size": 999999999}"#.to_vec(), "less_than_equal"),
+        (
+            br#"{"text": "Zed Canary", "chunk_size": 999999999}"#.to_vec(),
+            "less_than_equal",
+        ),
         (br#"[1, 2]"#.to_vec(), "model_attributes_type"),
-        (br#"{"text": "Zed Canary", "confidence_threshold": "Zed Canary"}"#.to_vec(), "float_type"),
+        (
+            br#"{"text": "Zed Canary", "confidence_threshold": "Zed Canary"}"#.to_vec(),
+            "float_type",
+        ),
     ];
     for (body, kind) in cases {
         let resp = t
@@ -41,7 +57,12 @@ async fn validation_errors_never_echo_and_list_fields() {
 #[tokio::test]
 async fn unknown_model_is_not_served() {
     let t = TestServer::start(&[]).await;
-    let resp = t.post("/pii/extract", json!({"text": "hello Zed", "model_name": "nobody/Canary-Model"})).await;
+    let resp = t
+        .post(
+            "/pii/extract",
+            json!({"text": "hello Zed", "model_name": "nobody/Canary-Model"}),
+        )
+        .await;
     let (status, body, _) = envelope(resp).await;
     assert_eq!(status, 422);
     assert_eq!(body["error"]["code"], "model_not_served");
@@ -61,23 +82,63 @@ async fn bad_host_auth_and_scope() {
         .await
         .expect("send");
     let (status, body, _) = envelope(resp).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("bad_request")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("bad_request"))
+    );
 
-    let resp = t.http.post(t.url("/pii/extract")).json(&json!({"text": "a"})).send().await.expect("send");
+    let resp = t
+        .http
+        .post(t.url("/pii/extract"))
+        .json(&json!({"text": "a"}))
+        .send()
+        .await
+        .expect("send");
     let (status, body, headers) = envelope(resp).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (401, Some("authentication_required")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("authentication_required"))
+    );
     assert!(headers.get("www-authenticate").is_some());
 
-    let resp = t.http.post(t.url("/pii/extract")).bearer_auth("wrong").json(&json!({"text": "a"})).send().await.expect("send");
+    let resp = t
+        .http
+        .post(t.url("/pii/extract"))
+        .bearer_auth("wrong")
+        .json(&json!({"text": "a"}))
+        .send()
+        .await
+        .expect("send");
     let (status, body, headers) = envelope(resp).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (401, Some("invalid_credentials")));
-    assert!(headers["www-authenticate"].to_str().unwrap_or("").contains("invalid_token"));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("invalid_credentials"))
+    );
+    assert!(headers["www-authenticate"]
+        .to_str()
+        .unwrap_or("")
+        .contains("invalid_token"));
 
-    let resp = t.http.get(t.url("/admin/status")).header("x-api-key", CLIENT).send().await.expect("send");
+    let resp = t
+        .http
+        .get(t.url("/admin/status"))
+        .header("x-api-key", CLIENT)
+        .send()
+        .await
+        .expect("send");
     let (status, body, _) = envelope(resp).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (403, Some("forbidden")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("forbidden"))
+    );
 
-    let ok = t.http.get(t.url("/admin/status")).header("x-api-key", ADMIN).send().await.expect("send");
+    let ok = t
+        .http
+        .get(t.url("/admin/status"))
+        .header("x-api-key", ADMIN)
+        .send()
+        .await
+        .expect("send");
     assert_eq!(ok.status(), 200);
     for open in ["/health", "/livez", "/readyz", "/metrics", "/openapi.json"] {
         let r = t.http.get(t.url(open)).send().await.expect("send");
@@ -89,9 +150,14 @@ async fn bad_host_auth_and_scope() {
 #[tokio::test]
 async fn payload_too_large() {
     let t = TestServer::start(&[("PHIGUARD_MAX_REQUEST_BYTES", "1000")]).await;
-    let resp = t.post("/pii/extract", json!({"text": "x".repeat(5000)})).await;
+    let resp = t
+        .post("/pii/extract", json!({"text": "x".repeat(5000)}))
+        .await;
     let (status, body, _) = envelope(resp).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (413, Some("payload_too_large")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (413, Some("payload_too_large"))
+    );
     t.shutdown().await;
 }
 
@@ -104,25 +170,55 @@ async fn rate_limited_with_retry_after() {
     ])
     .await;
     for _ in 0..2 {
-        assert_eq!(t.post("/pii/extract", json!({"text": "Zed"})).await.status(), 200);
+        assert_eq!(
+            t.post("/pii/extract", json!({"text": "Zed"}))
+                .await
+                .status(),
+            200
+        );
     }
-    let (status, body, headers) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (429, Some("rate_limited")));
-    let ra: u64 = headers["retry-after"].to_str().expect("ascii").parse().expect("int");
+    let (status, body, headers) =
+        envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (429, Some("rate_limited"))
+    );
+    let ra: u64 = headers["retry-after"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("int");
     assert!(ra >= 1);
     // The bucket refills on the injected clock, not on wall time.
     t.clock.advance(std::time::Duration::from_secs(1));
-    assert_eq!(t.post("/pii/extract", json!({"text": "Zed"})).await.status(), 200);
+    assert_eq!(
+        t.post("/pii/extract", json!({"text": "Zed"}))
+            .await
+            .status(),
+        200
+    );
     t.shutdown().await;
 }
 
 #[tokio::test]
 async fn unknown_route_and_method() {
     let t = TestServer::start(&[]).await;
-    let r = t.http.get(t.url("/nope")).bearer_auth(CLIENT).send().await.expect("send");
+    let r = t
+        .http
+        .get(t.url("/nope"))
+        .bearer_auth(CLIENT)
+        .send()
+        .await
+        .expect("send");
     let (status, _, _) = envelope(r).await;
     assert_eq!(status, 404);
-    let r = t.http.get(t.url("/pii/extract")).bearer_auth(CLIENT).send().await.expect("send");
+    let r = t
+        .http
+        .get(t.url("/pii/extract"))
+        .bearer_auth(CLIENT)
+        .send()
+        .await
+        .expect("send");
     let (status, _, _) = envelope(r).await;
     assert_eq!(status, 405);
     t.shutdown().await;

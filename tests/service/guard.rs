@@ -15,23 +15,53 @@ async fn breaker_full_cycle_and_retry_after() {
     let t = TestServer::start(&[NO_TIMEOUT]).await;
     t.script.failing.store(true, Ordering::SeqCst);
     for _ in 0..3 {
-        let (status, body, _) = envelope(t.drive(t.post("/pii/extract", json!({"text": "Zed"}))).await).await;
-        assert_eq!((status, body["error"]["code"].as_str()), (500, Some("inference_error")));
+        let (status, body, _) = envelope(
+            t.drive(t.post("/pii/extract", json!({"text": "Zed"})))
+                .await,
+        )
+        .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (500, Some("inference_error"))
+        );
     }
-    assert_eq!(t.script.calls.load(Ordering::SeqCst), 9, "3 requests x 3 attempts");
-    let (status, body, headers) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("circuit_breaker_open")));
-    assert_eq!(body["error"]["details"], json!({"state": "open", "retry_after_seconds": 30}));
+    assert_eq!(
+        t.script.calls.load(Ordering::SeqCst),
+        9,
+        "3 requests x 3 attempts"
+    );
+    let (status, body, headers) =
+        envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("circuit_breaker_open"))
+    );
+    assert_eq!(
+        body["error"]["details"],
+        json!({"state": "open", "retry_after_seconds": 30})
+    );
     assert_eq!(headers["retry-after"], "30");
-    assert_eq!(t.script.calls.load(Ordering::SeqCst), 9, "open breaker fails fast");
+    assert_eq!(
+        t.script.calls.load(Ordering::SeqCst),
+        9,
+        "open breaker fails fast"
+    );
     t.clock.advance(Duration::from_millis(29_500));
     let (_, body, headers) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!(headers["retry-after"], "1", "ceil of 0.5 s, at least 1: {body}");
+    assert_eq!(
+        headers["retry-after"], "1",
+        "ceil of 0.5 s, at least 1: {body}"
+    );
     t.clock.advance(Duration::from_secs(1));
     t.script.failing.store(false, Ordering::SeqCst);
     let ok = t.post("/pii/extract", json!({"text": "Zed"})).await;
     assert_eq!(ok.status(), 200);
-    let status: serde_json::Value = t.admin_get("/admin/status").await.json().await.expect("json");
+    let status: serde_json::Value = t
+        .admin_get("/admin/status")
+        .await
+        .json()
+        .await
+        .expect("json");
     assert_eq!(status["breakers"][0]["state"], "closed");
     assert_eq!(status["tray"], "green");
     t.shutdown().await;
@@ -48,31 +78,27 @@ async fn half_open_lets_exactly_one_probe_through_under_concurrency() {
     t.script.failing.store(false, Ordering::SeqCst);
     t.script.block();
     let before = t.script.calls.load(Ordering::SeqCst);
-    let probe = tokio::spawn({
-        let http = t.http.clone();
-        let url = t.url("/pii/extract");
-        async move {
-            http.post(url)
-                .bearer_auth(crate::support::CLIENT)
-                .json(&json!({"text": "Zed"}))
-                .send()
-                .await
-                .expect("send")
-                .status()
-                .as_u16()
-        }
-    });
-    t.until("the probe to reach the backend", || t.script.waiting.load(Ordering::SeqCst) == 1).await;
-    let others = futures::future::join_all((0..16).map(|_| t.post("/pii/extract", json!({"text": "Zed"})))).await;
+    let probe = t.spawn_post("/pii/extract", json!({"text": "Zed"}));
+    t.until("the probe to reach the backend", || {
+        t.script.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let others =
+        futures::future::join_all((0..16).map(|_| t.post("/pii/extract", json!({"text": "Zed"}))))
+            .await;
     for r in others {
         let (status, body, headers) = envelope(r).await;
         assert_eq!(status, 503);
         assert_eq!(body["error"]["details"]["state"], "half_open");
         assert_eq!(headers["retry-after"], "1");
     }
-    assert_eq!(t.script.calls.load(Ordering::SeqCst) - before, 1, "exactly one probe");
+    assert_eq!(
+        t.script.calls.load(Ordering::SeqCst) - before,
+        1,
+        "exactly one probe"
+    );
     t.script.release();
-    assert_eq!(probe.await.expect("join"), 200);
+    assert_eq!(probe.await.expect("join").status(), 200);
     t.shutdown().await;
 }
 
@@ -80,14 +106,24 @@ async fn half_open_lets_exactly_one_probe_through_under_concurrency() {
 async fn retries_recover_and_client_errors_are_not_retried() {
     let t = TestServer::start(&[NO_TIMEOUT]).await;
     t.script.fail_next.store(2, Ordering::SeqCst);
-    let r = t.drive(t.post("/pii/extract", json!({"text": "Zed"}))).await;
+    let r = t
+        .drive(t.post("/pii/extract", json!({"text": "Zed"})))
+        .await;
     assert_eq!(r.status(), 200);
     assert_eq!(t.script.calls.load(Ordering::SeqCst), 3);
     // A validation error never reaches the backend.
     let r = t.post("/pii/extract", json!({"text": ""})).await;
     assert_eq!(r.status(), 422);
     assert_eq!(t.script.calls.load(Ordering::SeqCst), 3);
-    let metrics = t.http.get(t.url("/metrics")).send().await.expect("send").text().await.expect("text");
+    let metrics = t
+        .http
+        .get(t.url("/metrics"))
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("text");
     assert!(metrics.contains("phiguard_retries_total 2"), "{metrics}");
     t.shutdown().await;
 }
@@ -104,12 +140,17 @@ async fn retry_budget_caps_attempts_during_an_outage() {
     t.script.failing.store(true, Ordering::SeqCst);
     let n = 60;
     for _ in 0..n {
-        let r = t.drive(t.post("/pii/extract", json!({"text": "Zed"}))).await;
+        let r = t
+            .drive(t.post("/pii/extract", json!({"text": "Zed"})))
+            .await;
         assert_eq!(r.status(), 500);
     }
     let calls = t.script.calls.load(Ordering::SeqCst);
     // Without a budget this would be 3 x 60 = 180.
-    assert!(calls <= n + n / 5 + 2, "budget exceeded: {calls} backend calls for {n} requests");
+    assert!(
+        calls <= n + n / 5 + 2,
+        "budget exceeded: {calls} backend calls for {n} requests"
+    );
     assert!(calls >= n);
     t.shutdown().await;
 }
@@ -125,22 +166,12 @@ async fn admission_sheds_at_high_watermark_until_low() {
     ])
     .await;
     t.script.block();
-    let spawn = |t: &TestServer| {
-        let http = t.http.clone();
-        let url = t.url("/pii/extract");
-        tokio::spawn(async move {
-            http.post(url)
-                .bearer_auth(crate::support::CLIENT)
-                .json(&json!({"text": "Zed"}))
-                .send()
-                .await
-                .expect("send")
-                .status()
-                .as_u16()
-        })
-    };
+    let spawn = |t: &TestServer| t.spawn_post("/pii/extract", json!({"text": "Zed"}));
     let mut admitted = vec![spawn(&t)];
-    t.until("first request running", || t.script.waiting.load(Ordering::SeqCst) == 1).await;
+    t.until("first request running", || {
+        t.script.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
     admitted.push(spawn(&t));
     admitted.push(spawn(&t));
     t.until("depth 3", || {
@@ -148,23 +179,35 @@ async fn admission_sheds_at_high_watermark_until_low() {
         s.admission["depth"]["interactive"] == 3
     })
     .await;
-    let (status, body, headers) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("backpressure")));
+    let (status, body, headers) =
+        envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("backpressure"))
+    );
     assert_eq!(body["error"]["details"]["reason"], "high_watermark");
     assert!(headers.get("retry-after").is_some());
     // One finishes: depth 2, above the low watermark, so shedding continues (hysteresis).
     t.script.release_one();
-    let first = admitted.remove(0).await.expect("join");
+    let first = admitted.remove(0).await.expect("join").status();
     assert_eq!(first, 200);
-    t.until("second running", || t.script.waiting.load(Ordering::SeqCst) == 1).await;
+    t.until("second running", || {
+        t.script.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
     let (status, _, _) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
     assert_eq!(status, 503, "still shedding above the low watermark");
     // Another finishes: depth 1 = low watermark, shedding stops.
     t.script.release_one();
-    assert_eq!(admitted.remove(0).await.expect("join"), 200);
+    assert_eq!(admitted.remove(0).await.expect("join").status(), 200);
     t.script.release();
-    assert_eq!(admitted.remove(0).await.expect("join"), 200);
-    assert_eq!(t.post("/pii/extract", json!({"text": "Zed"})).await.status(), 200);
+    assert_eq!(admitted.remove(0).await.expect("join").status(), 200);
+    assert_eq!(
+        t.post("/pii/extract", json!({"text": "Zed"}))
+            .await
+            .status(),
+        200
+    );
     t.shutdown().await;
 }
 
@@ -177,19 +220,20 @@ async fn bulkhead_full_is_service_busy() {
     ])
     .await;
     t.script.block();
-    let first = tokio::spawn({
-        let http = t.http.clone();
-        let url = t.url("/pii/extract");
-        async move {
-            http.post(url).bearer_auth(crate::support::CLIENT).json(&json!({"text": "Zed"})).send().await.expect("send").status()
-        }
-    });
-    t.until("first in flight", || t.script.waiting.load(Ordering::SeqCst) == 1).await;
-    let (status, body, headers) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("service_busy")));
+    let first = t.spawn_post("/pii/extract", json!({"text": "Zed"}));
+    t.until("first in flight", || {
+        t.script.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let (status, body, headers) =
+        envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("service_busy"))
+    );
     assert!(headers.get("retry-after").is_some());
     t.script.release();
-    assert_eq!(first.await.expect("join"), 200);
+    assert_eq!(first.await.expect("join").status(), 200);
     t.shutdown().await;
 }
 
@@ -197,17 +241,17 @@ async fn bulkhead_full_is_service_busy() {
 async fn deadline_gives_504_with_the_timeout() {
     let t = TestServer::start(&[("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "5")]).await;
     t.script.block();
-    let req = tokio::spawn({
-        let http = t.http.clone();
-        let url = t.url("/pii/deidentify");
-        async move {
-            http.post(url).bearer_auth(crate::support::CLIENT).json(&json!({"text": "Zed"})).send().await.expect("send")
-        }
-    });
-    t.until("call in flight", || t.script.waiting.load(Ordering::SeqCst) == 1).await;
+    let req = t.spawn_post("/pii/deidentify", json!({"text": "Zed"}));
+    t.until("call in flight", || {
+        t.script.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
     t.clock.advance(Duration::from_secs(6));
     let (status, body, _) = envelope(req.await.expect("join")).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (504, Some("timeout")));
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (504, Some("timeout"))
+    );
     assert_eq!(body["error"]["details"]["timeout_seconds"], 5.0);
     t.shutdown().await;
 }
@@ -217,8 +261,16 @@ async fn a_panicking_model_call_is_a_500_and_the_server_keeps_serving() {
     let t = TestServer::start(&[NO_TIMEOUT, ("PHIGUARD_RETRY_MAX_ATTEMPTS", "1")]).await;
     t.script.panic_next.store(1, Ordering::SeqCst);
     let (status, body, _) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (500, Some("inference_error")));
-    assert_eq!(t.post("/pii/extract", json!({"text": "Zed"})).await.status(), 200);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (500, Some("inference_error"))
+    );
+    assert_eq!(
+        t.post("/pii/extract", json!({"text": "Zed"}))
+            .await
+            .status(),
+        200
+    );
     t.shutdown().await;
 }
 
@@ -232,12 +284,83 @@ async fn degraded_mode_answers_from_rules_while_open() {
     let text = "Zed called 555-123-4567 on 03/04/2021.";
     let r = t.post("/pii/deidentify", json!({"text": text})).await;
     assert_eq!(r.status(), 503, "fail closed by default");
-    let r = t.post("/pii/deidentify", json!({"text": text, "fallback": "rules"})).await;
+    let r = t
+        .post(
+            "/pii/deidentify",
+            json!({"text": text, "fallback": "rules"}),
+        )
+        .await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-phiguard-degraded"], "rules");
     let body: serde_json::Value = r.json().await.expect("json");
     assert_eq!(body["degraded"], true);
     let out = body["deidentified_text"].as_str().unwrap_or_default();
-    assert!(!out.contains("555-123-4567") && !out.contains("03/04/2021"), "{out}");
+    assert!(
+        !out.contains("555-123-4567") && !out.contains("03/04/2021"),
+        "{out}"
+    );
+    t.shutdown().await;
+}
+
+#[cfg(feature = "fault-injection")]
+#[tokio::test]
+async fn a_failing_model_load_is_model_load_error() {
+    let t = TestServer::start(&[NO_TIMEOUT, ("PHIGUARD_RETRY_MAX_ATTEMPTS", "2")]).await;
+    let st = t.server.as_ref().expect("server").state().clone();
+    st.engine.registry.unload("scripted");
+    st.engine.faults.set_spec("load=fail").expect("faults");
+    let (status, body, _) = envelope(
+        t.drive(t.post("/pii/extract", json!({"text": "Zed"})))
+            .await,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (500, Some("model_load_error"))
+    );
+    let faults: serde_json::Value = t
+        .admin_get("/admin/faults")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(faults["load"], "fail");
+    st.engine.faults.set_spec("load=ok").expect("faults");
+    assert_eq!(
+        t.post("/pii/extract", json!({"text": "Zed"}))
+            .await
+            .status(),
+        200
+    );
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn coalescing_shares_one_model_call_among_identical_requests() {
+    let t = TestServer::start(&[NO_TIMEOUT, ("PHIGUARD_COALESCING_ENABLED", "true")]).await;
+    t.script.block();
+    let requests: Vec<_> = (0..4)
+        .map(|_| t.spawn_post("/pii/deidentify", json!({"text": "Zed was here"})))
+        .collect();
+    t.until("the leader at the backend", || {
+        t.script.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // Give the followers time to join the leader's flight before releasing it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    t.script.release();
+    let mut stamps = Vec::new();
+    for r in requests {
+        let r = r.await.expect("join");
+        assert_eq!(r.status(), 200);
+        let body: serde_json::Value = r.json().await.expect("json");
+        stamps.push(body["timestamp"].clone());
+    }
+    assert_eq!(
+        t.script.calls.load(Ordering::SeqCst),
+        1,
+        "one model call for four requests"
+    );
+    assert!(stamps.windows(2).all(|w| w[0] == w[1]), "one shared result");
     t.shutdown().await;
 }

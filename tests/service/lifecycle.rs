@@ -4,35 +4,61 @@ use std::sync::atomic::Ordering;
 
 use serde_json::json;
 
-use crate::support::{envelope, TestServer, ADMIN, CLIENT};
+use crate::support::{envelope, TestServer, ADMIN};
 
 #[tokio::test]
 async fn shutdown_refuses_new_work_and_drains_in_flight() {
     let t = TestServer::start(&[("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0")]).await;
-    assert_eq!(t.http.get(t.url("/readyz")).send().await.expect("send").status(), 200);
+    assert_eq!(
+        t.http
+            .get(t.url("/readyz"))
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        200
+    );
     t.script.block();
-    let inflight = tokio::spawn({
-        let http = t.http.clone();
-        let url = t.url("/pii/deidentify");
-        async move {
-            http.post(url).bearer_auth(CLIENT).json(&json!({"text": "Zed"})).send().await.expect("send").status()
-        }
-    });
-    t.until("request in flight", || t.script.waiting.load(Ordering::SeqCst) == 1).await;
+    let inflight = t.spawn_post("/pii/deidentify", json!({"text": "Zed"}));
+    t.until("request in flight", || {
+        t.script.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
     let mut t = t;
     let server = t.server.take().expect("server");
     let state = server.state().clone();
     let stopping = tokio::spawn(server.shutdown());
-    t.until("draining", || state.phase() == phiguard::server::Phase::Draining).await;
+    t.until("draining", || {
+        state.phase() == phiguard::server::Phase::Draining
+    })
+    .await;
     let r = t.http.get(t.url("/readyz")).send().await.expect("send");
     assert_eq!(r.status(), 503);
     let (status, body, _) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("not_ready")));
-    assert_eq!(t.http.get(t.url("/livez")).send().await.expect("send").status(), 200);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("not_ready"))
+    );
+    assert_eq!(
+        t.http
+            .get(t.url("/livez"))
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        200
+    );
     t.script.release();
-    assert_eq!(inflight.await.expect("join"), 200, "in-flight work finished");
+    assert_eq!(
+        inflight.await.expect("join").status(),
+        200,
+        "in-flight work finished"
+    );
     stopping.await.expect("shutdown completes");
-    assert!(t.http.get(t.url("/livez")).send().await.is_err(), "listener closed");
+    assert!(
+        t.http.get(t.url("/livez")).send().await.is_err(),
+        "listener closed"
+    );
 }
 
 /// A writer that keeps everything the server logs.
@@ -59,8 +85,13 @@ async fn canary_name_never_appears_in_logs_metrics_errors_or_headers() {
         .json()
         .try_init();
     let canary = "Quillon Vexmoradith";
-    let t = TestServer::start(&[("PHIGUARD_RETRY_MAX_ATTEMPTS", "2"), ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0")]).await;
-    let note = format!("Patient {canary} (MRN 4455667) seen 03/04/2021 by Dr Zed, phone 555-201-3344.");
+    let t = TestServer::start(&[
+        ("PHIGUARD_RETRY_MAX_ATTEMPTS", "2"),
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+    ])
+    .await;
+    let note =
+        format!("Patient {canary} (MRN 4455667) seen 03/04/2021 by Dr Zed, phone 555-201-3344.");
     let mut seen_by_client = String::new();
     let mut record = |status: u16, headers: &reqwest::header::HeaderMap, body: &str| {
         for (k, v) in headers {
@@ -74,13 +105,28 @@ async fn canary_name_never_appears_in_logs_metrics_errors_or_headers() {
         ("/pii/deidentify", json!({"text": note, "method": "hash"})),
         ("/pii/extract", json!({"text": note})),
         ("/pii/deidentify", json!({"text": note, "method": "bogus"})),
-        ("/pii/deidentify", json!({"text": note, "model_name": canary})),
+        (
+            "/pii/deidentify",
+            json!({"text": note, "model_name": canary}),
+        ),
         ("/pii/deidentify", json!({"text": note, "policy": canary})),
         ("/pii/deidentify", json!({"text": note, canary: true})),
-        ("/pii/deidentify", json!({"text": canary, "confidence_threshold": canary})),
-        ("/analyze", json!({"text": note, "aggregation_strategy": canary})),
-        ("/pii/deidentify/stream", json!({"text": note, "chunk_size": 7})),
-        ("/pii/extract/stream", json!({"text": note, "chunk_size": 5, "include_text": false})),
+        (
+            "/pii/deidentify",
+            json!({"text": canary, "confidence_threshold": canary}),
+        ),
+        (
+            "/analyze",
+            json!({"text": note, "aggregation_strategy": canary}),
+        ),
+        (
+            "/pii/deidentify/stream",
+            json!({"text": note, "chunk_size": 7}),
+        ),
+        (
+            "/pii/extract/stream",
+            json!({"text": note, "chunk_size": 5, "include_text": false}),
+        ),
     ];
     for (path, body) in &requests {
         let r = t.post(path, body.clone()).await;
@@ -92,24 +138,56 @@ async fn canary_name_never_appears_in_logs_metrics_errors_or_headers() {
     // Failure paths: backend failures, an open breaker, a panic.
     t.script.failing.store(true, Ordering::SeqCst);
     for _ in 0..4 {
-        let r = t.drive(t.post("/pii/deidentify", json!({"text": note}))).await;
+        let r = t
+            .drive(t.post("/pii/deidentify", json!({"text": note})))
+            .await;
         let status = r.status().as_u16();
         let headers = r.headers().clone();
         let text = r.text().await.unwrap_or_default();
         record(status, &headers, &text);
     }
-    let metrics = t.http.get(t.url("/metrics")).send().await.expect("send").text().await.expect("text");
-    let status = t.admin_get("/admin/status").await.text().await.expect("text");
-    let bad_auth = t.http.post(t.url("/pii/extract")).bearer_auth(canary).json(&json!({"text": note})).send().await.expect("send");
-    record(bad_auth.status().as_u16(), &bad_auth.headers().clone(), &bad_auth.text().await.unwrap_or_default());
+    let metrics = t
+        .http
+        .get(t.url("/metrics"))
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("text");
+    let status = t
+        .admin_get("/admin/status")
+        .await
+        .text()
+        .await
+        .expect("text");
+    let bad_auth = t
+        .http
+        .post(t.url("/pii/extract"))
+        .bearer_auth(canary)
+        .json(&json!({"text": note}))
+        .send()
+        .await
+        .expect("send");
+    record(
+        bad_auth.status().as_u16(),
+        &bad_auth.headers().clone(),
+        &bad_auth.text().await.unwrap_or_default(),
+    );
     let _ = ADMIN;
     t.shutdown().await;
     let logs = String::from_utf8(logs.0.lock().clone()).unwrap_or_default();
-    assert!(!logs.is_empty(), "the server logged nothing; the check would be vacuous");
+    assert!(
+        !logs.is_empty(),
+        "the server logged nothing; the check would be vacuous"
+    );
     for part in ["Quillon", "Vexmoradith"] {
         assert!(!logs.contains(part), "canary in logs");
         assert!(!metrics.contains(part), "canary in metrics");
         assert!(!status.contains(part), "canary in admin status");
-        assert!(!seen_by_client.contains(part), "canary in an error body or header: {seen_by_client}");
+        assert!(
+            !seen_by_client.contains(part),
+            "canary in an error body or header: {seen_by_client}"
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod admin;
 mod errors;
 mod guard;
 mod lifecycle;

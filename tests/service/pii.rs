@@ -12,21 +12,39 @@ fn py_slice(text: &str, start: usize, end: usize) -> String {
 }
 
 async fn rules_server() -> TestServer {
-    TestServer::start(&[("PHIGUARD_DEFAULT_MODEL", "rules"), ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0")]).await
+    TestServer::start(&[
+        ("PHIGUARD_DEFAULT_MODEL", "rules"),
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+    ])
+    .await
 }
 
 #[tokio::test]
 async fn extract_offsets_are_code_points_into_the_submitted_text() {
     let t = rules_server().await;
-    let body: Value = t.post("/pii/extract", json!({"text": format!("  {NOTE}  ")})).await.json().await.expect("json");
+    let body: Value = t
+        .post("/pii/extract", json!({"text": format!("  {NOTE}  ")}))
+        .await
+        .json()
+        .await
+        .expect("json");
     assert_eq!(body["text"], NOTE, "text is stripped as OpenMed does");
     let ents = body["entities"].as_array().expect("entities");
     let labels: Vec<&str> = ents.iter().filter_map(|e| e["label"].as_str()).collect();
-    for want in ["date", "phone_number", "email", "ssn", "medical_record_number"] {
+    for want in [
+        "date",
+        "phone_number",
+        "email",
+        "ssn",
+        "medical_record_number",
+    ] {
         assert!(labels.contains(&want), "{want} missing from {labels:?}");
     }
     for e in ents {
-        let (s, en) = (e["start"].as_u64().expect("start") as usize, e["end"].as_u64().expect("end") as usize);
+        let (s, en) = (
+            e["start"].as_u64().expect("start") as usize,
+            e["end"].as_u64().expect("end") as usize,
+        );
         assert_eq!(py_slice(NOTE, s, en), e["text"].as_str().expect("text"));
     }
     t.shutdown().await;
@@ -35,26 +53,65 @@ async fn extract_offsets_are_code_points_into_the_submitted_text() {
 #[tokio::test]
 async fn every_method_transforms_the_note() {
     let t = rules_server().await;
-    let mask: Value = t.post("/pii/deidentify", json!({"text": NOTE})).await.json().await.expect("json");
-    let out = mask["deidentified_text"].as_str().expect("text");
-    for secret in ["03/14/2021", "617-555-0142", "zoe.zed@example.org", "123-45-6789", "88412345"] {
-        assert!(!out.contains(secret), "{secret} left in {out}");
-    }
-    assert!(out.contains("[date]") && out.contains("[phone_number]"), "{out}");
-    assert_eq!(mask["method"], "mask");
-
-    let hash1: Value = t.post("/pii/deidentify", json!({"text": NOTE, "method": "hash"})).await.json().await.expect("json");
-    let hash2: Value = t.post("/pii/deidentify", json!({"text": NOTE, "method": "hash"})).await.json().await.expect("json");
-    assert_eq!(hash1["deidentified_text"], hash2["deidentified_text"], "keyed hash is stable per install");
-    assert!(hash1["deidentified_text"].as_str().unwrap_or("").contains("ssn_"));
-
-    let shifted: Value = t
-        .post("/pii/deidentify", json!({"text": NOTE, "method": "shift_dates", "date_shift_days": 10}))
+    let mask: Value = t
+        .post("/pii/deidentify", json!({"text": NOTE}))
         .await
         .json()
         .await
         .expect("json");
-    assert!(shifted["deidentified_text"].as_str().unwrap_or("").contains("03/24/2021"), "{shifted}");
+    let out = mask["deidentified_text"].as_str().expect("text");
+    for secret in [
+        "03/14/2021",
+        "617-555-0142",
+        "zoe.zed@example.org",
+        "123-45-6789",
+        "88412345",
+    ] {
+        assert!(!out.contains(secret), "{secret} left in {out}");
+    }
+    assert!(
+        out.contains("[date]") && out.contains("[phone_number]"),
+        "{out}"
+    );
+    assert_eq!(mask["method"], "mask");
+
+    let hash1: Value = t
+        .post("/pii/deidentify", json!({"text": NOTE, "method": "hash"}))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let hash2: Value = t
+        .post("/pii/deidentify", json!({"text": NOTE, "method": "hash"}))
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        hash1["deidentified_text"], hash2["deidentified_text"],
+        "keyed hash is stable per install"
+    );
+    assert!(hash1["deidentified_text"]
+        .as_str()
+        .unwrap_or("")
+        .contains("ssn_"));
+
+    let shifted: Value = t
+        .post(
+            "/pii/deidentify",
+            json!({"text": NOTE, "method": "shift_dates", "date_shift_days": 10}),
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        shifted["deidentified_text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("03/24/2021"),
+        "{shifted}"
+    );
 
     let replaced: Value = t
         .post("/pii/deidentify", json!({"text": format!("{NOTE} Again 617-555-0142."), "method": "replace", "keep_mapping": true}))
@@ -63,22 +120,45 @@ async fn every_method_transforms_the_note() {
         .await
         .expect("json");
     let ents = replaced["pii_entities"].as_array().expect("entities");
-    let phones: Vec<&Value> = ents.iter().filter(|e| e["text"] == "617-555-0142").collect();
+    let phones: Vec<&Value> = ents
+        .iter()
+        .filter(|e| e["text"] == "617-555-0142")
+        .collect();
     assert_eq!(phones.len(), 2);
-    assert_eq!(phones[0]["redacted_text"], phones[1]["redacted_text"], "same source, same surrogate");
+    assert_eq!(
+        phones[0]["redacted_text"], phones[1]["redacted_text"],
+        "same source, same surrogate"
+    );
     assert_ne!(phones[0]["redacted_text"], "617-555-0142");
     assert!(replaced["mapping"].is_object());
 
-    let removed: Value = t.post("/pii/deidentify", json!({"text": NOTE, "method": "remove"})).await.json().await.expect("json");
-    assert!(!removed["deidentified_text"].as_str().unwrap_or("").contains("617-555-0142"));
-
-    let safe: Value = t
-        .post("/pii/deidentify", json!({"text": NOTE, "policy": "hipaa_safe_harbor"}))
+    let removed: Value = t
+        .post("/pii/deidentify", json!({"text": NOTE, "method": "remove"}))
         .await
         .json()
         .await
         .expect("json");
-    assert!(safe["deidentified_text"].as_str().unwrap_or("").contains("2021"), "{safe}");
+    assert!(!removed["deidentified_text"]
+        .as_str()
+        .unwrap_or("")
+        .contains("617-555-0142"));
+
+    let safe: Value = t
+        .post(
+            "/pii/deidentify",
+            json!({"text": NOTE, "policy": "hipaa_safe_harbor"}),
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        safe["deidentified_text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("2021"),
+        "{safe}"
+    );
     assert_eq!(safe["metadata"]["policy"]["name"], "hipaa_safe_harbor");
     t.shutdown().await;
 }
@@ -87,13 +167,26 @@ async fn every_method_transforms_the_note() {
 async fn deidentify_stream_chunks_join_to_the_single_shot_text() {
     let t = rules_server().await;
     let long = std::iter::repeat_n(NOTE, 6).collect::<Vec<_>>().join("\n");
-    let single: Value = t.post("/pii/deidentify", json!({"text": long, "method": "hash"})).await.json().await.expect("json");
+    let single: Value = t
+        .post("/pii/deidentify", json!({"text": long, "method": "hash"}))
+        .await
+        .json()
+        .await
+        .expect("json");
     for chunk in [1, 7, 64, 5000] {
-        let r = t.post("/pii/deidentify/stream", json!({"text": long, "method": "hash", "chunk_size": chunk})).await;
+        let r = t
+            .post(
+                "/pii/deidentify/stream",
+                json!({"text": long, "method": "hash", "chunk_size": chunk}),
+            )
+            .await;
         assert_eq!(r.status(), 200);
         assert_eq!(r.headers()["content-type"], "application/x-ndjson");
         let text = r.text().await.expect("body");
-        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json line"))
+            .collect();
         let last = lines.last().expect("final");
         assert_eq!(last["type"], "final");
         let joined: String = lines
@@ -101,7 +194,11 @@ async fn deidentify_stream_chunks_join_to_the_single_shot_text() {
             .filter(|l| l["type"] == "chunk")
             .map(|l| l["redacted_text"].as_str().unwrap_or(""))
             .collect();
-        assert_eq!(joined, single["deidentified_text"].as_str().unwrap_or(""), "chunk_size {chunk}");
+        assert_eq!(
+            joined,
+            single["deidentified_text"].as_str().unwrap_or(""),
+            "chunk_size {chunk}"
+        );
     }
     t.shutdown().await;
 }
@@ -109,16 +206,30 @@ async fn deidentify_stream_chunks_join_to_the_single_shot_text() {
 #[tokio::test]
 async fn extract_stream_emits_each_entity_once_with_byte_offsets() {
     let t = rules_server().await;
-    let r = t.post("/pii/extract/stream", json!({"text": NOTE, "chunk_size": 3})).await;
+    let r = t
+        .post(
+            "/pii/extract/stream",
+            json!({"text": NOTE, "chunk_size": 3}),
+        )
+        .await;
     let text = r.text().await.expect("body");
-    let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
     let emits: Vec<&Value> = events.iter().filter(|e| e["type"] == "emit").collect();
     assert!(emits.len() >= 4, "{text}");
     for e in &emits {
         let span = &e["span"];
-        let (bs, be) = (span["byte_start"].as_u64().expect("b") as usize, span["byte_end"].as_u64().expect("b") as usize);
+        let (bs, be) = (
+            span["byte_start"].as_u64().expect("b") as usize,
+            span["byte_end"].as_u64().expect("b") as usize,
+        );
         assert_eq!(&NOTE[bs..be], span["text"].as_str().expect("text"));
-        assert!(e["audit"]["span"]["text_hash"].as_str().unwrap_or("").starts_with("hmac-sha256:"));
+        assert!(e["audit"]["span"]["text_hash"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("hmac-sha256:"));
         assert!(e["audit"]["span"].get("text").is_none());
     }
     assert_eq!(events.last().expect("final")["type"], "final");
@@ -129,13 +240,32 @@ async fn extract_stream_emits_each_entity_once_with_byte_offsets() {
 async fn models_loaded_and_unload() {
     let t = rules_server().await;
     t.post("/pii/extract", json!({"text": NOTE})).await;
-    let loaded: Value = t.http.get(t.url("/models/loaded")).bearer_auth(crate::support::CLIENT).send().await.expect("send").json().await.expect("json");
+    let loaded: Value = t
+        .http
+        .get(t.url("/models/loaded"))
+        .bearer_auth(crate::support::CLIENT)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
     assert!(loaded["models"]["rules"].is_object(), "{loaded}");
-    let r = t.post("/models/unload", json!({"model_name": "rules"})).await;
+    let r = t
+        .post("/models/unload", json!({"model_name": "rules"}))
+        .await;
     assert_eq!(r.status(), 200);
     let r = t.post("/models/unload", json!({})).await;
     assert_eq!(r.status(), 422);
-    let doc: Value = t.http.get(t.url("/openapi.json")).send().await.expect("send").json().await.expect("json");
+    let doc: Value = t
+        .http
+        .get(t.url("/openapi.json"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
     assert!(doc["openapi"].as_str().unwrap_or("").starts_with("3.1"));
     assert!(doc["paths"]["/pii/deidentify"].is_object());
     t.shutdown().await;

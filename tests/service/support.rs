@@ -12,41 +12,41 @@ use phiguard::guard::{FixedJitter, ManualClock};
 use phiguard::server::{Server, StartOptions};
 use phiguard::settings::{Home, Settings};
 
-pub const CLIENT: &str = "client-token-for-tests";
-pub const ADMIN: &str = "admin-token-for-tests";
+pub(crate) const CLIENT: &str = "client-token-for-tests";
+pub(crate) const ADMIN: &str = "admin-token-for-tests";
 
 /// What the scripted backend does on its next calls.
 #[derive(Default)]
-pub struct Script {
+pub(crate) struct Script {
     /// Calls that reached the backend.
-    pub calls: AtomicUsize,
+    pub(crate) calls: AtomicUsize,
     /// Fail every call while true.
-    pub failing: AtomicBool,
+    pub(crate) failing: AtomicBool,
     /// Fail the next N calls.
-    pub fail_next: AtomicUsize,
+    pub(crate) fail_next: AtomicUsize,
     /// Panic on the next N calls.
-    pub panic_next: AtomicUsize,
+    pub(crate) panic_next: AtomicUsize,
     /// `None`: calls pass; `Some(n)`: n more calls may pass, the rest wait.
-    pub gate: parking_lot::Mutex<Option<usize>>,
-    pub cv: parking_lot::Condvar,
+    pub(crate) gate: parking_lot::Mutex<Option<usize>>,
+    pub(crate) cv: parking_lot::Condvar,
     /// Calls currently waiting at the gate.
-    pub waiting: AtomicUsize,
+    pub(crate) waiting: AtomicUsize,
 }
 
 impl Script {
     /// Calls wait at the gate from now on.
-    pub fn block(&self) {
+    pub(crate) fn block(&self) {
         *self.gate.lock() = Some(0);
     }
     /// Lets one waiting (or future) call through.
-    pub fn release_one(&self) {
+    pub(crate) fn release_one(&self) {
         if let Some(n) = self.gate.lock().as_mut() {
             *n += 1;
         }
         self.cv.notify_all();
     }
     /// Opens the gate.
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         *self.gate.lock() = None;
         self.cv.notify_all();
     }
@@ -54,7 +54,7 @@ impl Script {
 
 /// A recognizer that finds the word "Zed" as a first name, and fails, panics or blocks as
 /// scripted. It stands for a model backend in fault tests only.
-pub struct Scripted(pub Arc<Script>);
+pub(crate) struct Scripted(pub Arc<Script>);
 
 impl Recognizer for Scripted {
     fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
@@ -75,16 +75,14 @@ impl Recognizer for Scripted {
             }
             s.waiting.fetch_sub(1, Ordering::SeqCst);
         }
-        if s
-            .panic_next
+        if s.panic_next
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok()
         {
             panic!("scripted panic");
         }
         if s.failing.load(Ordering::SeqCst)
-            || s
-                .fail_next
+            || s.fail_next
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok()
         {
@@ -106,18 +104,18 @@ impl Recognizer for Scripted {
     }
 }
 
-pub struct TestServer {
-    pub server: Option<Server>,
-    pub base: String,
-    pub clock: Arc<ManualClock>,
-    pub script: Arc<Script>,
-    pub http: reqwest::Client,
-    pub dir: tempfile::TempDir,
+pub(crate) struct TestServer {
+    pub(crate) server: Option<Server>,
+    pub(crate) base: String,
+    pub(crate) clock: Arc<ManualClock>,
+    pub(crate) script: Arc<Script>,
+    pub(crate) http: reqwest::Client,
+    pub(crate) _dir: tempfile::TempDir,
 }
 
 impl TestServer {
     /// Starts a server with `env` on top of the test defaults.
-    pub async fn start(env: &[(&str, &str)]) -> TestServer {
+    pub(crate) async fn start(env: &[(&str, &str)]) -> TestServer {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = Home::at(dir.path());
         let mut vars: HashMap<String, String> = [
@@ -149,24 +147,29 @@ impl TestServer {
             )],
             file_secrets: true,
         };
-        let server = Server::start_with(settings, home, opts).await.expect("start");
+        let server = Server::start_with(settings, home, opts)
+            .await
+            .expect("start");
         let base = format!("http://{}", server.local_addr());
         TestServer {
             server: Some(server),
             base,
             clock,
             script,
-            http: reqwest::Client::builder().no_proxy().build().expect("client"),
-            dir,
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client"),
+            _dir: dir,
         }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
 
     /// POST JSON with the client token.
-    pub async fn post(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
+    pub(crate) async fn post(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
         self.http
             .post(self.url(path))
             .bearer_auth(CLIENT)
@@ -176,8 +179,26 @@ impl TestServer {
             .expect("request")
     }
 
+    /// POST JSON with the client token on a spawned task; resolves to the response.
+    pub(crate) fn spawn_post(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+    ) -> tokio::task::JoinHandle<reqwest::Response> {
+        let http = self.http.clone();
+        let url = self.url(path);
+        tokio::spawn(async move {
+            http.post(url)
+                .bearer_auth(CLIENT)
+                .json(&body)
+                .send()
+                .await
+                .expect("request")
+        })
+    }
+
     /// GET with the admin token.
-    pub async fn admin_get(&self, path: &str) -> reqwest::Response {
+    pub(crate) async fn admin_get(&self, path: &str) -> reqwest::Response {
         self.http
             .get(self.url(path))
             .bearer_auth(ADMIN)
@@ -188,13 +209,20 @@ impl TestServer {
 
     /// Runs `fut` while advancing the manual clock to each pending sleep (backoff, queue
     /// waits, deadlines), so guard timing is exercised without real sleeps.
-    pub async fn drive<T>(&self, fut: impl std::future::Future<Output = T>) -> T {
+    pub(crate) async fn drive<T>(&self, fut: impl std::future::Future<Output = T>) -> T {
         tokio::pin!(fut);
         loop {
             tokio::select! {
                 out = &mut fut => return out,
                 _ = tokio::time::sleep(Duration::from_millis(2)) => {
-                    if self.clock.pending_sleeps() > 0 {
+                    // Only short sleeps (backoff) are skipped; a request deadline is far away
+                    // and must not be jumped to.
+                    use phiguard::guard::Clock;
+                    let near = self
+                        .clock
+                        .next_sleep_deadline()
+                        .is_some_and(|d| d.saturating_duration_since(self.clock.now()) <= Duration::from_secs(5));
+                    if near {
                         self.clock.advance_to_next_sleep();
                     }
                 }
@@ -203,7 +231,7 @@ impl TestServer {
     }
 
     /// Waits (polling, bounded) until `cond` holds.
-    pub async fn until(&self, what: &str, cond: impl Fn() -> bool) {
+    pub(crate) async fn until(&self, what: &str, cond: impl Fn() -> bool) {
         for _ in 0..2500 {
             if cond() {
                 return;
@@ -213,7 +241,7 @@ impl TestServer {
         panic!("timed out waiting for {what}");
     }
 
-    pub async fn shutdown(mut self) {
+    pub(crate) async fn shutdown(mut self) {
         self.script.release();
         if let Some(s) = self.server.take() {
             s.shutdown().await;
@@ -222,14 +250,25 @@ impl TestServer {
 }
 
 /// Reads an error envelope and checks its shape.
-pub async fn envelope(resp: reqwest::Response) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {
+pub(crate) async fn envelope(
+    resp: reqwest::Response,
+) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let body: serde_json::Value = resp.json().await.expect("json body");
     let err = &body["error"];
     assert!(err["code"].is_string(), "envelope without code: {body}");
-    assert!(err["message"].is_string(), "envelope without message: {body}");
-    assert!(err.get("details").is_some(), "envelope without details: {body}");
-    assert!(err["request_id"].is_string(), "envelope without request_id: {body}");
+    assert!(
+        err["message"].is_string(),
+        "envelope without message: {body}"
+    );
+    assert!(
+        err.get("details").is_some(),
+        "envelope without details: {body}"
+    );
+    assert!(
+        err["request_id"].is_string(),
+        "envelope without request_id: {body}"
+    );
     (status, body, headers)
 }

@@ -1,0 +1,53 @@
+//! `phiguard models list|pull|import|rm|verify`: thin wrappers over `models::cli`.
+
+use std::path::Path;
+
+use super::{runtime, Failure};
+use crate::models::{cli, Catalog, Downloader, Store};
+use crate::settings::Home;
+
+fn store() -> Result<Store, Failure> {
+    Store::open(Home::from_env().models_dir()).map_err(|e| Failure::runtime(e.to_string()))
+}
+
+fn catalog() -> Result<Catalog, Failure> {
+    Catalog::from_env().map_err(|e| Failure::usage(e.to_string()))
+}
+
+fn err(e: crate::models::ModelError) -> Failure {
+    Failure::runtime(e.to_string())
+}
+
+pub(super) fn list() -> Result<(), Failure> {
+    print!("{}", cli::list(&store()?, &catalog()?).map_err(err)?);
+    Ok(())
+}
+
+pub(super) fn pull(id: &str) -> Result<(), Failure> {
+    let store = store()?;
+    let d = Downloader::from_env(catalog()?).map_err(err)?;
+    let rt = runtime()?;
+    let installed = rt.block_on(cli::pull(&d, &store, id, true)).map_err(err)?;
+    println!("installed {}", installed.id);
+    Ok(())
+}
+
+pub(super) fn import(dir: &Path, id: Option<&str>) -> Result<(), Failure> {
+    println!("{}", cli::import(&store()?, dir, id).map_err(err)?);
+    Ok(())
+}
+
+pub(super) fn rm(id: &str) -> Result<(), Failure> {
+    println!("{}", cli::rm(&store()?, id).map_err(err)?);
+    Ok(())
+}
+
+pub(super) fn verify(id: &str) -> Result<(), Failure> {
+    let (report, ok) = cli::verify(&store()?, id).map_err(err)?;
+    println!("{report}");
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure::runtime("verification failed"))
+    }
+}

@@ -1,0 +1,59 @@
+//! Scoring the engine against gold documents: detection through the guarded call path
+//! (the same one the service runs), the chosen transform for the leak rate, and timings;
+//! shared by `phiguard eval` and `POST /admin/eval`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{CallOptions, Engine, EngineError};
+use crate::deid::{DeidOptions, Deidentifier, HashKey, Method};
+use crate::eval::{score, GoldDoc, Report};
+use crate::guard::Deadline;
+
+/// Detects, transforms and scores `docs` with the installed model `id`; `on_doc` is called
+/// after each document (progress bars).
+///
+/// # Errors
+/// The first detection failure.
+pub async fn evaluate(
+    engine: &Engine,
+    id: &str,
+    docs: &[GoldDoc],
+    method: Method,
+    threshold: f32,
+    mut on_doc: impl FnMut(),
+) -> Result<Report, EngineError> {
+    let key = HashKey::generate(&mut rand::rng());
+    let mut predicted = Vec::with_capacity(docs.len());
+    let mut redacted = Vec::with_capacity(docs.len());
+    let mut timings: Vec<Duration> = Vec::with_capacity(docs.len());
+    for doc in docs {
+        let opts = CallOptions {
+            deadline: Deadline::unbounded(engine.guard.clock().now()),
+            fallback_rules: false,
+            keep_alive: None,
+        };
+        let started = Instant::now();
+        let det = engine
+            .detect(id, Arc::from(doc.text.as_str()), &opts)
+            .await?;
+        timings.push(started.elapsed());
+        let spans: Vec<_> = det
+            .spans
+            .into_iter()
+            .filter(|s| s.score >= threshold)
+            .collect();
+        let mut d = Deidentifier::new(
+            DeidOptions {
+                method,
+                ..Default::default()
+            },
+            &key,
+            rand::rng(),
+        );
+        redacted.push(d.apply(&doc.text, &spans).text);
+        predicted.push(spans);
+        on_doc();
+    }
+    Ok(score(docs, &predicted, Some(&redacted)).with_timings(docs, &timings, 5))
+}

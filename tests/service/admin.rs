@@ -1,0 +1,219 @@
+//! The admin API: live settings, tokens, breaker actions, evaluation.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::{json, Value};
+
+use crate::support::{envelope, TestServer, ADMIN, CLIENT};
+
+#[tokio::test]
+async fn settings_apply_live_persist_and_refuse_bad_values() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+        ("PHIGUARD_BREAKER_HALF_OPEN_CALLS", "1"),
+    ])
+    .await;
+    let put = |body: Value| {
+        t.http
+            .put(t.url("/admin/settings"))
+            .bearer_auth(ADMIN)
+            .json(&body)
+            .send()
+    };
+    let r = put(json!({"retry.max_attempts": 5})).await.expect("send");
+    assert_eq!(r.status(), 200);
+    let all: Value = t
+        .admin_get("/admin/settings")
+        .await
+        .json()
+        .await
+        .expect("json");
+    let row = all["settings"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["key"] == "retry.max_attempts")
+        .cloned()
+        .expect("row");
+    assert_eq!(row["value"], 5);
+    assert_eq!(row["source"], "file");
+    assert_eq!(row["env"], "PHIGUARD_RETRY_MAX_ATTEMPTS");
+    assert_eq!(row["alias"], "OPENMED_SERVICE_RETRY_MAX_ATTEMPTS");
+    // Behaviour follows: a failing backend is now tried 5 times.
+    t.script.failing.store(true, Ordering::SeqCst);
+    let r = t
+        .drive(t.post("/pii/extract", json!({"text": "Zed"})))
+        .await;
+    assert_eq!(r.status(), 500);
+    assert_eq!(t.script.calls.load(Ordering::SeqCst), 5);
+    // Invalid values are refused with the rule; nothing is applied.
+    let (status, body, _) = envelope(
+        put(json!({"retry.max_attempts": 0, "breaker.failure_threshold": 9}))
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!(status, 422);
+    let details = body["error"]["details"].as_array().expect("details");
+    assert_eq!(details[0]["field"], "retry.max_attempts");
+    assert!(details[0]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("integer from 1"));
+    let (status, body, _) = envelope(
+        put(json!({"breaker.half_open_calls": 2}))
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!(status, 422, "set by the environment: locked");
+    assert!(body
+        .to_string()
+        .contains("PHIGUARD_BREAKER_HALF_OPEN_CALLS"));
+    let file =
+        std::fs::read_to_string(t._dir.path().join("config/settings.toml")).expect("persisted");
+    assert!(file.contains("max_attempts = 5"), "{file}");
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn created_tokens_work_until_revoked() {
+    let t = TestServer::start(&[]).await;
+    let r = t
+        .http
+        .post(t.url("/admin/tokens"))
+        .bearer_auth(ADMIN)
+        .json(&json!({"label": "ehr", "scope": "client"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 201);
+    let created: Value = r.json().await.expect("json");
+    let token = created["token"].as_str().expect("token").to_string();
+    let ok = t
+        .http
+        .get(t.url("/models/loaded"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(ok.status(), 200);
+    let list: Value = t
+        .admin_get("/admin/tokens")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        !list.to_string().contains(&token),
+        "listing must not show the token"
+    );
+    let id = created["id"].as_str().expect("id");
+    let r = t
+        .http
+        .delete(t.url(&format!("/admin/tokens/{id}")))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 204);
+    let (status, body, _) = envelope(
+        t.http
+            .get(t.url("/models/loaded"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("invalid_credentials"))
+    );
+    let _ = CLIENT;
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn breaker_admin_actions() {
+    let t = TestServer::start(&[("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0")]).await;
+    let action = |a: &str| {
+        t.http
+            .post(t.url(&format!("/admin/breakers/scripted/{a}")))
+            .bearer_auth(ADMIN)
+            .send()
+    };
+    let r: Value = action("force-open")
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(r["state"], "forced_open");
+    let (status, _, _) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
+    assert_eq!(status, 503);
+    let status: Value = t
+        .admin_get("/admin/status")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(status["tray"], "red");
+    let r: Value = action("reset")
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(r["state"], "closed");
+    assert_eq!(
+        t.post("/pii/extract", json!({"text": "Zed"}))
+            .await
+            .status(),
+        200
+    );
+    let r = t
+        .http
+        .post(t.url("/admin/breakers/not-a-model/reset"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 404);
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn eval_report_from_the_admin_api() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_DEFAULT_MODEL", "rules"),
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+    ])
+    .await;
+    let text = "Call 617-555-0142 on 03/14/2021.";
+    let gold = json!({"text": text, "gold_spans": [{"start": 5, "end": 17, "label": "PHONE"}, {"start": 21, "end": 31, "label": "DATE"}]});
+    let r = t
+        .http
+        .post(t.url("/admin/eval"))
+        .bearer_auth(ADMIN)
+        .json(&json!({"gold": gold.to_string()}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let report: Value = r.json().await.expect("json");
+    assert_eq!(report["documents"], 1);
+    let (status, body, _) = envelope(
+        t.http
+            .post(t.url("/admin/eval"))
+            .bearer_auth(ADMIN)
+            .json(&json!({"gold": "{not json Zed"}))
+            .send()
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert!(!body.to_string().contains("Zed"));
+    t.shutdown().await;
+}
