@@ -8,19 +8,19 @@ use crate::tray::{self, SERVICE_CHANGED};
 
 /// The API base and admin token for the dashboard, or why the service is not available.
 #[tauri::command]
-pub async fn dashboard_bootstrap(service: State<'_, Service>) -> Result<Bootstrap> {
+pub(crate) async fn dashboard_bootstrap(service: State<'_, Service>) -> Result<Bootstrap> {
     service.bootstrap().await
 }
 
 /// The service's state as the tray shows it.
 #[tauri::command]
-pub async fn service_status(service: State<'_, Service>) -> Result<ServiceView> {
+pub(crate) async fn service_status(service: State<'_, Service>) -> Result<ServiceView> {
     Ok(service.view().await)
 }
 
 /// Starts the embedded server (no-op when running).
 #[tauri::command]
-pub async fn service_start<R: Runtime>(
+pub(crate) async fn service_start<R: Runtime>(
     app: AppHandle<R>,
     service: State<'_, Service>,
 ) -> Result<ServiceView> {
@@ -32,7 +32,7 @@ pub async fn service_start<R: Runtime>(
 
 /// Stops the embedded server after draining in-flight requests.
 #[tauri::command]
-pub async fn service_stop<R: Runtime>(
+pub(crate) async fn service_stop<R: Runtime>(
     app: AppHandle<R>,
     service: State<'_, Service>,
 ) -> Result<ServiceView> {
@@ -43,7 +43,7 @@ pub async fn service_stop<R: Runtime>(
 
 /// Copies the client (inference) token to the clipboard.
 #[tauri::command]
-pub async fn copy_api_token<R: Runtime>(app: AppHandle<R>) -> Result<()> {
+pub(crate) async fn copy_api_token<R: Runtime>(app: AppHandle<R>) -> Result<()> {
     tray::copy_client_token(&app).await
 }
 
