@@ -1,0 +1,166 @@
+// Dashboard end-to-end tests: headless Debian Chromium (playwright-core) against a real
+// `phiguard serve --ui` built with `--features fault-injection`. Run with `node e2e/run.mjs`
+// after `cargo build --features fault-injection` (or point PHIGUARD_BIN at a binary).
+//
+// Each case drives the dashboard the way a person would and then checks the server's own
+// answer through the admin API, so a UI that only *looks* right fails.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, startHubFixture, openBrowser, signIn, eventually } from './support.mjs';
+
+const SYNTHETIC_NOTE = 'Seen by Dr. Alice Example on 2024-03-01, phone 555-0100.';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await openBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+test('sign-in refuses a wrong admin token and accepts the right one', async () => {
+  const { page } = browser;
+  await page.goto(`${server.base}/ui/`);
+  await page.fill('#login-token', 'not-the-token');
+  await page.click('#login-form button[type=submit]');
+  await page.waitForSelector('#login-error:not(:empty)');
+  assert.equal(await page.isVisible('#app'), false);
+  await signIn(page, server);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('phiguard.adminToken')), server.adminToken);
+  const tray = await page.getAttribute('#service', 'data-tray');
+  const status = await server.api('GET', '/admin/status');
+  assert.equal(status.status, 200);
+  assert.equal(tray, status.json.tray);
+});
+
+test('a breaker forced open through faults turns its card red with a countdown; tray red', async () => {
+  const { page } = browser;
+  await signIn(page, server);
+  const faults = await server.api('PUT', '/admin/faults', { infer: 'fail' });
+  assert.equal(faults.status, 200, `PUT /admin/faults: ${JSON.stringify(faults.json)}`);
+  let openKey = null;
+  for (let i = 0; i < 40 && !openKey; i += 1) {
+    const res = await server.api('POST', '/pii/deidentify', { text: SYNTHETIC_NOTE, method: 'mask' }, server.clientToken);
+    assert.ok(res.status >= 500, `a failing backend must not answer ${res.status}`);
+    const status = await server.api('GET', '/admin/status');
+    openKey = status.json.breakers.find((b) => b.state === 'open')?.key || null;
+  }
+  assert.ok(openKey, 'no breaker opened after 40 failing requests');
+  const card = `[data-breaker="${openKey}"]`;
+  await page.waitForSelector(`${card}[data-state="open"][data-color="red"]`, { timeout: 5000 });
+  const first = await page.textContent(`${card} .countdown`);
+  assert.match(first, /^\d+ s$/);
+  // The countdown ticks locally between status events.
+  await eventually(async () => (await page.textContent(`${card} .countdown`)) !== first, 'the countdown to move', 4000);
+  await page.waitForSelector('#service[data-tray="red"]');
+  const status = await server.api('GET', '/admin/status');
+  assert.equal(status.json.tray, 'red');
+  // Reset from the card closes it again, live.
+  await server.api('PUT', '/admin/faults', { infer: 'ok' });
+  await page.click(`${card} [data-action="reset"]`);
+  await page.waitForSelector(`${card}[data-state="closed"]`, { timeout: 5000 });
+  const after = await server.api('GET', '/admin/status');
+  assert.equal(after.json.breakers.find((b) => b.key === openKey).state, 'closed');
+});
+
+test('changing retry.max_attempts in the form applies it on the server', async () => {
+  const { page } = browser;
+  await signIn(page, server);
+  await page.click('#tab-settings');
+  const input = '[data-field="retry.max_attempts"] input';
+  await page.waitForSelector(input);
+  const before = await server.api('GET', '/admin/settings');
+  const current = before.json.settings.find((s) => s.key === 'retry.max_attempts').value;
+  const next = current === 5 ? 4 : 5;
+  await page.fill(input, String(next));
+  await page.click('#settings-save');
+  await page.waitForSelector('#settings-status:has-text("Saved")');
+  const afterSave = await server.api('GET', '/admin/settings');
+  const s = afterSave.json.settings.find((x) => x.key === 'retry.max_attempts');
+  assert.equal(s.value, next);
+  assert.equal(s.source, 'file');
+  assert.equal(await page.inputValue(input), String(next));
+});
+
+test('an invalid value is refused inline with the rule and nothing is applied', async () => {
+  const { page } = browser;
+  await signIn(page, server);
+  await page.click('#tab-settings');
+  const field = '[data-field="retry.max_attempts"]';
+  await page.waitForSelector(`${field} input`);
+  const before = await server.api('GET', '/admin/settings');
+  const setting = before.json.settings.find((x) => x.key === 'retry.max_attempts');
+  await page.fill(`${field} input`, '0');
+  await page.click('#settings-save');
+  await page.waitForSelector(`${field} .field-error:not(:empty)`);
+  const message = await page.textContent(`${field} .field-error`);
+  assert.ok(message.includes(setting.rule) || /integer/.test(message), `error "${message}" should state the rule "${setting.rule}"`);
+  assert.equal(await page.getAttribute(`${field} input`, 'aria-invalid'), 'true');
+  const afterTry = await server.api('GET', '/admin/settings');
+  assert.equal(afterTry.json.settings.find((x) => x.key === 'retry.max_attempts').value, setting.value);
+});
+
+test('a client token created in Access works, and once revoked the API refuses it', async () => {
+  const { page } = browser;
+  await signIn(page, server);
+  await page.click('#tab-access');
+  await page.fill('#token-label', 'e2e script');
+  await page.click('#token-form button[type=submit]');
+  await page.waitForSelector('#new-token:not([hidden])');
+  const token = (await page.textContent('#new-token-value')).trim();
+  assert.ok(token.length >= 16, 'a new token is shown once');
+  const ok = await server.api('GET', '/models/loaded', undefined, token);
+  assert.equal(ok.status, 200, 'the new token is accepted');
+  const list = await server.api('GET', '/admin/tokens');
+  const created = list.json.tokens.find((t) => t.label === 'e2e script');
+  assert.ok(created, 'the token is listed');
+  const revoke = `tr[data-token-id="${created.id}"] button`;
+  await page.click(revoke);
+  await page.click(revoke); // second click confirms
+  await page.waitForSelector(`tr[data-token-id="${created.id}"]`, { state: 'detached' });
+  const refused = await server.api('GET', '/models/loaded', undefined, token);
+  assert.equal(refused.status, 401);
+  assert.equal(refused.json.error.code, 'invalid_credentials');
+});
+
+test('a model download from the local hub fixture reaches 100 %', async (t) => {
+  const hub = await startHubFixture();
+  if (!hub) {
+    t.skip('pending: tools/hub_fixture.py is not in this checkout yet');
+    return;
+  }
+  const hubServer = await startServer({ env: { HF_ENDPOINT: hub.url, PHIGUARD_CATALOG_EXTRA: hub.catalog } });
+  try {
+    const { page } = browser;
+    await signIn(page, hubServer);
+    await page.click('#tab-models');
+    const models = await hubServer.api('GET', '/admin/models');
+    const entry = models.json.catalog.find((c) => c.id === 'phiguard-test/tiny-bert');
+    assert.ok(entry && !entry.installed, 'the fixture model is in the catalog and not installed');
+    const row = `#catalog tr[data-model="${entry.id}"]`;
+    await page.click(`${row} button:has-text("Download")`);
+    const seen = new Set();
+    await eventually(async () => {
+      const pct = await page.$eval(`${row} .download-cell`, (el) => el.textContent).catch(() => '');
+      const m = pct.match(/(\d+) %/);
+      if (m) seen.add(Number(m[1]));
+      return seen.has(100) || /installed/.test(pct);
+    }, 'the download to reach 100 %', 120_000, 50);
+    const after = await hubServer.api('GET', '/admin/models');
+    assert.ok(after.json.installed.some((m) => m.id === entry.id), 'the model is installed');
+    const dl = after.json.downloads.find((d) => d.id === entry.id);
+    assert.ok(!dl || (dl.state === 'done' && dl.percent === 100), `download entry ${JSON.stringify(dl)}`);
+  } finally {
+    await hubServer.stop();
+    await hub.stop();
+  }
+});
+
+test('the page raised no script errors', () => {
+  assert.deepEqual(browser.problems, []);
+});

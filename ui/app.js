@@ -1,0 +1,916 @@
+// phiguard dashboard: renders the admin API (status, settings, models, tokens) and keeps the
+// Status view live through the `GET /admin/events` server-sent events stream.
+//
+// Why no framework and no build step: the same three files are bundled into the desktop shell
+// and served by a headless server at /ui/; anything that needs a toolchain to run would be one
+// more thing to break offline. Everything is rendered with DOM calls and `textContent`, never
+// `innerHTML`, so no value coming from the server is ever interpreted as markup.
+//
+// Where the API base and admin token come from:
+//   - inside the Tauri shell: `invoke('dashboard_bootstrap')` → `{ api_base, admin_token }`;
+//   - in a browser at /ui/: the page's own origin, and a token typed into the sign-in form,
+//     kept in sessionStorage (gone when the tab closes).
+'use strict';
+
+(() => {
+  const TOKEN_KEY = 'phiguard.adminToken';
+  const GROUP_ORDER = ['server', 'security', 'retry', 'breaker', 'limits', 'admission', 'timeouts', 'models'];
+  const STATE_COLOR = {
+    closed: 'green',
+    half_open: 'amber',
+    open: 'red',
+    forced_open: 'red',
+    disabled: 'grey',
+  };
+  const STATE_TEXT = {
+    closed: 'closed',
+    half_open: 'half-open',
+    open: 'open',
+    forced_open: 'forced open',
+    disabled: 'disabled',
+  };
+
+  const app = {
+    apiBase: '',
+    token: '',
+    tauri: null,
+    events: null,
+    status: null,
+    statusAt: 0,
+    settings: [],
+    models: null,
+    downloads: new Map(),
+    transitions: [],
+    rateSamples: [],
+  };
+
+  const $ = (id) => document.getElementById(id);
+
+  /** Builds an element: h('button', {type: 'button', onclick}, 'text', child…). */
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
+      else if (name === 'dataset') Object.assign(el.dataset, value);
+      else if (name in el && typeof value !== 'string') el[name] = value;
+      else el.setAttribute(name, value === true ? '' : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return el;
+  }
+
+  function toast(message, kind = 'info') {
+    const el = h('div', { class: 'toast', 'data-kind': kind }, message);
+    $('toasts').append(el);
+    setTimeout(() => el.remove(), kind === 'error' ? 8000 : 4000);
+  }
+
+  // ---------------------------------------------------------------- API
+
+  class ApiError extends Error {
+    constructor(status, body) {
+      const err = (body && body.error) || {};
+      super(err.message || `request failed (${status})`);
+      this.status = status;
+      this.code = err.code || `http_${status}`;
+      this.details = err.details;
+    }
+  }
+
+  async function api(method, path, body) {
+    const headers = { Authorization: `Bearer ${app.token}` };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let res;
+    try {
+      res = await fetch(app.apiBase + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        cache: 'no-store',
+      });
+    } catch (e) {
+      throw new ApiError(0, { error: { code: 'unreachable', message: 'the phiguard server cannot be reached' } });
+    }
+    if (res.status === 204) return null;
+    const text = await res.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch { data = null; }
+    if (!res.ok) {
+      const err = new ApiError(res.status, data);
+      if (res.status === 401) signOut('The admin token was refused.');
+      throw err;
+    }
+    return data;
+  }
+
+  const enc = (id) => encodeURIComponent(id);
+
+  // ---------------------------------------------------------------- formatting
+
+  function fmtRate(x) {
+    if (typeof x !== 'number' || !Number.isFinite(x)) return '–';
+    return x >= 100 ? x.toFixed(0) : x.toFixed(2);
+  }
+
+  function fmtBytes(n) {
+    if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) return n === 0 ? '0 B' : '–';
+    const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+    let i = 0;
+    while (n >= 1000 && i < units.length - 1) { n /= 1000; i += 1; }
+    return `${n >= 100 || i === 0 ? n.toFixed(0) : n.toFixed(1)} ${units[i]}`;
+  }
+
+  function fmtDuration(seconds) {
+    const s = Math.max(0, Math.floor(seconds));
+    const d = Math.floor(s / 86400);
+    const hh = Math.floor((s % 86400) / 3600);
+    const mm = Math.floor((s % 3600) / 60);
+    const ss = s % 60;
+    if (d) return `${d}d ${hh}h`;
+    if (hh) return `${hh}h ${mm}m`;
+    if (mm) return `${mm}m ${ss}s`;
+    return `${ss}s`;
+  }
+
+  function fmtValue(v) {
+    if (v === null || v === undefined) return 'none';
+    if (Array.isArray(v)) return v.length ? v.join(', ') : '(empty list)';
+    return String(v);
+  }
+
+  function fmtParams(n) {
+    if (typeof n !== 'number') return n ? String(n) : '–';
+    if (n >= 1e9) return `${(n / 1e9).toFixed(1)}B`;
+    if (n >= 1e6) return `${(n / 1e6).toFixed(0)}M`;
+    return String(n);
+  }
+
+  // ---------------------------------------------------------------- status view
+
+  /** Seconds left before an open breaker may half-open, counted down locally between events. */
+  function remaining(breaker) {
+    const elapsed = (performance.now() - app.statusAt) / 1000;
+    return Math.max(0, (breaker.retry_after_seconds || 0) - elapsed);
+  }
+
+  function renderStatus(status) {
+    app.status = status;
+    app.statusAt = performance.now();
+    const service = $('service');
+    service.dataset.tray = status.tray || 'unknown';
+    service.dataset.state = status.state || '';
+    $('service-state').textContent = `${status.state || 'unknown'} · tray ${status.tray || '?'}`;
+    $('service-address').textContent = status.address ? `on ${status.address}` : '';
+    $('service-uptime').textContent = '';
+
+    const rates = status.rates || deriveRates(status);
+    $('rate-requests').textContent = fmtRate(rates.requests_per_second);
+    $('rate-errors').textContent = fmtRate(rates.errors_per_second);
+    $('rate-shed').textContent = fmtRate(rates.shed_per_second);
+    const totals = status.totals || {};
+    $('total-requests').textContent = totals.requests !== undefined ? `${totals.requests} in total` : '';
+    $('total-errors').textContent = totals.errors !== undefined ? `${totals.errors} in total` : '';
+    $('total-shed').textContent = totals.shed !== undefined ? `${totals.shed} in total` : '';
+
+    const adm = status.admission || {};
+    const depth = adm.depth || {};
+    $('queue-depth').textContent = `${depth.interactive ?? 0} / ${depth.bulk ?? 0}`;
+    $('queue-watermarks').textContent = adm.high_watermark !== undefined
+      ? `watermarks ${adm.low_watermark} – ${adm.high_watermark}` : '';
+    $('admission-state').textContent = adm.shedding ? 'shedding' : 'accepting';
+    $('degraded-state').textContent = status.degraded_fallback ? 'degraded fallback: rules only' : '';
+
+    renderBreakers(status.breakers || []);
+    tick();
+  }
+
+  /** Per-second rates from the cumulative `totals` of two status snapshots, over a window of
+      at least two seconds (the server sends totals; a rate from one event pair would jitter). */
+  function deriveRates(status) {
+    const t = status.uptime_seconds;
+    const totals = status.totals || {};
+    const samples = app.rateSamples;
+    if (typeof t !== 'number') return {};
+    while (samples.length && samples[samples.length - 1].t > t) samples.pop(); // server restarted
+    samples.push({ t, totals });
+    while (samples.length > 2 && t - samples[1].t >= 2) samples.shift();
+    const first = samples[0];
+    const dt = t - first.t;
+    if (dt <= 0) return {};
+    const rate = (k) => (typeof totals[k] === 'number' && typeof first.totals[k] === 'number'
+      ? Math.max(0, totals[k] - first.totals[k]) / dt : undefined);
+    return {
+      requests_per_second: rate('requests'),
+      errors_per_second: rate('errors'),
+      shed_per_second: rate('shed'),
+    };
+  }
+
+  function renderBreakers(breakers) {
+    const root = $('breakers');
+    const seen = new Set();
+    for (const b of breakers) {
+      seen.add(b.key);
+      let card = root.querySelector(`[data-breaker="${CSS.escape(b.key)}"]`);
+      if (!card) {
+        card = breakerCard(b.key);
+        root.append(card);
+      }
+      const color = STATE_COLOR[b.state] || 'grey';
+      card.dataset.state = b.state;
+      card.dataset.color = color;
+      const badge = card.querySelector('.badge');
+      badge.dataset.color = color;
+      badge.textContent = STATE_TEXT[b.state] || b.state;
+      card.querySelector('.failures').textContent = String(b.consecutive_failures ?? 0);
+      card.querySelector('.failure-rate').textContent =
+        typeof b.failure_rate === 'number' ? `${(b.failure_rate * (b.failure_rate <= 1 ? 100 : 1)).toFixed(0)} %` : '–';
+      card.querySelector('[data-action="reset"]').disabled = b.state === 'closed';
+      card.querySelector('[data-action="force-open"]').disabled = b.state === 'forced_open';
+      card.querySelector('[data-action="disable"]').disabled = b.state === 'disabled';
+    }
+    for (const card of [...root.children]) {
+      if (!seen.has(card.dataset.breaker)) card.remove();
+    }
+    if (!breakers.length && !root.querySelector('.muted')) {
+      root.append(h('p', { class: 'muted' }, 'No model is loaded yet.'));
+    } else if (breakers.length) {
+      root.querySelector('p.muted')?.remove();
+    }
+  }
+
+  function breakerCard(key) {
+    const action = (name, label, cls) => h('button', {
+      type: 'button', class: cls, 'data-action': name,
+      'aria-label': `${label} breaker ${key}`,
+      onclick: () => breakerAction(key, name),
+    }, label);
+    return h('article', { class: 'breaker', 'data-breaker': key, 'aria-label': `breaker ${key}` },
+      h('div', { class: 'breaker-head' },
+        h('h3', { class: 'breaker-key' }, key),
+        h('span', { class: 'badge' })),
+      h('dl', {},
+        h('dt', {}, 'Consecutive failures'), h('dd', { class: 'failures' }),
+        h('dt', {}, 'Failure rate'), h('dd', { class: 'failure-rate' }),
+        h('dt', {}, 'Half-open in'), h('dd', { class: 'countdown', 'aria-live': 'off' }, '–')),
+      h('div', { class: 'breaker-actions' },
+        action('reset', 'Reset'),
+        action('force-open', 'Force open', 'danger'),
+        action('disable', 'Disable')));
+  }
+
+  async function breakerAction(key, action) {
+    try {
+      await api('POST', `/admin/breakers/${enc(key)}/${action}`);
+      toast(`Breaker ${key}: ${action.replace('-', ' ')} done`);
+      refreshStatus();
+    } catch (e) {
+      toast(`Breaker ${key}: ${e.message}`, 'error');
+    }
+  }
+
+  function recordTransition(ev) {
+    app.transitions.unshift({ at: new Date(), ...ev });
+    app.transitions.length = Math.min(app.transitions.length, 12);
+    const list = $('transitions');
+    list.replaceChildren(...app.transitions.map((t) => h('li', {},
+      `${t.at.toLocaleTimeString()} — ${t.key}: ${STATE_TEXT[t.from] || t.from} → ${STATE_TEXT[t.to] || t.to}`)));
+  }
+
+  /** Local one-second clock: uptime and breaker countdowns move between status events. */
+  function tick() {
+    const status = app.status;
+    if (!status) return;
+    const elapsed = (performance.now() - app.statusAt) / 1000;
+    if (typeof status.uptime_seconds === 'number') {
+      $('service-uptime').textContent = `up ${fmtDuration(status.uptime_seconds + elapsed)}`;
+    }
+    for (const b of status.breakers || []) {
+      const card = $('breakers').querySelector(`[data-breaker="${CSS.escape(b.key)}"]`);
+      if (!card) continue;
+      const cd = card.querySelector('.countdown');
+      if (b.state === 'open') {
+        const left = remaining(b);
+        cd.textContent = left > 0 ? `${Math.ceil(left)} s` : 'probing…';
+      } else if (b.state === 'forced_open') {
+        cd.textContent = 'held open until reset';
+      } else {
+        cd.textContent = '–';
+      }
+    }
+  }
+
+  async function refreshStatus() {
+    try {
+      renderStatus(await api('GET', '/admin/status'));
+    } catch (e) {
+      if (e.status !== 401) toast(`Status: ${e.message}`, 'error');
+    }
+  }
+
+  // ---------------------------------------------------------------- live events
+
+  function connectEvents() {
+    if (app.events) app.events.close();
+    const url = `${app.apiBase}/admin/events?token=${enc(app.token)}`;
+    const es = new EventSource(url);
+    app.events = es;
+    const live = $('live');
+    es.onopen = () => { live.dataset.live = 'on'; live.textContent = 'live'; };
+    es.onerror = () => {
+      live.dataset.live = 'retry';
+      live.textContent = 'reconnecting…';
+      $('service').dataset.tray = 'red';
+      $('service-state').textContent = 'unreachable · tray red';
+    };
+    es.addEventListener('status', (ev) => {
+      const status = parseEvent(ev);
+      if (status) renderStatus(status);
+    });
+    es.addEventListener('breaker', (ev) => {
+      const change = parseEvent(ev);
+      if (change) recordTransition(change);
+    });
+    es.addEventListener('download', (ev) => {
+      const dl = parseEvent(ev);
+      if (dl) onDownload(dl);
+    });
+  }
+
+  function parseEvent(ev) {
+    try { return JSON.parse(ev.data); } catch { return null; }
+  }
+
+  // ---------------------------------------------------------------- settings
+
+  function sortedGroups(settings) {
+    const groups = new Map();
+    for (const s of settings) {
+      if (!groups.has(s.group)) groups.set(s.group, []);
+      groups.get(s.group).push(s);
+    }
+    const rank = (g) => { const i = GROUP_ORDER.indexOf(g); return i < 0 ? GROUP_ORDER.length : i; };
+    return [...groups.entries()].sort((a, b) => rank(a[0]) - rank(b[0]) || a[0].localeCompare(b[0]));
+  }
+
+  const fieldId = (key) => `setting-${key.replace(/[^a-zA-Z0-9_-]/g, '-')}`;
+
+  /** The text an input shows for a setting value (lists: one item per line). */
+  function inputText(s, value) {
+    if (s.type === 'list') return Array.isArray(value) ? value.join('\n') : '';
+    if (value === null || value === undefined) return '';
+    return String(value);
+  }
+
+  function controlFor(s) {
+    const id = fieldId(s.key);
+    const common = {
+      id, name: s.key, disabled: s.locked,
+      'aria-describedby': `${id}-meta ${id}-error`,
+      'data-key': s.key,
+    };
+    let control;
+    if (s.type === 'bool') {
+      control = h('input', { ...common, type: 'checkbox', checked: s.value === true });
+    } else if (s.type === 'enum' && Array.isArray(s.choices)) {
+      control = h('select', common, s.choices.map((c) => h('option', { value: String(c), selected: String(c) === String(s.value) }, String(c))));
+    } else if (s.type === 'list') {
+      control = h('textarea', { ...common, rows: Math.max(2, (s.value || []).length + 1), spellcheck: 'false', placeholder: 'one per line' });
+      control.value = inputText(s, s.value);
+    } else {
+      const inputmode = s.type === 'int' ? 'numeric' : s.type === 'float' ? 'decimal' : undefined;
+      control = h('input', {
+        ...common, type: s.secret ? 'password' : 'text', inputmode, spellcheck: 'false', autocomplete: 'off',
+        placeholder: s.secret ? '(unchanged)' : '',
+      });
+      control.value = s.secret ? '' : inputText(s, s.value);
+    }
+    control.addEventListener(s.type === 'bool' || s.type === 'enum' ? 'change' : 'input', () => markDirty(s.key));
+    return control;
+  }
+
+  function renderSettings(settings) {
+    app.settings = settings;
+    const root = $('settings-groups');
+    root.replaceChildren(...sortedGroups(settings).map(([group, items]) =>
+      h('fieldset', { class: 'group', 'data-group': group },
+        h('legend', {}, group),
+        items.map((s) => {
+          const id = fieldId(s.key);
+          const meta = h('div', { class: 'meta', id: `${id}-meta` },
+            h('span', {}, 'env ', h('code', {}, s.env)),
+            s.alias ? h('span', {}, 'alias ', h('code', {}, s.alias)) : null,
+            h('span', {}, 'default ', h('code', {}, s.secret ? '(secret)' : fmtValue(s.default))),
+            h('span', { class: 'source', 'data-source': s.source }, s.source === 'env' ? `set by ${s.env}` : `from ${s.source}`),
+            s.rule ? h('span', { class: 'rule' }, `rule: ${s.rule}`) : null,
+            s.restart_required ? h('span', { class: 'restart' }, 'applies after a restart') : null);
+          return h('div', { class: 'field', 'data-field': s.key, 'data-locked': String(!!s.locked) },
+            h('label', { for: id }, s.key),
+            h('div', { class: 'desc' }, s.description || ''),
+            h('div', { class: 'control' },
+              controlFor(s),
+              meta,
+              h('div', { class: 'field-error', id: `${id}-error`, role: 'alert' })));
+        }))));
+    updateSaveState();
+    renderListEditors();
+  }
+
+  function settingByKey(key) {
+    return app.settings.find((s) => s.key === key);
+  }
+
+  function controlValue(s) {
+    const el = $(fieldId(s.key));
+    if (!el) return undefined;
+    if (s.type === 'bool') return el.checked;
+    return el.value;
+  }
+
+  function isDirty(s) {
+    if (s.locked) return false;
+    const v = controlValue(s);
+    if (s.type === 'bool') return v !== (s.value === true);
+    if (s.secret) return v !== '';
+    return v !== inputText(s, s.value);
+  }
+
+  /** Turns a control's text into the JSON value sent; malformed numbers go as typed so the
+      server, which owns the rules, refuses them with its own message. */
+  function parseValue(s, raw) {
+    switch (s.type) {
+      case 'bool': return raw;
+      case 'int': return /^\s*-?\d+\s*$/.test(raw) ? Number.parseInt(raw, 10) : raw;
+      case 'float': return /^\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(raw) ? Number.parseFloat(raw) : raw;
+      case 'list': return raw.split(/[\n,]/).map((x) => x.trim()).filter(Boolean);
+      default: return raw;
+    }
+  }
+
+  function markDirty(key) {
+    const s = settingByKey(key);
+    const field = document.querySelector(`[data-field="${CSS.escape(key)}"]`);
+    if (s && field) {
+      field.dataset.dirty = String(isDirty(s));
+      setFieldError(key, '');
+    }
+    updateSaveState();
+  }
+
+  function dirtySettings() {
+    return app.settings.filter(isDirty);
+  }
+
+  function updateSaveState() {
+    const n = dirtySettings().length;
+    $('settings-save').disabled = n === 0;
+    $('settings-revert').disabled = n === 0;
+    $('settings-save').textContent = n ? `Save ${n} change${n === 1 ? '' : 's'}` : 'Save changes';
+  }
+
+  function setFieldError(key, message) {
+    const el = $(`${fieldId(key)}-error`);
+    const control = $(fieldId(key));
+    if (el) el.textContent = message;
+    if (control) control.setAttribute('aria-invalid', message ? 'true' : 'false');
+  }
+
+  function clearFieldErrors() {
+    for (const s of app.settings) setFieldError(s.key, '');
+  }
+
+  /** Applies `changes` ({key: value}) with PUT /admin/settings; shows per-field errors inline. */
+  async function putSettings(changes, statusEl) {
+    try {
+      const res = await api('PUT', '/admin/settings', changes);
+      renderSettings(res.settings || []);
+      statusEl.textContent = `Saved ${Object.keys(changes).join(', ')}`;
+      return true;
+    } catch (e) {
+      statusEl.textContent = '';
+      if (e.code === 'validation_error' && Array.isArray(e.details) && e.details.length) {
+        for (const d of e.details) {
+          const s = settingByKey(d.field);
+          const rule = s && s.rule && !String(d.message).includes(s.rule) ? ` (rule: ${s.rule})` : '';
+          setFieldError(d.field, `${d.message}${rule}`);
+          listEditorError(d.field, `${d.message}${rule}`);
+        }
+        statusEl.textContent = 'Nothing was saved: fix the highlighted fields.';
+      } else {
+        toast(`Settings: ${e.message}`, 'error');
+      }
+      return false;
+    }
+  }
+
+  async function saveSettings(ev) {
+    ev.preventDefault();
+    clearFieldErrors();
+    const changes = {};
+    for (const s of dirtySettings()) changes[s.key] = parseValue(s, controlValue(s));
+    if (!Object.keys(changes).length) return;
+    const ok = await putSettings(changes, $('settings-status'));
+    if (ok) toast('Settings saved and applied');
+  }
+
+  async function loadSettings() {
+    try {
+      const res = await api('GET', '/admin/settings');
+      renderSettings(res.settings || []);
+    } catch (e) {
+      if (e.status !== 401) toast(`Settings: ${e.message}`, 'error');
+    }
+  }
+
+  // ---------------------------------------------------------------- access: list settings
+
+  function renderListEditors() {
+    for (const box of document.querySelectorAll('.list-editor')) {
+      const key = box.dataset.setting;
+      const s = settingByKey(key);
+      box.querySelector('.list-body')?.remove();
+      if (!s) continue;
+      const items = Array.isArray(s.value) ? s.value : [];
+      const inputId = `${fieldId(key)}-add`;
+      const save = (next) => putSettings({ [key]: next }, box.querySelector('.status-text'));
+      const body = h('div', { class: 'list-body' },
+        h('ul', { 'aria-label': `${key} entries` }, items.length
+          ? items.map((item) => h('li', { class: 'chip' }, h('span', {}, item),
+            h('button', {
+              type: 'button', disabled: s.locked, 'aria-label': `Remove ${item}`,
+              onclick: () => save(items.filter((x) => x !== item)),
+            }, '×')))
+          : h('li', { class: 'muted' }, 'none')),
+        h('form', {
+          class: 'inline',
+          onsubmit: (ev) => {
+            ev.preventDefault();
+            const input = $(inputId);
+            const value = input.value.trim();
+            if (value && !items.includes(value)) save([...items, value]);
+          },
+        },
+        h('label', { class: 'sr-only', for: inputId }, `Add to ${key}`),
+        h('input', { id: inputId, disabled: s.locked, placeholder: key.endsWith('origins') ? 'http://localhost:3000' : 'localhost', spellcheck: 'false' }),
+        h('button', { type: 'submit', disabled: s.locked }, 'Add')),
+        h('p', { class: 'error list-error', role: 'alert' }),
+        h('p', { class: 'muted' }, s.locked ? `Locked: set by ${s.env}.` : h('span', {}, 'env ', h('code', {}, s.env))),
+        h('span', { class: 'status-text', role: 'status' }));
+      box.append(body);
+    }
+  }
+
+  function listEditorError(key, message) {
+    const box = document.querySelector(`.list-editor[data-setting="${CSS.escape(key)}"]`);
+    const el = box && box.querySelector('.list-error');
+    if (el) el.textContent = message;
+  }
+
+  // ---------------------------------------------------------------- access: tokens
+
+  async function loadTokens() {
+    try {
+      const res = await api('GET', '/admin/tokens');
+      renderTokens(res.tokens || []);
+    } catch (e) {
+      if (e.status !== 401) toast(`Tokens: ${e.message}`, 'error');
+    }
+  }
+
+  function renderTokens(tokens) {
+    const body = $('tokens');
+    if (!tokens.length) {
+      body.replaceChildren(h('tr', {}, h('td', { colspan: 5, class: 'muted' }, 'No tokens.')));
+      return;
+    }
+    body.replaceChildren(...tokens.map((t) => {
+      const revoke = h('button', { type: 'button', class: 'danger', 'aria-label': `Revoke token ${t.label}` }, 'Revoke');
+      revoke.addEventListener('click', () => confirmThen(revoke, 'Confirm revoke', async () => {
+        try {
+          await api('DELETE', `/admin/tokens/${enc(t.id)}`);
+          toast(`Token “${t.label}” revoked`);
+          loadTokens();
+        } catch (e) {
+          toast(`Revoke: ${e.message}`, 'error');
+        }
+      }));
+      return h('tr', { 'data-token-id': t.id },
+        h('td', {}, t.label),
+        h('td', {}, t.scope),
+        h('td', { class: 'mono' }, t.prefix ? `${t.prefix}…` : ''),
+        h('td', {}, t.created_at ? new Date(t.created_at).toLocaleString() : ''),
+        h('td', { class: 'actions' }, revoke));
+    }));
+  }
+
+  /** Two-step confirmation on the button itself (no modal dialogs: they block the webview). */
+  function confirmThen(button, label, action) {
+    if (button.dataset.armed === 'true') {
+      button.dataset.armed = 'false';
+      button.disabled = true;
+      action();
+      return;
+    }
+    const original = button.textContent;
+    button.dataset.armed = 'true';
+    button.textContent = label;
+    setTimeout(() => {
+      if (button.isConnected && button.dataset.armed === 'true') {
+        button.dataset.armed = 'false';
+        button.textContent = original;
+      }
+    }, 5000);
+  }
+
+  async function createToken(ev) {
+    ev.preventDefault();
+    const label = $('token-label').value.trim();
+    if (!label) return;
+    try {
+      const res = await api('POST', '/admin/tokens', { label, scope: $('token-scope').value });
+      $('new-token-label').textContent = res.label;
+      $('new-token-value').textContent = res.token;
+      $('new-token').hidden = false;
+      $('token-label').value = '';
+      loadTokens();
+    } catch (e) {
+      toast(`Create token: ${e.message}`, 'error');
+    }
+  }
+
+  async function copyText(text) {
+    try {
+      await navigator.clipboard.writeText(text);
+      toast('Copied to the clipboard');
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents($('new-token-value'));
+      const sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      toast('Press Ctrl+C (⌘C) to copy the selected token');
+    }
+  }
+
+  // ---------------------------------------------------------------- models
+
+  async function loadModels() {
+    try {
+      const res = await api('GET', '/admin/models');
+      app.models = res;
+      for (const dl of res.downloads || []) app.downloads.set(dl.id, dl);
+      renderModels();
+    } catch (e) {
+      if (e.status !== 401) toast(`Models: ${e.message}`, 'error');
+    }
+  }
+
+  function renderModels() {
+    const m = app.models;
+    if (!m) return;
+    const installed = m.installed || [];
+    $('default-model').replaceChildren(...installed.map((x) =>
+      h('option', { value: x.id, selected: x.id === m.default }, x.id)));
+    $('installed').replaceChildren(...(installed.length ? installed.map((x) => {
+      const del = h('button', { type: 'button', class: 'danger', disabled: x.id === m.default || x.source === 'bundled', 'aria-label': `Delete ${x.id}` }, 'Delete');
+      del.addEventListener('click', () => confirmThen(del, 'Confirm delete', () => modelAction('DELETE', `/admin/models/${enc(x.id)}`, undefined, `Deleted ${x.id}`)));
+      return h('tr', { 'data-model': x.id },
+        h('td', {}, x.id, x.id === m.default ? h('span', { class: 'badge', 'data-color': 'green' }, ' default') : null),
+        h('td', {}, x.family || ''),
+        h('td', {}, fmtBytes(x.size_bytes)),
+        h('td', { class: 'labels' }, (x.labels || []).join(', ')),
+        h('td', {}, x.license || ''),
+        h('td', {}, x.source || ''),
+        h('td', { class: 'actions' },
+          h('button', { type: 'button', 'aria-label': `Verify ${x.id}`, onclick: () => verifyModel(x.id) }, 'Verify'),
+          del));
+    }) : [h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No model installed.'))]));
+
+    const catalog = m.catalog || [];
+    $('catalog').replaceChildren(...(catalog.length ? catalog.map((c) => h('tr', { 'data-model': c.id },
+      h('td', {}, c.id),
+      h('td', {}, c.family || ''),
+      h('td', {}, fmtParams(c.params)),
+      h('td', {}, fmtBytes(c.size_bytes)),
+      h('td', {}, c.license || ''),
+      h('td', { class: 'download-cell' }, downloadCell(c)))) : [h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'The catalog is empty.'))]));
+  }
+
+  function downloadCell(c) {
+    const dl = app.downloads.get(c.id);
+    if (dl && dl.state === 'running') {
+      const pct = Math.max(0, Math.min(100, dl.percent || 0));
+      return h('div', { class: 'progress', 'data-download': c.id, 'data-state': 'running' },
+        h('progress', { max: 100, value: pct, 'aria-label': `Download of ${c.id}` }),
+        h('span', { class: 'pct' }, `${pct.toFixed(0)} %`),
+        h('span', { class: 'muted' }, dl.total_bytes ? `${fmtBytes(dl.bytes)} of ${fmtBytes(dl.total_bytes)}` : fmtBytes(dl.bytes)),
+        h('button', { type: 'button', 'aria-label': `Cancel download of ${c.id}`, onclick: () => modelAction('DELETE', `/admin/models/pull/${enc(c.id)}`, undefined, `Cancelled ${c.id}`) }, 'Cancel'));
+    }
+    const note = dl && dl.state !== 'running'
+      ? h('span', { class: 'muted', 'data-download': c.id, 'data-state': dl.state },
+        dl.state === 'done' ? '100 % · done' : dl.state)
+      : null;
+    if (c.installed) return h('span', { class: 'inline' }, h('span', { class: 'badge', 'data-color': 'green' }, 'installed'), note);
+    return h('span', { class: 'inline' },
+      h('button', { type: 'button', class: 'primary', 'aria-label': `Download ${c.id}`, onclick: () => pullModel(c.id) }, dl && dl.state === 'failed' ? 'Retry' : 'Download'),
+      note);
+  }
+
+  function onDownload(dl) {
+    const before = app.downloads.get(dl.id);
+    app.downloads.set(dl.id, dl);
+    if (dl.state !== 'running' && (!before || before.state === 'running')) {
+      if (dl.state === 'done') toast(`Downloaded ${dl.id}`);
+      else if (dl.state === 'failed') toast(`Download of ${dl.id} failed`, 'error');
+      loadModels();
+      return;
+    }
+    const cell = document.querySelector(`#catalog tr[data-model="${CSS.escape(dl.id)}"] .download-cell`);
+    const entry = app.models && (app.models.catalog || []).find((c) => c.id === dl.id);
+    if (cell && entry) cell.replaceChildren(downloadCell(entry));
+  }
+
+  async function pullModel(id) {
+    try {
+      await api('POST', '/admin/models/pull', { id });
+      if (!app.downloads.has(id) || app.downloads.get(id).state !== 'running') {
+        onDownload({ id, state: 'running', bytes: 0, total_bytes: 0, percent: 0 });
+      }
+    } catch (e) {
+      toast(`Download ${id}: ${e.message}`, 'error');
+    }
+  }
+
+  async function verifyModel(id) {
+    try {
+      const res = await api('POST', '/admin/models/verify', { id });
+      toast(res && res.ok ? `${id}: checksums match` : `${id}: verification FAILED`, res && res.ok ? 'info' : 'error');
+    } catch (e) {
+      toast(`Verify ${id}: ${e.message}`, 'error');
+    }
+  }
+
+  async function modelAction(method, path, body, done) {
+    try {
+      await api(method, path, body);
+      toast(done);
+      loadModels();
+    } catch (e) {
+      toast(e.message, 'error');
+    }
+  }
+
+  async function setDefault(ev) {
+    ev.preventDefault();
+    const id = $('default-model').value;
+    if (!id) return;
+    try {
+      await api('POST', '/admin/models/default', { id });
+      $('models-status').textContent = `${id} is now the default`;
+      loadModels();
+    } catch (e) {
+      toast(`Default model: ${e.message}`, 'error');
+    }
+  }
+
+  // ---------------------------------------------------------------- tabs
+
+  function selectTab(tab) {
+    const tabs = [...document.querySelectorAll('[role="tab"]')];
+    for (const t of tabs) {
+      const on = t === tab;
+      t.setAttribute('aria-selected', String(on));
+      t.tabIndex = on ? 0 : -1;
+      $(t.getAttribute('aria-controls')).hidden = !on;
+    }
+    const name = tab.id.replace('tab-', '');
+    history.replaceState(null, '', `#${name}`);
+    if (name === 'settings' || name === 'access') loadSettings();
+    if (name === 'models') loadModels();
+    if (name === 'access') loadTokens();
+  }
+
+  function wireTabs() {
+    const tabs = [...document.querySelectorAll('[role="tab"]')];
+    for (const tab of tabs) {
+      tab.addEventListener('click', () => selectTab(tab));
+      tab.addEventListener('keydown', (ev) => {
+        const i = tabs.indexOf(tab);
+        let next = null;
+        if (ev.key === 'ArrowRight') next = tabs[(i + 1) % tabs.length];
+        if (ev.key === 'ArrowLeft') next = tabs[(i - 1 + tabs.length) % tabs.length];
+        if (ev.key === 'Home') next = tabs[0];
+        if (ev.key === 'End') next = tabs[tabs.length - 1];
+        if (next) { ev.preventDefault(); next.focus(); selectTab(next); }
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------- start-up and sign-in
+
+  function showBanner(message, canStart) {
+    $('banner-text').textContent = message;
+    $('banner-action').hidden = !canStart;
+    $('banner').hidden = !message;
+  }
+
+  function signOut(message) {
+    if (app.tauri) {
+      showBanner(message || 'The shell handed over a token the server refused.', false);
+      return;
+    }
+    sessionStorage.removeItem(TOKEN_KEY);
+    if (app.events) app.events.close();
+    app.events = null;
+    app.token = '';
+    $('app').hidden = true;
+    $('logout').hidden = true;
+    $('login').hidden = false;
+    $('login-error').textContent = message || '';
+    $('login-token').focus();
+  }
+
+  async function enter() {
+    const status = await api('GET', '/admin/status');
+    $('login').hidden = true;
+    $('app').hidden = false;
+    $('logout').hidden = !!app.tauri;
+    showBanner('', false);
+    renderStatus(status);
+    connectEvents();
+    const initial = document.getElementById(`tab-${location.hash.slice(1)}`) || $('tab-status');
+    selectTab(initial);
+  }
+
+  async function bootstrapTauri() {
+    try {
+      const boot = await app.tauri.core.invoke('dashboard_bootstrap');
+      app.apiBase = boot.api_base.replace(/\/$/, '');
+      app.token = boot.admin_token;
+      await enter();
+    } catch (e) {
+      // A ShellError from the shell: {kind, message}; the service is off or its port is taken.
+      const message = (e && e.message) || String(e);
+      $('app').hidden = true;
+      showBanner(message, true);
+    }
+  }
+
+  async function startServiceFromBanner() {
+    $('banner-action').disabled = true;
+    try {
+      await app.tauri.core.invoke('service_start');
+      await bootstrapTauri();
+    } catch (e) {
+      showBanner((e && e.message) || String(e), true);
+    } finally {
+      $('banner-action').disabled = false;
+    }
+  }
+
+  async function init() {
+    wireTabs();
+    $('settings-form').addEventListener('submit', saveSettings);
+    $('settings-revert').addEventListener('click', () => { clearFieldErrors(); renderSettings(app.settings); $('settings-status').textContent = ''; });
+    $('default-form').addEventListener('submit', setDefault);
+    $('token-form').addEventListener('submit', createToken);
+    $('new-token-copy').addEventListener('click', () => copyText($('new-token-value').textContent));
+    $('new-token-dismiss').addEventListener('click', () => { $('new-token').hidden = true; $('new-token-value').textContent = ''; });
+    $('logout').addEventListener('click', () => signOut(''));
+    $('banner-action').addEventListener('click', startServiceFromBanner);
+    setInterval(tick, 250);
+
+    app.tauri = window.__TAURI__ && window.__TAURI__.core ? window.__TAURI__ : null;
+    if (app.tauri) {
+      app.tauri.event?.listen?.('service-changed', () => bootstrapTauri());
+      await bootstrapTauri();
+      return;
+    }
+
+    app.apiBase = location.origin;
+    $('login-form').addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      app.token = $('login-token').value.trim();
+      $('login-error').textContent = '';
+      try {
+        await enter();
+        sessionStorage.setItem(TOKEN_KEY, app.token);
+        $('login-token').value = '';
+      } catch (e) {
+        if (e.status !== 401) $('login-error').textContent = e.message;
+      }
+    });
+    const saved = sessionStorage.getItem(TOKEN_KEY);
+    if (saved) {
+      app.token = saved;
+      try { await enter(); return; } catch (e) { if (e.status !== 401) signOut(e.message); return; }
+    }
+    signOut('');
+  }
+
+  document.addEventListener('DOMContentLoaded', init);
+})();
