@@ -180,6 +180,25 @@ fn presented_token(headers: &HeaderMap) -> Option<String> {
     }
 }
 
+/// Decodes `%XX` escapes of a query value (tokens are URL-safe, but clients may encode).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Bearer / X-API-Key check and scope; attaches [`Caller`].
 pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
     let route = route_of(&req);
@@ -199,7 +218,7 @@ pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> R
             token = req.uri().query().and_then(|q| {
                 q.split('&')
                     .find_map(|kv| kv.strip_prefix("token="))
-                    .map(str::to_string)
+                    .map(percent_decode)
             });
         }
         let Some(token) = token else {

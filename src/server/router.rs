@@ -27,12 +27,23 @@ use super::error::ApiError;
 use super::state::AppState;
 use super::{admin, middleware, models_api, ops, pii, stream};
 
+/// The desktop dashboard's own origins (Tauri's webview on Linux/macOS and Windows). They
+/// are always allowed: a browser page cannot claim them, and every admin call still needs
+/// the admin token.
+const DESKTOP_ORIGINS: [&str; 3] = [
+    "tauri://localhost",
+    "http://tauri.localhost",
+    "https://tauri.localhost",
+];
+
 fn cors(st: &AppState) -> CorsLayer {
     let origins: Vec<axum::http::HeaderValue> = st
         .settings()
         .list("security.cors_origins")
         .iter()
-        .filter_map(|o| o.trim_end_matches('/').parse().ok())
+        .map(|o| o.trim_end_matches('/'))
+        .chain(DESKTOP_ORIGINS)
+        .filter_map(|o| o.parse().ok())
         .collect();
     CorsLayer::new()
         .allow_origin(AllowOrigin::list(origins))
