@@ -13,6 +13,7 @@ repo="$(cd "$here/../.." && pwd)"
 venv="${INTEROP_VENV:-$here/.venv}"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 bin="${PHIGUARD_BIN:-$target/debug/phiguard}"
+case "$bin" in /*) ;; *) bin="$repo/$bin" ;; esac
 max_examples="${SCHEMATHESIS_MAX_EXAMPLES:-60}"
 seed="${SCHEMATHESIS_SEED:-1}"
 
@@ -37,13 +38,22 @@ for _ in $(seq 1 600); do
     sleep 0.2
 done
 [[ -n "$base" ]] || { echo "phiguard did not print its address" >&2; exit 1; }
-for _ in $(seq 1 600); do
-    curl -fsS "$base/readyz" >/dev/null 2>&1 && break
-    sleep 0.2
-done
+"$venv/bin/python" - "$base" <<'PY'
+import sys, time, httpx
+for _ in range(600):
+    try:
+        if httpx.get(sys.argv[1] + "/readyz", timeout=5).status_code == 200:
+            sys.exit(0)
+    except httpx.HTTPError:
+        pass
+    time.sleep(0.2)
+sys.exit("phiguard did not become ready")
+PY
 
 report_dir="${SCHEMATHESIS_REPORT_DIR:-$here/schemathesis-report}"
 mkdir -p "$report_dir"
+# schemathesis keeps its example database in the working directory: use the temp home.
+cd "$home"
 "$venv/bin/schemathesis" run "$base/openapi.json" \
     --header "Authorization: Bearer $token" \
     --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance \
