@@ -10,7 +10,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-venv="${INTEROP_VENV:-$here/.venv}"
+venv="$(cd "${INTEROP_VENV:-$here/.venv}" && pwd)"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 bin="${PHIGUARD_BIN:-$target/debug/phiguard}"
 case "$bin" in /*) ;; *) bin="$repo/$bin" ;; esac
