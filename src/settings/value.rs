@@ -183,8 +183,10 @@ pub fn parse_keep_alive(s: &str) -> Option<Option<f64>> {
     {
         return Some(None);
     }
+    // Ten years: beyond it a duration means "never", and `Duration` cannot hold every f64.
+    const MAX_SECONDS: f64 = 315_360_000.0;
     if let Ok(v) = s.parse::<f64>() {
-        return (v.is_finite() && v >= 0.0).then_some(Some(v));
+        return (v.is_finite() && (0.0..=MAX_SECONDS).contains(&v)).then_some(Some(v));
     }
     let mut total = 0.0;
     let mut rest = s.as_str();
@@ -211,7 +213,7 @@ pub fn parse_keep_alive(s: &str) -> Option<Option<f64>> {
         total += n * mult;
         rest = &rest[len..];
     }
-    Some(Some(total))
+    (total <= MAX_SECONDS).then_some(Some(total))
 }
 
 #[cfg(test)]
@@ -250,6 +252,8 @@ mod tests {
         assert_eq!(parse_keep_alive("12"), Some(Some(12.0)));
         assert_eq!(parse_keep_alive("-1"), None);
         assert_eq!(parse_keep_alive("5x"), None);
+        assert_eq!(parse_keep_alive("1e300"), None);
+        assert_eq!(parse_keep_alive("99999999999h"), None);
     }
 
     proptest! {
