@@ -202,6 +202,12 @@ fn percent_decode(s: &str) -> String {
 /// Bearer / X-API-Key check and scope; attaches [`Caller`].
 pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
     let route = route_of(&req);
+    // The dashboard's static files are open (the page asks for the admin token); nested
+    // services carry no route template, so the path decides.
+    let path = req.uri().path();
+    if path == "/ui" || path.starts_with("/ui/") {
+        return next.run(req).await;
+    }
     let Some(needed) = required_scope(&route) else {
         return next.run(req).await;
     };
