@@ -6,8 +6,8 @@
 //! loss, so resolution is *recall first*: spans that share a code point are fused into one
 //! span covering their union (a model's `John Smith` and a rule's `Smith, John` become one
 //! name span). The label, score and [`Source`](super::Source) of the fused span come from
-//! its best member: a specific label before a generic one, then the highest score, then
-//! the longer span, then the earlier one. Spans that only touch (`end == start`) stay
+//! its best member: a specific label before a generic one, then a rule span over a model
+//! span that it covers, then the highest score, then the longer span, then the earlier one. Spans that only touch (`end == start`) stay
 //! separate, so adjacent entities keep their labels.
 //!
 //! # Why a specific label wins over a higher score
@@ -20,7 +20,7 @@
 
 use std::cmp::Ordering;
 
-use super::{Label, Span};
+use super::{Label, Source, Span};
 
 /// Resolves overlaps: the result is sorted by start, non-overlapping, and covers every
 /// code point that any input span covers. Empty spans (`start >= end`) are dropped.
@@ -55,11 +55,23 @@ fn generic(label: Label) -> bool {
     matches!(label, Label::IdNum | Label::Location | Label::Other)
 }
 
+/// True when `outer` covers every code point of `inner`.
+fn covers(outer: &Span, inner: &Span) -> bool {
+    outer.start <= inner.start && inner.end <= outer.end
+}
+
 /// True when `a` should name a cluster instead of `b`.
 fn better(a: &Span, b: &Span) -> bool {
     match (generic(a.label), generic(b.label)) {
         (false, true) => return true,
         (true, false) => return false,
+        _ => {}
+    }
+    // A rule read the context of the text it covers ("Fax:", "MRN"): on the same or a
+    // wider extent its label beats a model's, whatever the model's score.
+    match (a.source, b.source) {
+        (Source::Rule, Source::Model) if covers(a, b) => return true,
+        (Source::Model, Source::Rule) if covers(b, a) => return false,
         _ => {}
     }
     match a.score.total_cmp(&b.score) {
@@ -72,7 +84,6 @@ fn better(a: &Span, b: &Span) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::Source;
     use proptest::prelude::*;
 
     fn sp(start: usize, end: usize, label: Label, score: f32, source: Source) -> Span {
@@ -107,6 +118,15 @@ mod tests {
             out,
             vec![sp(4, 11, Label::MedicalRecordNumber, 0.8, Source::Rule)]
         );
+    }
+
+    #[test]
+    fn a_covering_rule_names_the_cluster_over_a_higher_scoring_model() {
+        let out = resolve(vec![
+            sp(0, 12, Label::Phone, 0.99, Source::Model),
+            sp(0, 12, Label::Fax, 0.82, Source::Rule),
+        ]);
+        assert_eq!(out, vec![sp(0, 12, Label::Fax, 0.82, Source::Rule)]);
     }
 
     #[test]

@@ -136,16 +136,66 @@ pub fn is_protected_at(word: &str, after: &str) -> bool {
     HEADS.contains(&next.as_str())
 }
 
-/// Drops model name spans whose text is protected (see the module docs).
+/// Cleans model spans: a name never crosses a line break (`Smirnov⏎Facharzt` is split at
+/// it), a name part that is protected is dropped (see the module docs), and a postcode
+/// needs three digits (spine levels such as `L4-L5` are not postcodes).
 pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
     let idx = CharIndex::new(text);
-    spans.retain(|s| {
-        if s.source != Source::Model || !is_name_label(s.label) || s.end > idx.char_len() {
-            return true;
+    let mut out = Vec::with_capacity(spans.len());
+    for s in spans.drain(..) {
+        if s.source != Source::Model || s.end > idx.char_len() {
+            out.push(s);
+            continue;
         }
-        let after: String = text[idx.byte(s.end)..].chars().take(40).collect();
-        !is_protected_at(idx.slice(text, s.start, s.end), &after)
-    });
+        if s.label == Label::Zipcode {
+            let digits = idx
+                .slice(text, s.start, s.end)
+                .chars()
+                .filter(char::is_ascii_digit)
+                .count();
+            if digits >= 3 {
+                out.push(s);
+            }
+            continue;
+        }
+        if !is_name_label(s.label) {
+            out.push(s);
+            continue;
+        }
+        // One part per line, trimmed of whitespace.
+        let mut start = s.start;
+        for (i, c) in idx.slice(text, s.start, s.end).chars().enumerate() {
+            let pos = s.start + i;
+            if c == '\n' || c == '\r' {
+                push_name_part(text, &idx, &s, start, pos, &mut out);
+                start = pos + 1;
+            }
+        }
+        push_name_part(text, &idx, &s, start, s.end, &mut out);
+    }
+    *spans = out;
+}
+
+/// Pushes the part `start..end` of the model name span `s` unless it is blank or protected.
+fn push_name_part(
+    text: &str,
+    idx: &CharIndex,
+    s: &Span,
+    start: usize,
+    end: usize,
+    out: &mut Vec<Span>,
+) {
+    let part = idx.slice(text, start, end);
+    let lead = part.chars().take_while(|c| c.is_whitespace()).count();
+    let trail = part.chars().rev().take_while(|c| c.is_whitespace()).count();
+    let (start, end) = (start + lead, end.saturating_sub(trail));
+    if start >= end {
+        return;
+    }
+    let after: String = text[idx.byte(end)..].chars().take(40).collect();
+    if !is_protected_at(idx.slice(text, start, end), &after) {
+        out.push(Span::new(start, end, s.label, s.score, s.source));
+    }
 }
 
 #[cfg(test)]
@@ -185,5 +235,18 @@ mod tests {
         assert_eq!(spans.len(), 2);
         assert_eq!(spans[0].source, Source::Rule);
         assert_eq!(spans[1].label, Label::City);
+    }
+
+    #[test]
+    fn model_names_split_at_line_breaks_and_spine_levels_are_not_postcodes() {
+        let text = "Smirnov\nFacharzt\nL4-L5 and 90210";
+        let mut spans = vec![
+            Span::new(0, 16, Label::LastName, 0.9, Source::Model),
+            Span::new(17, 22, Label::Zipcode, 0.9, Source::Model),
+            Span::new(27, 32, Label::Zipcode, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(got, vec![(0, 7), (27, 32)]);
     }
 }

@@ -216,7 +216,8 @@ pub static TABLE: &[Def] = &[
         "compute device for models")),
     restart(d("models.inference_threads", "PHIGUARD_INFERENCE_THREADS", None, Kind::OptInt { min: 1, max: 256 }, "",
         "inference worker threads (default: one per core)")),
-    d("models.label_thresholds", "PHIGUARD_LABEL_THRESHOLDS", None, Kind::List, "",
+    d("models.label_thresholds", "PHIGUARD_LABEL_THRESHOLDS", None, Kind::List,
+        "CITY=0.8,STREET_ADDRESS=0.8,ZIPCODE=0.8",
         "minimum model confidence per label, LABEL=0.4,… (labels not listed keep every model span)"),
 ];
 
