@@ -346,7 +346,9 @@ async fn cancellation_stops_promptly_and_keeps_a_resumable_partial() -> TestResu
     );
     let kept = std::fs::metadata(partial_file(&store, "model.safetensors"))?.len();
     let size = fixture_bytes("model.safetensors").len() as u64;
-    assert!(kept >= 500 && kept < size, "kept {kept} of {size} bytes");
+    // Progress counts bytes received; the partial holds what was written before the cancel
+    // (chunking differs between machines), so only "some, not all" is certain.
+    assert!(kept > 0 && kept < size, "kept {kept} of {size} bytes");
     assert!(store.get(TINY).is_none());
     drop(slow);
 
