@@ -9,7 +9,7 @@ temporary PHIGUARD_HOME, so no local settings or installed models change the fig
 
 Usage (from the repository root, after `cargo build --release`):
     python3 tools/accuracy_report.py
-    python3 tools/accuracy_report.py --gold tests/fixtures/corpus/dev.jsonl --out /tmp/acc.md
+    python3 tools/accuracy_report.py --gold tests/fixtures/corpus/dev.jsonl --out docs/accuracy-dev.md
     python3 tools/accuracy_report.py --bin path/to/phiguard
 """
 
