@@ -347,11 +347,13 @@ impl Downloader {
     {
         let mut attempt = 1;
         loop {
-            let r = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => Err(ModelError::Cancelled),
-                r = op() => r,
-            };
+            if cancel.is_cancelled() {
+                return Err(ModelError::Cancelled);
+            }
+            // `op` watches the token itself: the body loop flushes the partial before it
+            // returns `Cancelled`. Dropping it from a select here instead would leave a write
+            // of the async file in flight, so the kept partial could still grow afterwards.
+            let r = op().await;
             match r {
                 Err(e) if e.is_transient() && attempt < self.max_attempts => {
                     tracing::warn!(file, attempt, error = %e, "model download interrupted; resuming");
