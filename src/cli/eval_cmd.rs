@@ -3,17 +3,13 @@
 //! scores one side of the merge alone (the same backend, without the guard).
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{init_logging, runtime, Failure};
-use crate::deid::{DeidOptions, Deidentifier};
 use crate::detect::Span;
-use crate::engine::{CallOptions, Detectors};
-use crate::eval::{read_gold, score, LabelMap};
-use crate::guard::Deadline;
+use crate::engine::Detectors;
+use crate::eval::{read_gold, LabelMap};
 use crate::settings::{Home, Settings};
 
 pub(super) struct Args {
@@ -51,7 +47,6 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         let id = engine.resolve(args.model.as_deref()).map_err(|_| {
             Failure::usage("the model is not installed (see `phiguard models list`)")
         })?;
-        let key = crate::deid::HashKey::generate(&mut rand::rng());
         let bar = if args.json {
             ProgressBar::hidden()
         } else {
@@ -61,60 +56,22 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             ProgressStyle::with_template("{bar:40} {pos}/{len} notes {elapsed_precise}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        let mut predicted = Vec::with_capacity(docs.len());
-        let mut redacted = Vec::with_capacity(docs.len());
-        let mut timings: Vec<Duration> = Vec::with_capacity(docs.len());
-        for doc in &docs {
-            let opts = CallOptions {
-                deadline: Deadline::unbounded(engine.guard.clock().now()),
-                fallback_rules: false,
-                keep_alive: None,
-            };
-            let started = Instant::now();
-            let found: Vec<Span> = if detectors == Detectors::Both {
-                engine
-                    .detect(&id, Arc::from(doc.text.as_str()), &opts)
-                    .await
-                    .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?
-                    .spans
-            } else {
-                let registry = Arc::clone(&engine.registry);
-                let (id, text) = (id.clone(), doc.text.clone());
-                tokio::task::spawn_blocking(move || {
-                    let lease = registry.lease(&id, None).map_err(|e| e.to_string())?;
-                    lease
-                        .backend
-                        .detect_with(&[text.as_str()], detectors)
-                        .map_err(|e| e.to_string())
-                })
-                .await
-                .map_err(|_| Failure::runtime("detection failed: worker panicked"))?
-                .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?
-                .pop()
-                .unwrap_or_default()
-            };
-            timings.push(started.elapsed());
-            let spans: Vec<_> = found
-                .into_iter()
-                .filter(|s| s.score >= args.threshold as f32)
-                .collect();
-            let mut d = Deidentifier::new(
-                DeidOptions {
-                    method,
-                    ..Default::default()
-                },
-                &key,
-                rand::rng(),
-            );
-            redacted.push(d.apply(&doc.text, &spans).text);
-            predicted.push(spans);
-            bar.inc(1);
-        }
+        let (report, predicted) = crate::engine::evaluate::evaluate(
+            &engine,
+            &id,
+            &docs,
+            method,
+            args.threshold as f32,
+            detectors,
+            || bar.inc(1),
+        )
+        .await
+        .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?;
         bar.finish_and_clear();
         if let Some(path) = &args.predictions {
             write_predictions(path, &predicted)?;
         }
-        Ok::<_, Failure>(score(&docs, &predicted, Some(&redacted)).with_timings(&docs, &timings, 5))
+        Ok::<_, Failure>(report)
     })?;
     if args.json {
         println!(

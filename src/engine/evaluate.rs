@@ -5,13 +5,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{CallOptions, Engine, EngineError};
+use super::{CallOptions, Detectors, Engine, EngineError};
 use crate::deid::{DeidOptions, Deidentifier, HashKey, Method};
+use crate::detect::Span;
 use crate::eval::{score, GoldDoc, Report};
 use crate::guard::Deadline;
 
-/// Detects, transforms and scores `docs` with the installed model `id`; `on_doc` is called
-/// after each document (progress bars).
+/// Detects, transforms and scores `docs` with the installed model `id`; returns the report
+/// and the spans found per document. `Detectors::Both` goes through the guarded call path;
+/// `Model` or `Rules` score one side of the merge alone (the same backend, no guard).
+/// `on_doc` is called after each document (progress bars).
 ///
 /// # Errors
 /// The first detection failure.
@@ -21,8 +24,9 @@ pub async fn evaluate(
     docs: &[GoldDoc],
     method: Method,
     threshold: f32,
+    detectors: Detectors,
     mut on_doc: impl FnMut(),
-) -> Result<Report, EngineError> {
+) -> Result<(Report, Vec<Vec<Span>>), EngineError> {
     let key = HashKey::generate(&mut rand::rng());
     let mut predicted = Vec::with_capacity(docs.len());
     let mut redacted = Vec::with_capacity(docs.len());
@@ -34,15 +38,28 @@ pub async fn evaluate(
             keep_alive: None,
         };
         let started = Instant::now();
-        let det = engine
-            .detect(id, Arc::from(doc.text.as_str()), &opts)
-            .await?;
+        let found: Vec<Span> = if detectors == Detectors::Both {
+            engine
+                .detect(id, Arc::from(doc.text.as_str()), &opts)
+                .await?
+                .spans
+        } else {
+            let registry = Arc::clone(&engine.registry);
+            let (id, text) = (id.to_string(), doc.text.clone());
+            tokio::task::spawn_blocking(move || {
+                let lease = registry.lease(&id, None).map_err(|_| EngineError::Load)?;
+                lease
+                    .backend
+                    .detect_with(&[text.as_str()], detectors)
+                    .map_err(|_| EngineError::Backend)
+            })
+            .await
+            .map_err(|_| EngineError::Backend)??
+            .pop()
+            .unwrap_or_default()
+        };
         timings.push(started.elapsed());
-        let spans: Vec<_> = det
-            .spans
-            .into_iter()
-            .filter(|s| s.score >= threshold)
-            .collect();
+        let spans: Vec<_> = found.into_iter().filter(|s| s.score >= threshold).collect();
         let mut d = Deidentifier::new(
             DeidOptions {
                 method,
@@ -55,5 +72,6 @@ pub async fn evaluate(
         predicted.push(spans);
         on_doc();
     }
-    Ok(score(docs, &predicted, Some(&redacted)).with_timings(docs, &timings, 5))
+    let report = score(docs, &predicted, Some(&redacted)).with_timings(docs, &timings, 5);
+    Ok((report, predicted))
 }

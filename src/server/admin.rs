@@ -355,8 +355,15 @@ pub async fn admin_eval(
     })?;
     let id = st.engine.resolve(model.as_deref())?;
     let method = crate::deid::Method::from_wire(method).unwrap_or_default();
-    let report =
-        crate::engine::evaluate::evaluate(&st.engine, &id, &docs, method, threshold as f32, || {})
-            .await?;
+    let (report, _) = crate::engine::evaluate::evaluate(
+        &st.engine,
+        &id,
+        &docs,
+        method,
+        threshold as f32,
+        crate::engine::Detectors::Both,
+        || {},
+    )
+    .await?;
     Ok(axum::Json(report).into_response())
 }
