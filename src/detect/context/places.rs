@@ -42,6 +42,8 @@ pub(crate) struct Places {
     city_region_zip: Regex,
     letterhead: Regex,
     department: Regex,
+    not_org: Regex,
+    abbrev_end: Regex,
     phone: Regex,
     city_before: Regex,
     bare_url: Regex,
@@ -78,8 +80,12 @@ fn region_abbrevs() -> &'static HashSet<&'static str> {
 impl Places {
     pub(crate) fn new() -> Self {
         let cap = r"\p{Lu}[\p{L}\p{M}'’.&-]*";
-        let org_tail = r"(?:Hospital|Hospitals|Clinic|Clinics|Medical Center|Medical Centre|Health Centre|Health Center|Health System|Health Services|Healthcare|Health Care|Infirmary|Practice|Associates|Institute|Hospice|Laboratories|Pharmacy|Surgery|Medical Group|Group|Partners|University|College|Foundation|PPO|HMO|EPO|Insurance|Assurance|Mutual|Health Plan|Health|Care|Centre|Center|Clinique|Klinik|Krankenhaus|Spital)";
-        let org_head = r"(?:Klinikum|Krankenhaus|Hôpital|Clinique|Clínica|Clinica|Policlinico|Ospedale|Centre Hospitalier|Universitätsklinikum|Mount|Mt\.|Saint|St\.|Sacred Heart)";
+        let org_tail = r"(?:Hospital|Hospitals|Clinic|Clinics|Medical Center|Medical Centre|Health Centre|Health Center|Health System|Health Services|Healthcare|Health Care|Infirmary|Practice|Associates|Institute|Hospice|Laboratories|Pharmacy|Surgery|Medical Group|Group|Partners|University|College|Foundation|PPO|HMO|EPO|Insurance|Assurance|Mutual|Health Plan|Health|Care|Centre|Center|Clinique|Klinik|Kliniken|Krankenhaus|Spital|Ziekenhuis|Sjukhus|Sygehus|Sykehus|Hospitalet|Sanatorium|Sanatorio|Poliklinik|Polyclinic|Trust|Inc|Ltd|LLC|LLP|Corp|Corporation|Company|GmbH|plc|PLC|Limited)";
+        let org_head = r"(?:Klinikum|Krankenhaus|Hôpital|Hôtel-Dieu|Hospital de|Hospital das|Clinique|Clínica|Clinica|Policlinico|Ospedale|Centre Hospitalier|Centro|Centro Médico|Instituto|Istituto|Institut|Szpital|Universitätsklinikum|Mount|Mt\.|Saint|St\.|Sainte|Santa|San|São|Sacred Heart|Royal)";
+        // Any run of capitalised words (with the connectors institution names use), for the
+        // context rules below: the slot decides, not the words, so names of any shape and
+        // language are found where notes put an institution.
+        let org_name = r"\p{Lu}[\p{L}\p{M}'’&.-]*(?:[ \t]+(?:\p{Lu}[\p{L}\p{M}'’&.-]*|of|and|for|the|de|du|des|la|le|del|di|am|an|der|&)){0,6}";
         let org = format!(
             r"\b((?:{cap} (?:(?:of|and|for|the|de|del|la|&) )?){{1,5}}{org_tail})\b(?:[ \t]+(?:East|West|North|South|Central))?"
         );
@@ -214,6 +220,16 @@ impl Places {
                 Label::StreetAddress,
                 STRONG,
             ),
+            (
+                // a street of any name when a "City, ST 12345" or "City ON  M5V 2T6" line
+                // follows: the slot decides, not the street's words
+                re(
+                    r"\b(\d{1,5}[A-Za-z]?[ \t]+(?:(?:\p{Lu}[\p{L}\p{M}'’.-]*|des|de|du|la|le|del|van|von)[ \t]+){0,4}\p{Lu}[\p{L}\p{M}'’.-]*(?:,?[ \t]+(?:Apt|Apartment|Unit|Suite|Ste|Flat|\#)\.?[ \t]*\#?[A-Za-z0-9-]+)?)[ \t]*(?:,[ \t]*|\r?\n[ \t]*)\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t]\p{Lu}[\p{L}\p{M}'’.-]*){0,2},?[ \t]+(?:[A-Z]{2,3}|\p{Lu}\p{L}+(?:[ \t]\p{Lu}\p{L}+)?)[ \t]+(?:\d{5}(?:-\d{4})?|[A-Z]\d[A-Z][ \t]?\d[A-Z]\d)\b",
+                ),
+                1,
+                Label::StreetAddress,
+                STRONG,
+            ),
             // cities by their neighbours
             (
                 re(
@@ -252,6 +268,65 @@ impl Places {
                 re(
                     r"(?i:\b(?:works?|worked|working|employed|job|driver|employee|volunteers?))\b[^.\n;]{0,25}?\b(?i:at|for|by|with)[ \t]+(\p{Lu}[\p{L}\p{M}'’&-]*(?:[ \t](?:\p{Lu}[\p{L}\p{M}'’&.-]*|of|am|&)){0,4})",
                 ),
+                1,
+                Label::Organization,
+                WEAK,
+            ),
+            // organisations by the slot notes put them in
+            (
+                re(&format!(
+                    r"(?i:presented|came|brought|admitted|transferred|taken|went|returned|attended|arrived)[ \t]+(?i:to|at)[ \t]+(?:the[ \t]+)?({org_name})[ \t]+(?i:emergency|ED\b|A&E|ER\b|urgent[ \t]+care|casualty|walk-in)"
+                )),
+                1,
+                Label::Organization,
+                STRONG,
+            ),
+            (
+                // a signature's role line: "Family Physician, <institution>"
+                re(&format!(
+                    r"(?m)^[ \t]*[\p{{L}}\p{{M}}. ]{{0,40}}?(?i:physician|practitioner|medizin|surgeon|consultant|nurse|therapist|doctor|specialist|registrar|resident|fellow|attending|midwife|pharmacist|dietitian|psychologist|radiologist|pathologist|cardiologist|neurologist|oncologist|pa?ediatrician|obstetrician|gyn(?:a)?ecologist|psychiatrist|dentist|optometrist|social[ \t]+worker|case[ \t]+manager),[ \t]+({org_name})[ \t]*\r?$"
+                )),
+                1,
+                Label::Organization,
+                STRONG,
+            ),
+            (
+                re(&format!(
+                    r"\bat[ \t]+(?:the[ \t]+)?({org_name})[ \t]*[;,][ \t]*(?i:(?:clinic|office|practice|surgery|department|ward|main)[ \t]+)?(?i:phone|tel|telephone|fax)\b"
+                )),
+                1,
+                Label::Organization,
+                STRONG,
+            ),
+            (
+                re(&format!(
+                    r"(?i:comparison|prior|previous)\b[^\n]{{0,40}}?\bfrom[ \t]+(?:the[ \t]+)?({org_name})"
+                )),
+                1,
+                Label::Organization,
+                WEAK,
+            ),
+            (
+                re(&format!(
+                    r"(?i:letters?|reports?|records?|referral|notes?|results|correspondence|images|imaging|films|studies|summary|discharge)[ \t]+(?i:from|by)[ \t]+(?:the[ \t]+)?({org_name})"
+                )),
+                1,
+                Label::Organization,
+                WEAK,
+            ),
+            (
+                re(&format!(
+                    r"(?i:sent|copied|faxed|forwarded|cc'?d|copy|referred|transferred|discharged)[ \t]+(?i:to|from)[ \t]+(?:the[ \t]+)?({org_name})"
+                )),
+                1,
+                Label::Organization,
+                WEAK,
+            ),
+            (
+                // the line under the name in a sign-off
+                re(&format!(
+                    r"(?i:regards|sincerely|faithfully|truly|wishes|thanks|thank you),[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*[^\n]{{2,60}}\r?\n[ \t]*({org_name})[ \t]*\r?(?:\n|\z)"
+                )),
                 1,
                 Label::Organization,
                 WEAK,
@@ -348,6 +423,10 @@ impl Places {
             department: re(
                 r"(?:[ \t]+(?:Laboratory|Imaging|Radiology|Pathology|Diagnostic|Outpatient|Department|Services))+\z",
             ),
+            not_org: re(
+                r"(?i)^(?:dr|mr|mrs|ms|miss|mx|prof|professor|sir|dame)\b|\b(?:physician|practitioner|consultant|nurse|surgeon|registrar|team|patient)$|^(?:he|she|they|we|it|this|that|his|her|their|our|my|your|a|an)$",
+            ),
+            abbrev_end: re(r"\b(?:Inc|Ltd|Co|Corp|Bros|Assn|Mt|St)\z"),
             city_before: re(
                 r"(?:^|[,\n][ \t]*)(\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t]\p{Lu}[\p{L}\p{M}'’.-]*){0,2})[ \t]*\z",
             ),
@@ -368,6 +447,15 @@ impl Places {
                     if *label == Label::Organization {
                         // A department after the institution is not part of its name.
                         e = s + self.department.replace(&text[s..e], "").len();
+                        // Slot rules accept any capitalised words: a person after a title,
+                        // a role or a department name is not an institution.
+                        if self.not_org.is_match(&text[s..e]) {
+                            continue;
+                        }
+                        // `Acme Inc.`: the abbreviation keeps its full stop.
+                        if text[e..].starts_with('.') && self.abbrev_end.is_match(&text[s..e]) {
+                            e += 1;
+                        }
                     }
                     if s < e {
                         out.push(ByteSpan::new(s, e, *label, *score));

@@ -79,6 +79,17 @@ rows! {
     greeting_lowercase: "Hi ingrid,\n\nYour results", "ingrid" => Some(Label::FirstName);
     hospital_number_is_not_org: "DOB 2014-08-12, Hospital No. A8212062", "Hospital No" => None;
     letterhead_without_department: "Mount Carmel East Laboratory Services\nPatient: X", "Mount Carmel East" => Some(Label::Organization);
+    org_ed_slot: "who presented to the Fecuraka Gisezamu East emergency department on 5/1", "Fecuraka Gisezamu East" => Some(Label::Organization);
+    org_role_line: "Yours sincerely,\n\nC. Mwangi\nFamily Physician, Sulode Neustadt-Süd\nRegistration no. 2919168", "Sulode Neustadt-Süd" => Some(Label::Organization);
+    org_clinic_phone: "seen by Dr. Reddy on 11/2018 at Tiwo Vale; clinic phone +1 666 812 0000", "Tiwo Vale" => Some(Label::Organization);
+    org_comparison: "COMPARISON: 08/2015 from Lapodiza Rinu.\n\nFINDINGS:", "Lapodiza Rinu" => Some(Label::Organization);
+    org_letter_from: "We also received the letter from Sude Malo about your knee.", "Sude Malo" => Some(Label::Organization);
+    org_sent_to: "Report also sent to Resoho Zazeni (fax +1 821 679 8693).", "Resoho Zazeni" => Some(Label::Organization);
+    org_sign_off: "Warm regards,\nPatricia Tran\nLapodiza Neustadt-Süd\n", "Lapodiza Neustadt-Süd" => Some(Label::Organization);
+    org_inc_keeps_stop: "will pick pt up after work at Habuvo Inc.\n03:15 Pt states", "Habuvo Inc." => Some(Label::Organization);
+    letter_from_doctor_is_not_org: "the letter from Dr. Sude about your knee", "Dr. Sude" => None;
+    street_before_city_line: "with son Dorothy Reddy (4605430668), 1641 Defilo Hubewigu West, Moncton NB  E1C 4B8.", "1641 Defilo Hubewigu West" => Some(Label::StreetAddress);
+    street_with_unit: "(688) 555-0184), 8681 Gerova Tozi, Unit 279\nBurlington, Vermont 05420", "8681 Gerova Tozi, Unit 279" => Some(Label::StreetAddress);
     first_name_then_surname: "Call Sarah Okafor tomorrow", "Okafor" => Some(Label::LastName);
 }
 
