@@ -38,9 +38,12 @@ under_xvfb 640x400 '
   trayer --edge top --align right --widthtype request --heighttype pixel --height 28 \
          --SetDockType true --transparent false --tint 0x2b2f36 & tray=$!
   sleep 1
+  # not a first start, so the dashboard does not open over the panel
+  mkdir -p "$PHIGUARD_HOME/data" && touch "$PHIGUARD_HOME/data/desktop-first-start"
   "$APP" & pid=$!
   sleep 8   # server start and the first tray refresh
-  win=$(xdotool search --class trayer | head -1)
+  # the docked trayer window is named "panel" (the others are 10x10 helpers)
+  win=$(xdotool search --name "^panel\$" | head -1)
   eval "$(xdotool getwindowgeometry --shell "$win")"
   xdotool mousemove $((X + WIDTH - 14)) $((Y + 14)) click 1
   sleep 1.5
