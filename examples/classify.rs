@@ -41,7 +41,7 @@ struct Args {
     #[arg(long, default_value_t = 32)]
     docs_per_call: usize,
     /// Windows per forward pass inside the classifier.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 4)]
     batch: usize,
 }
 

@@ -73,13 +73,36 @@ impl CustomOp1 for BiasGelu<'_> {
             candle_core::bail!("bias-gelu: bias does not match the last dimension")
         }
         let mut out = vec![0f32; x.len()];
-        for (o_row, x_row) in out.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
+        pulp::Arch::new().dispatch(GeluKernel {
+            x,
+            bias: self.bias,
+            out: &mut out,
+        });
+        Ok((CpuStorage::F32(out), l.shape().clone()))
+    }
+}
+
+/// The loop of [`BiasGelu`] as a `pulp` kernel: `with_simd` is inlined into a function
+/// compiled for the best instruction set the CPU has (AVX-512 or AVX2 on x86-64), so the
+/// polynomial `erf` is vectorized while the binary stays portable.
+struct GeluKernel<'a> {
+    x: &'a [f32],
+    bias: &'a [f32],
+    out: &'a mut [f32],
+}
+
+impl pulp::WithSimd for GeluKernel<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let n = self.bias.len();
+        for (o_row, x_row) in self.out.chunks_exact_mut(n).zip(self.x.chunks_exact(n)) {
             for ((o, &v), &b) in o_row.iter_mut().zip(x_row).zip(self.bias) {
                 let v = v + b;
                 *o = 0.5 * v * (1.0 + fast_erf(v * std::f32::consts::FRAC_1_SQRT_2));
             }
         }
-        Ok((CpuStorage::F32(out), l.shape().clone()))
     }
 }
 
@@ -159,27 +182,86 @@ impl CustomOp2 for MaskedSoftmax {
             candle_core::bail!("masked-softmax: mask does not match the scores")
         }
         let mut out = vec![0f32; scores.len()];
-        let rows_per_batch = h * q;
-        for (row_idx, (o, s)) in out
+        pulp::Arch::new().dispatch(SoftmaxKernel {
+            scores,
+            mask,
+            out: &mut out,
+            k,
+            rows_per_batch: h * q,
+        });
+        Ok((CpuStorage::F32(out), l1.shape().clone()))
+    }
+}
+
+/// Lane count of the hand-split reductions below: maxima and sums are accumulated in this
+/// many independent lanes so the compiler can keep them in vector registers (a plain `f32`
+/// fold is a serial dependency it may not reorder).
+const LANES: usize = 16;
+
+#[inline(always)]
+fn lane_max(xs: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    let mut chunks = xs.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = a.max(v);
+        }
+    }
+    let tail = chunks
+        .remainder()
+        .iter()
+        .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    acc.iter().fold(tail, |m, &v| m.max(v))
+}
+
+/// `xs[i] = exp(xs[i] - max)`; returns the sum.
+#[inline(always)]
+fn exp_sum(xs: &mut [f32], max: f32) -> f32 {
+    let mut acc = [0f32; LANES];
+    let mut chunks = xs.chunks_exact_mut(LANES);
+    for c in &mut chunks {
+        for (a, v) in acc.iter_mut().zip(c.iter_mut()) {
+            *v = fast_exp(*v - max);
+            *a += *v;
+        }
+    }
+    let mut tail = 0f32;
+    for v in chunks.into_remainder() {
+        *v = fast_exp(*v - max);
+        tail += *v;
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// The loop of [`MaskedSoftmax`] as a `pulp` kernel (see [`GeluKernel`]).
+struct SoftmaxKernel<'a> {
+    scores: &'a [f32],
+    mask: &'a [f32],
+    out: &'a mut [f32],
+    k: usize,
+    rows_per_batch: usize,
+}
+
+impl pulp::WithSimd for SoftmaxKernel<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let k = self.k;
+        for (row_idx, (o, s)) in self
+            .out
             .chunks_exact_mut(k)
-            .zip(scores.chunks_exact(k))
+            .zip(self.scores.chunks_exact(k))
             .enumerate()
         {
-            let m = &mask[(row_idx / rows_per_batch) * k..][..k];
-            let mut max = f32::NEG_INFINITY;
+            let m = &self.mask[(row_idx / self.rows_per_batch) * k..][..k];
             for ((o, &s), &m) in o.iter_mut().zip(s).zip(m) {
                 *o = s + m;
-                max = max.max(*o);
             }
-            let mut sum = 0f32;
-            for v in o.iter_mut() {
-                *v = fast_exp(*v - max);
-                sum += *v;
-            }
-            let inv = 1.0 / sum;
+            let max = lane_max(o);
+            let inv = 1.0 / exp_sum(o, max);
             o.iter_mut().for_each(|v| *v *= inv);
         }
-        Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
 }
 
