@@ -74,9 +74,14 @@ impl Config {
     }
 }
 
-/// A linear layer kept as `[out, in]` weight plus bias (also on the host for fusion).
+/// A linear layer kept as its transposed weight `Wᵀ: [in, out]` (contiguous) plus bias
+/// (also on the host for fusion).
+///
+/// Storing `Wᵀ` once at load, rather than passing the strided view `W.t()` to every matmul,
+/// spares gemm a repacking of the weight on each call (measured 5–10 % of the dense
+/// layers' time at this model's shapes).
 struct Dense {
-    weight: Tensor,
+    weight_t: Tensor,
     bias: Tensor,
     bias_host: Vec<f32>,
 }
@@ -85,7 +90,7 @@ impl Dense {
     fn from_parts(weight: Tensor, bias: Tensor) -> Result<Dense> {
         let bias_host = bias.to_vec1::<f32>()?;
         Ok(Dense {
-            weight,
+            weight_t: weight.t()?.contiguous()?,
             bias,
             bias_host,
         })
@@ -99,7 +104,7 @@ impl Dense {
 
     /// `x @ Wᵀ` without the bias; `x: [m, in]`.
     fn matmul(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(x.matmul(&self.weight.t()?)?)
+        Ok(x.matmul(&self.weight_t)?)
     }
 
     /// `x @ Wᵀ + b`.
