@@ -10,7 +10,7 @@
 //!   the query rows (weights and bias) at load.
 //! - Padding is an additive `[b, k]` mask fused into the softmax.
 //! - On the CPU, bias+GELU, bias+residual+LayerNorm and mask+softmax are fused kernels
-//!   ([`super::ops`]); other devices use the composite candle ops.
+//!   ([`phiguard_kernels`]); other devices use the composite candle ops.
 
 use candle_core::{DType, Tensor};
 #[cfg(test)]
@@ -18,8 +18,8 @@ use candle_core::{Device, D};
 use candle_nn::VarBuilder;
 
 use super::config::ModelConfig;
-use super::ops::{BiasGelu, BiasResidualLayerNorm, MaskedSoftmax};
 use super::{InferenceError, Result};
+use phiguard_kernels::{BiasGelu, BiasResidualLayerNorm, MaskedSoftmax};
 
 /// The runtime config of a BERT token classifier.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@
 //! BERT is the bundled default (Rampart) and the family most requests hit, so [`bert`]
 //! is written for the CPU this service usually runs on: one fused QKV matmul with the
 //! 1/√d scale folded into the query rows at load, an additive padding mask, and fused
-//! element-wise kernels ([`ops`]: bias+GELU, bias+residual+LayerNorm, mask+softmax) that
+//! element-wise kernels ([`phiguard_kernels`]: bias+GELU, bias+residual+LayerNorm, mask+softmax) that
 //! replace five to seven passes over memory each. The other families reuse
 //! candle-transformers' encoders with our own classification heads.
 //!
@@ -33,7 +33,6 @@ pub mod device;
 mod distilbert;
 pub mod labels;
 mod modernbert;
-mod ops;
 pub mod tokenize;
 pub mod window;
 mod xlm_roberta;

@@ -52,6 +52,8 @@ PY
 
 report_dir="${SCHEMATHESIS_REPORT_DIR:-$here/schemathesis-report}"
 mkdir -p "$report_dir"
+# --request-timeout: schemathesis gives up after 10 s by default; a large generated note through
+# the model on a debug build and two shared cores can legitimately take longer than that.
 # schemathesis keeps its example database in the working directory: use the temp home.
 cd "$home"
 "$venv/bin/schemathesis" run "$base/openapi.json" \
@@ -61,4 +63,5 @@ cd "$home"
     --phases examples,coverage,fuzzing \
     --report junit --report-dir "$report_dir" \
     --suppress-health-check too_slow \
+    --request-timeout 120 \
     "$@"

@@ -1,12 +1,16 @@
-//! Fused element-wise CPU kernels for the encoder: bias+GELU, bias+residual+LayerNorm
+//! Fused element-wise CPU kernels for phiguard's encoder: bias+GELU, bias+residual+LayerNorm
 //! and mask+softmax, as candle custom ops.
+//!
+//! A crate of its own so that debug builds compile it optimised (the workspace's
+//! `[profile.dev.package.phiguard-kernels]`): the rest of phiguard stays quick to build,
+//! while a debug server still runs the model at close to release speed.
 //!
 //! # Why
 //! Unfused, each of these is three to seven candle ops, each a full pass over a fresh
 //! tensor, and candle's GELU and softmax call scalar `erf` / `exp` (measured ≈ 9 % and
 //! ≈ 7 % of a BERT forward). Here each is one pass with polynomial `exp` / `erf` that the
 //! compiler vectorizes. They run single-threaded on purpose: parallelism comes from the
-//! worker threads (see the module docs). Only the CPU has these kernels; on Metal and
+//! worker threads (see `phiguard::inference`). Only the CPU has these kernels; on Metal and
 //! CUDA the model uses the composite candle ops instead.
 //!
 //! Accuracy: `exp` has a relative error below 2e-7 and `erf` an absolute error below
@@ -29,7 +33,7 @@ fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, op: &'static str) -> CResult<&'a
 
 /// e^x with a relative error below 2e-7 for x in [-87, 88]; clamps outside.
 #[inline(always)]
-pub(crate) fn fast_exp(x: f32) -> f32 {
+pub fn fast_exp(x: f32) -> f32 {
     const SHIFTER: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer.
     let x = x.clamp(-87.0, 88.0);
     let k = (x * std::f32::consts::LOG2_E + SHIFTER) - SHIFTER;
@@ -46,7 +50,7 @@ pub(crate) fn fast_exp(x: f32) -> f32 {
 
 /// erf(x) with an absolute error below 1e-6 in f32 (Abramowitz & Stegun 7.1.26).
 #[inline(always)]
-pub(crate) fn fast_erf(x: f32) -> f32 {
+pub fn fast_erf(x: f32) -> f32 {
     let a = x.abs();
     let t = 1.0 / (1.0 + 0.327_591_1 * a);
     let poly = t
@@ -57,8 +61,8 @@ pub(crate) fn fast_erf(x: f32) -> f32 {
 }
 
 /// `gelu(x + bias)` (the erf form), `x: [.., n]`, `bias: [n]`.
-pub(crate) struct BiasGelu<'a> {
-    pub(crate) bias: &'a [f32],
+pub struct BiasGelu<'a> {
+    pub bias: &'a [f32],
 }
 
 impl CustomOp1 for BiasGelu<'_> {
@@ -107,11 +111,11 @@ impl pulp::WithSimd for GeluKernel<'_> {
 }
 
 /// `LayerNorm(x + bias + residual) * gamma + beta` over the last dimension.
-pub(crate) struct BiasResidualLayerNorm<'a> {
-    pub(crate) bias: &'a [f32],
-    pub(crate) gamma: &'a [f32],
-    pub(crate) beta: &'a [f32],
-    pub(crate) eps: f32,
+pub struct BiasResidualLayerNorm<'a> {
+    pub bias: &'a [f32],
+    pub gamma: &'a [f32],
+    pub beta: &'a [f32],
+    pub eps: f32,
 }
 
 impl CustomOp2 for BiasResidualLayerNorm<'_> {
@@ -133,35 +137,55 @@ impl CustomOp2 for BiasResidualLayerNorm<'_> {
             candle_core::bail!("bias-residual-layer-norm: shapes do not match")
         }
         let mut out = vec![0f32; x.len()];
+        pulp::Arch::new().dispatch(LayerNormKernel {
+            op: self,
+            x,
+            res,
+            out: &mut out,
+        });
+        Ok((CpuStorage::F32(out), l1.shape().clone()))
+    }
+}
+
+/// The loop of [`BiasResidualLayerNorm`] as a `pulp` kernel (see [`GeluKernel`]).
+struct LayerNormKernel<'a, 'b> {
+    op: &'a BiasResidualLayerNorm<'b>,
+    x: &'a [f32],
+    res: &'a [f32],
+    out: &'a mut [f32],
+}
+
+impl pulp::WithSimd for LayerNormKernel<'_, '_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let op = self.op;
+        let n = op.gamma.len();
         let inv_n = 1.0 / n as f32;
-        for ((o, xr), rr) in out
+        for ((o, xr), rr) in self
+            .out
             .chunks_exact_mut(n)
-            .zip(x.chunks_exact(n))
-            .zip(res.chunks_exact(n))
+            .zip(self.x.chunks_exact(n))
+            .zip(self.res.chunks_exact(n))
         {
-            let mut sum = 0f32;
-            for (((o, &a), &b), &c) in o.iter_mut().zip(xr).zip(self.bias).zip(rr) {
+            for (((o, &a), &b), &c) in o.iter_mut().zip(xr).zip(op.bias).zip(rr) {
                 *o = a + b + c;
-                sum += *o;
             }
-            let mean = sum * inv_n;
-            let mut var = 0f32;
-            for v in o.iter_mut() {
-                *v -= mean;
-                var += *v * *v;
-            }
-            let scale = 1.0 / (var * inv_n + self.eps).sqrt();
-            for ((v, &g), &b) in o.iter_mut().zip(self.gamma).zip(self.beta) {
+            let mean = lane_sum(o) * inv_n;
+            o.iter_mut().for_each(|v| *v -= mean);
+            let var = lane_sum_sq(o) * inv_n;
+            let scale = 1.0 / (var + op.eps).sqrt();
+            for ((v, &g), &b) in o.iter_mut().zip(op.gamma).zip(op.beta) {
                 *v = *v * scale * g + b;
             }
         }
-        Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
 }
 
 /// `softmax(scores + mask)` over the last dimension; `scores: [b, h, q, k]`, the
 /// additive `mask: [b, k]` (0 for tokens, a large negative number for padding).
-pub(crate) struct MaskedSoftmax;
+pub struct MaskedSoftmax;
 
 impl CustomOp2 for MaskedSoftmax {
     fn name(&self) -> &'static str {
@@ -212,6 +236,30 @@ fn lane_max(xs: &[f32]) -> f32 {
         .iter()
         .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
     acc.iter().fold(tail, |m, &v| m.max(v))
+}
+
+#[inline(always)]
+fn lane_sum(xs: &[f32]) -> f32 {
+    let mut acc = [0f32; LANES];
+    let mut chunks = xs.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += v;
+        }
+    }
+    acc.iter().sum::<f32>() + chunks.remainder().iter().sum::<f32>()
+}
+
+#[inline(always)]
+fn lane_sum_sq(xs: &[f32]) -> f32 {
+    let mut acc = [0f32; LANES];
+    let mut chunks = xs.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += v * v;
+        }
+    }
+    acc.iter().sum::<f32>() + chunks.remainder().iter().map(|v| v * v).sum::<f32>()
 }
 
 /// `xs[i] = exp(xs[i] - max)`; returns the sum.
