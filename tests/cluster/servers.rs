@@ -2,8 +2,11 @@
 //! Redis.
 
 use std::collections::HashMap;
+#[cfg(feature = "fault-injection")]
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+#[cfg(feature = "fault-injection")]
 use std::sync::Arc;
+#[cfg(feature = "fault-injection")]
 use std::time::{Duration, Instant};
 
 use phiguard::server::{Server, StartOptions};
