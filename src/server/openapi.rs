@@ -54,7 +54,7 @@ pub struct KeepAlive;
 impl PartialSchema for KeepAlive {
     fn schema() -> RefOr<Schema> {
         // Documented a little narrower than parsed (at most a billion seconds or nine digits a
-        // part): larger values overflow a duration and are refused with 422.
+        // part); anything beyond ten years means no expiry.
         let seconds = ObjectBuilder::new()
             .schema_type(Type::Number)
             .minimum(Some(0.0))
@@ -592,10 +592,10 @@ impl utoipa::Modify for ErrorResponses {
                         ParameterBuilder::new()
                             .name("X-OpenMed-Priority")
                             .parameter_in(ParameterIn::Header)
-                            .description(Some("`interactive` (default) or `bulk`, and OpenMed's synonyms; other values → 400"))
+                            .description(Some("`interactive` (default, also when empty) or `bulk`, and OpenMed's synonyms (case-insensitive, `_` as `-`); other values → 400"))
                             .schema(Some(
                                 ObjectBuilder::new().schema_type(Type::String).enum_values(Some([
-                                    "interactive", "high", "latency", "realtime", "real-time", "foreground",
+                                    "", "interactive", "high", "latency", "realtime", "real-time", "foreground",
                                     "normal", "bulk", "batch", "background", "low",
                                 ])),
                             ))

@@ -249,13 +249,14 @@ impl<'a> Fields<'a> {
         let name = "keep_alive";
         let parsed = match self.get(name) {
             None => return None,
-            Some(Value::Number(n)) => n.as_f64().filter(|v| v.is_finite() && *v >= 0.0).map(Some),
+            Some(Value::Number(n)) => n
+                .as_f64()
+                .and_then(crate::settings::value::keep_alive_seconds),
             Some(Value::String(s)) if s.trim().is_empty() => return None,
             Some(Value::String(s)) => crate::settings::value::parse_keep_alive(s),
             Some(_) => None,
         };
-        // A finite number can still overflow a `Duration` (`1e300`, `9999999999999999999h`);
-        // `from_secs_f64` would panic, so too-large values are a validation problem.
+        // Beyond ten years is "no expiry" already; `try_from` keeps a panic impossible anyway.
         let parsed = parsed.and_then(|v| match v {
             None => Some(None),
             Some(secs) => std::time::Duration::try_from_secs_f64(secs).ok().map(Some),
@@ -355,12 +356,18 @@ mod tests {
     }
 
     #[test]
-    fn huge_keep_alive_is_a_problem_not_a_panic() {
+    fn huge_keep_alive_means_no_expiry_not_a_panic() {
         for body in [
             r#"{"keep_alive": 1e300}"#,
             r#"{"keep_alive": "7551470510804378606506604955807h"}"#,
             r#"{"keep_alive": "1e300"}"#,
         ] {
+            let map = parse_object(body.as_bytes()).expect("object");
+            let mut f = Fields::new(&map);
+            assert_eq!(f.keep_alive(), Some(None), "{body}");
+            assert!(f.finish().is_ok(), "{body}");
+        }
+        for body in [r#"{"keep_alive": -1}"#, r#"{"keep_alive": "-5m"}"#] {
             let map = parse_object(body.as_bytes()).expect("object");
             let mut f = Fields::new(&map);
             assert_eq!(f.keep_alive(), None);

@@ -183,10 +183,8 @@ pub fn parse_keep_alive(s: &str) -> Option<Option<f64>> {
     {
         return Some(None);
     }
-    // Ten years: beyond it a duration means "never", and `Duration` cannot hold every f64.
-    const MAX_SECONDS: f64 = 315_360_000.0;
     if let Ok(v) = s.parse::<f64>() {
-        return (v.is_finite() && (0.0..=MAX_SECONDS).contains(&v)).then_some(Some(v));
+        return keep_alive_seconds(v);
     }
     let mut total = 0.0;
     let mut rest = s.as_str();
@@ -213,7 +211,21 @@ pub fn parse_keep_alive(s: &str) -> Option<Option<f64>> {
         total += n * mult;
         rest = &rest[len..];
     }
-    (total <= MAX_SECONDS).then_some(Some(total))
+    keep_alive_seconds(total)
+}
+
+/// A keep-alive of `v` seconds: `None` (invalid) when negative or not a number, "no expiry"
+/// beyond ten years (a `Duration` cannot hold every `f64`, and an idle model kept for a decade
+/// is a model kept for good), else `v`.
+pub fn keep_alive_seconds(v: f64) -> Option<Option<f64>> {
+    const MAX_SECONDS: f64 = 315_360_000.0;
+    if v.is_nan() || v < 0.0 {
+        None
+    } else if v > MAX_SECONDS {
+        Some(None)
+    } else {
+        Some(Some(v))
+    }
 }
 
 #[cfg(test)]
@@ -252,8 +264,12 @@ mod tests {
         assert_eq!(parse_keep_alive("12"), Some(Some(12.0)));
         assert_eq!(parse_keep_alive("-1"), None);
         assert_eq!(parse_keep_alive("5x"), None);
-        assert_eq!(parse_keep_alive("1e300"), None);
-        assert_eq!(parse_keep_alive("99999999999h"), None);
+        // Finite but beyond ten years: no expiry, as OpenMed accepts any finite duration.
+        assert_eq!(parse_keep_alive("1e300"), Some(None));
+        assert_eq!(parse_keep_alive("99999999999h"), Some(None));
+        assert_eq!(parse_keep_alive("310718.028556d7h78358m"), Some(None));
+        assert_eq!(parse_keep_alive("nan"), None);
+        assert_eq!(parse_keep_alive("-inf"), None);
     }
 
     proptest! {
