@@ -20,7 +20,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Parser;
 use phiguard::detect::Recognizer;
-use phiguard::inference::{ClassifierOptions, TokenClassifier};
+use phiguard::inference::{ClassifierOptions, Precision, TokenClassifier};
 use serde_json::json;
 
 #[derive(Parser)]
@@ -43,6 +43,9 @@ struct Args {
     /// Windows per forward pass inside the classifier.
     #[arg(long, default_value_t = 4)]
     batch: usize,
+    /// Dense-layer arithmetic: f32 | int8.
+    #[arg(long, default_value = "f32")]
+    precision: String,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -57,6 +60,11 @@ fn main() -> anyhow::Result<()> {
     let t0 = Instant::now();
     let options = ClassifierOptions {
         batch_size: args.batch,
+        precision: match args.precision.as_str() {
+            "f32" => Precision::F32,
+            "int8" => Precision::Int8,
+            other => anyhow::bail!("unknown --precision {other}"),
+        },
         ..ClassifierOptions::default()
     };
     let model = TokenClassifier::load_with(&args.model, &device, options)?;

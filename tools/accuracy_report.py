@@ -21,7 +21,16 @@ import subprocess
 import sys
 import tempfile
 
-RUNS = [("rules", "Rules alone"), ("model", "Model alone"), ("both", "Model + rules (merged)")]
+# (key, detectors, model precision or None for the default, title)
+RUNS = [
+    ("rules", "rules", None, "Rules alone"),
+    ("model", "model", None, "Model alone"),
+    ("both", "both", None, "Model + rules (merged)"),
+    ("model-f32", "model", "f32", "Model alone, f32"),
+    ("both-f32", "both", "f32", "Model + rules (merged), f32"),
+]
+# Sections with per-label tables.
+PER_LABEL = ("rules", "model", "both")
 
 
 def default_bin():
@@ -29,10 +38,13 @@ def default_bin():
     return os.path.join(target, "release", "phiguard")
 
 
-def run_eval(binary, gold, detectors, model):
+def run_eval(binary, gold, detectors, model, precision):
     with tempfile.TemporaryDirectory(prefix="phiguard-acc-") as home:
         env = dict(os.environ, PHIGUARD_HOME=home)
         env.pop("PHIGUARD_LABEL_THRESHOLDS", None)
+        env.pop("PHIGUARD_MODEL_PRECISION", None)
+        if precision:
+            env["PHIGUARD_MODEL_PRECISION"] = precision
         cmd = [binary, "eval", "--gold", gold, "--json", "--detectors", detectors]
         if model:
             cmd += ["--model", model]
@@ -49,7 +61,7 @@ def overall_table(reports):
         "| detectors | strict P | strict R | strict F1 | any-label overlap R | char P | char R | char F1 | leak rate |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for key, title in RUNS:
+    for key, _, _, title in RUNS:
         o = reports[key]["overall"]
         lines.append(
             f"| {title} | {f(o['strict']['precision'])} | {f(o['strict']['recall'])} | {f(o['strict']['f1'])} "
@@ -85,9 +97,9 @@ def main():
     if not os.path.exists(args.bin):
         sys.exit(f"{args.bin} not found: run `cargo build --release` first or pass --bin")
     reports = {}
-    for key, title in RUNS:
+    for key, detectors, precision, title in RUNS:
         print(f"scoring {title} ...", file=sys.stderr)
-        reports[key] = run_eval(args.bin, args.gold, key, args.model)
+        reports[key] = run_eval(args.bin, args.gold, detectors, args.model, precision)
     both = reports["both"]
     doc = [
         "# Accuracy",
@@ -110,6 +122,10 @@ def main():
         "visible in the masked output. The model-alone run keeps the per-label thresholds, the",
         "protected-terms filter and the safety sweep, but no rule spans.",
         "",
+        "The model runs with the service's default precision (`models.precision = int8`: int8",
+        "dense layers on CPUs with AVX-512 VNNI, f32 elsewhere); the `f32` rows run the same",
+        "model with `PHIGUARD_MODEL_PRECISION=f32`, the reference numerics.",
+        "",
         f"Measured on {datetime.date.today().isoformat()}.",
         "",
         "## Overall",
@@ -117,8 +133,9 @@ def main():
         overall_table(reports),
         "",
     ]
-    for key, title in RUNS:
-        doc += [f"## {title}: per label", "", label_table(reports[key]), ""]
+    for key, _, _, title in RUNS:
+        if key in PER_LABEL:
+            doc += [f"## {title}: per label", "", label_table(reports[key]), ""]
     with open(args.out, "w", encoding="utf-8") as fh:
         fh.write("\n".join(doc))
     print(f"wrote {args.out}", file=sys.stderr)

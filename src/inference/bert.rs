@@ -17,9 +17,10 @@ use candle_core::{DType, Tensor};
 use candle_core::{Device, D};
 use candle_nn::VarBuilder;
 
+use super::classifier::Precision;
 use super::config::ModelConfig;
 use super::{InferenceError, Result};
-use phiguard_kernels::{BiasGelu, BiasResidualLayerNorm, MaskedSoftmax};
+use phiguard_kernels::{BiasGelu, BiasResidualLayerNorm, Int8Matmul, Int8Weights, MaskedSoftmax};
 
 /// The runtime config of a BERT token classifier.
 #[derive(Clone, Debug)]
@@ -80,31 +81,48 @@ impl Config {
 /// Storing `Wᵀ` once at load, rather than passing the strided view `W.t()` to every matmul,
 /// spares gemm a repacking of the weight on each call (measured 5–10 % of the dense
 /// layers' time at this model's shapes).
+///
+/// With [`Precision::Int8`] on a CPU that has the kernel, the layer keeps only the int8
+/// weight (a quarter of the f32 one) and multiplies through it.
 struct Dense {
-    weight_t: Tensor,
+    weight_t: Option<Tensor>,
+    int8: Option<Int8Weights>,
     bias: Tensor,
     bias_host: Vec<f32>,
 }
 
 impl Dense {
-    fn from_parts(weight: Tensor, bias: Tensor) -> Result<Dense> {
+    fn from_parts(weight: Tensor, bias: Tensor, precision: Precision) -> Result<Dense> {
         let bias_host = bias.to_vec1::<f32>()?;
+        let weight_t = weight.t()?.contiguous()?;
+        let int8 = match precision {
+            Precision::Int8 if weight_t.device().is_cpu() => {
+                let (k, n) = weight_t.dims2()?;
+                Int8Weights::new(&weight_t.flatten_all()?.to_vec1::<f32>()?, k, n)
+            }
+            _ => None,
+        };
         Ok(Dense {
-            weight_t: weight.t()?.contiguous()?,
+            weight_t: if int8.is_some() { None } else { Some(weight_t) },
+            int8,
             bias,
             bias_host,
         })
     }
 
-    fn load(vb: VarBuilder, in_dim: usize, out_dim: usize) -> Result<Dense> {
+    fn load(vb: VarBuilder, in_dim: usize, out_dim: usize, precision: Precision) -> Result<Dense> {
         let weight = vb.get((out_dim, in_dim), "weight")?;
         let bias = vb.get(out_dim, "bias")?;
-        Dense::from_parts(weight, bias)
+        Dense::from_parts(weight, bias, precision)
     }
 
     /// `x @ Wᵀ` without the bias; `x: [m, in]`.
     fn matmul(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(x.matmul(&self.weight_t)?)
+        match (&self.int8, &self.weight_t) {
+            (Some(q), _) => Ok(x.contiguous()?.apply_op1_no_bwd(&Int8Matmul(q))?),
+            (None, Some(w)) => Ok(x.matmul(w)?),
+            (None, None) => Err(InferenceError::Config("dense layer without weights".into())),
+        }
     }
 
     /// `x @ Wᵀ + b`.
@@ -209,7 +227,7 @@ struct Layer {
 }
 
 impl Layer {
-    fn load(vb: VarBuilder, cfg: &Config) -> Result<Layer> {
+    fn load(vb: VarBuilder, cfg: &Config, precision: Precision) -> Result<Layer> {
         let h = cfg.hidden_size;
         let heads = cfg.num_attention_heads;
         let head_dim = h / heads;
@@ -231,11 +249,21 @@ impl Layer {
             0,
         )?;
         Ok(Layer {
-            qkv: Dense::from_parts(qkv_w, qkv_b)?,
-            attn_out: Dense::load(att.pp("output").pp("dense"), h, h)?,
+            qkv: Dense::from_parts(qkv_w, qkv_b, precision)?,
+            attn_out: Dense::load(att.pp("output").pp("dense"), h, h, precision)?,
             attn_norm: Norm::load(att.pp("output").pp("LayerNorm"), h, cfg.layer_norm_eps)?,
-            intermediate: Dense::load(vb.pp("intermediate").pp("dense"), h, cfg.intermediate_size)?,
-            output: Dense::load(vb.pp("output").pp("dense"), cfg.intermediate_size, h)?,
+            intermediate: Dense::load(
+                vb.pp("intermediate").pp("dense"),
+                h,
+                cfg.intermediate_size,
+                precision,
+            )?,
+            output: Dense::load(
+                vb.pp("output").pp("dense"),
+                cfg.intermediate_size,
+                h,
+                precision,
+            )?,
             out_norm: Norm::load(vb.pp("output").pp("LayerNorm"), h, cfg.layer_norm_eps)?,
             heads,
             head_dim,
@@ -285,11 +313,13 @@ pub(crate) struct BertForTokenClassification {
 }
 
 impl BertForTokenClassification {
-    /// Loads the weights; accepts checkpoints with or without the `bert.` prefix.
+    /// Loads the weights; accepts checkpoints with or without the `bert.` prefix. With
+    /// [`Precision::Int8`] the encoder's dense layers are quantized (the classifier head,
+    /// 35 columns here, stays f32).
     ///
     /// # Errors
     /// [`InferenceError::Candle`] when a tensor is missing or has the wrong shape.
-    pub(crate) fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
+    pub(crate) fn load(vb: VarBuilder, cfg: &Config, precision: Precision) -> Result<Self> {
         let body = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
             vb.pp("bert")
         } else {
@@ -297,9 +327,14 @@ impl BertForTokenClassification {
         };
         let embeddings = Embeddings::load(body.pp("embeddings"), cfg)?;
         let layers = (0..cfg.num_hidden_layers)
-            .map(|i| Layer::load(body.pp(format!("encoder.layer.{i}")), cfg))
+            .map(|i| Layer::load(body.pp(format!("encoder.layer.{i}")), cfg, precision))
             .collect::<Result<Vec<_>>>()?;
-        let classifier = Dense::load(vb.pp("classifier"), cfg.hidden_size, cfg.num_labels)?;
+        let classifier = Dense::load(
+            vb.pp("classifier"),
+            cfg.hidden_size,
+            cfg.num_labels,
+            Precision::F32,
+        )?;
         Ok(BertForTokenClassification {
             embeddings,
             layers,
@@ -415,7 +450,7 @@ mod tests {
         let dev = Device::Cpu;
         let cfg = tiny_config(30, 5);
         let vb = VarBuilder::from_tensors(random_weights(&cfg, &dev)?, DType::F32, &dev);
-        let model = BertForTokenClassification::load(vb, &cfg)?;
+        let model = BertForTokenClassification::load(vb, &cfg, Precision::F32)?;
         let one = model.forward(
             &Tensor::new(&[[2u32, 7, 9, 3]], &dev)?,
             &Tensor::new(&[[1u32, 1, 1, 1]], &dev)?,

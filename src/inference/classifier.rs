@@ -39,6 +39,20 @@ pub struct ClassifierOptions {
     pub window_overlap: usize,
     /// Entities scoring below this are dropped (default 0: keep all).
     pub min_score: f32,
+    /// Arithmetic of the dense layers (default [`Precision::F32`]).
+    pub precision: Precision,
+}
+
+/// Arithmetic of a model's dense layers on the CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Precision {
+    /// f32 throughout: the reference numerics (parity with transformers within 1e-4).
+    #[default]
+    F32,
+    /// int8 dense layers (weights per column, activations per row) on CPUs with AVX-512
+    /// VNNI, BERT family only; f32 wherever that is not available
+    /// ([`phiguard_kernels::int8`]).
+    Int8,
 }
 
 impl Default for ClassifierOptions {
@@ -49,6 +63,7 @@ impl Default for ClassifierOptions {
             window_tokens: None,
             window_overlap: 64,
             min_score: 0.0,
+            precision: Precision::F32,
         }
     }
 }
@@ -62,17 +77,19 @@ enum Backbone {
 }
 
 impl Backbone {
-    fn load(cfg: &LoadedConfig, vb: VarBuilder) -> Result<Backbone> {
+    fn load(cfg: &LoadedConfig, vb: VarBuilder, precision: Precision) -> Result<Backbone> {
         let n = cfg.labels.len();
         Ok(match cfg.family {
             Family::Bert => Backbone::Bert(bert::BertForTokenClassification::load(
                 vb,
                 &bert::Config::from_model_config(&cfg.config, n)?,
+                precision,
             )?),
             Family::DistilBert => {
                 Backbone::DistilBert(distilbert::DistilBertForTokenClassification::load(
                     vb,
                     &distilbert::Config::from_model_config(&cfg.config, n)?,
+                    precision,
                 )?)
             }
             Family::DebertaV2 => {
@@ -194,7 +211,7 @@ impl TokenClassifier {
         device: &Device,
         options: ClassifierOptions,
     ) -> Result<Self> {
-        let model = Backbone::load(&cfg, vb)?;
+        let model = Backbone::load(&cfg, vb, options.precision)?;
         let table = LabelTable::new(&cfg.labels);
         let type_labels = table.types().iter().map(|t| canonical_label(t)).collect();
         Ok(TokenClassifier {

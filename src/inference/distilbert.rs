@@ -16,6 +16,7 @@ use candle_core::{DType, Tensor};
 use candle_nn::VarBuilder;
 
 use super::bert::{self, BertForTokenClassification};
+use super::classifier::Precision;
 use super::config::ModelConfig;
 use super::{InferenceError, Result};
 
@@ -71,7 +72,7 @@ impl DistilBertForTokenClassification {
     ///
     /// # Errors
     /// [`InferenceError::Candle`] when a tensor is missing or misshapen.
-    pub(crate) fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
+    pub(crate) fn load(vb: VarBuilder, cfg: &Config, precision: Precision) -> Result<Self> {
         let body = if vb.contains_tensor("distilbert.embeddings.word_embeddings.weight") {
             vb.pp("distilbert")
         } else {
@@ -141,7 +142,7 @@ impl DistilBertForTokenClassification {
         );
         let renamed = VarBuilder::from_tensors(map, DType::F32, vb.device());
         Ok(Self {
-            model: BertForTokenClassification::load(renamed, &cfg.bert)?,
+            model: BertForTokenClassification::load(renamed, &cfg.bert, precision)?,
         })
     }
 

@@ -38,7 +38,7 @@ pub mod window;
 mod xlm_roberta;
 
 pub use aggregate::Strategy;
-pub use classifier::{ClassifierOptions, TokenClassifier, TokenLogits};
+pub use classifier::{ClassifierOptions, Precision, TokenClassifier, TokenLogits};
 pub use config::Family;
 pub use device::{device_from_env, init_cpu_threads, parse_device, DeviceChoice};
 

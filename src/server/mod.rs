@@ -214,7 +214,7 @@ pub fn build_engine(
         Arc::new(crate::detect::Layered::service_rules());
     let loader = opts
         .loader
-        .unwrap_or_else(crate::engine::loader::default_loader);
+        .unwrap_or_else(|| crate::engine::loader::default_loader(settings));
     let mut specs: Vec<ModelSpec> = crate::engine::loader::installed_specs(home);
     for (id, _) in &opts.extra_backends {
         specs.push(ModelSpec {

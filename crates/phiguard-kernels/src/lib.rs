@@ -19,6 +19,9 @@
 
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Shape};
 
+pub mod int8;
+pub use int8::{Int8Matmul, Int8Weights};
+
 type CResult<T> = candle_core::Result<T>;
 
 fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, op: &'static str) -> CResult<&'a [f32]> {

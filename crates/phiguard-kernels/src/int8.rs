@@ -1,0 +1,412 @@
+//! int8 dense layers on AVX-512 VNNI: `x @ Wᵀ` with the weight quantized once at load and
+//! the activations quantized per row on every call.
+//!
+//! # Why
+//! f32 GEMM is ~80 % of a forward pass on the CPU (see `phiguard::inference`), and gemm's
+//! AVX-512 f32 kernel already runs near the core's f32 limit. `vpdpbusd` multiplies 64
+//! `u8 × i8` pairs per instruction where an f32 FMA does 16. candle's own quantized matmul
+//! (`QMatMul`) does not fit here: its fast x86 kernels need K to be a multiple of 256 (this
+//! model's hidden size is 384) and its activation quantizer is scalar.
+//!
+//! # Numerics
+//! - Weights: symmetric int8 per output column, `w ≈ s_w[n] · q_w[k, n]`.
+//! - Activations: asymmetric u8 per row, `x ≈ s_x[m] · q_x[m, k] + min_x[m]`, so a skewed
+//!   row (after GELU, after LayerNorm with outlier channels) keeps all 256 levels.
+//! - `Σ_k x·w ≈ s_w[n] · (s_x[m] · Σ_k q_x·q_w + min_x[m] · Σ_k q_w[k, n])`, the integer sum
+//!   exact in i32 (at most 255 · 127 · K, below 2³¹ for K ≤ 65,000).
+//!
+//! Only x86-64 with `avx512f`, `avx512bw` and `avx512vnni` has this path;
+//! [`Int8Weights::new`] returns `None` elsewhere and the caller keeps f32.
+
+use candle_core::{CpuStorage, CustomOp1, Layout, Shape};
+
+type CResult<T> = candle_core::Result<T>;
+
+/// Columns per register: sixteen i32 accumulators.
+const BLOCK_N: usize = 16;
+/// Registers of columns per tile: a tile is 48 columns wide.
+const TILE_V: usize = 3;
+/// Consecutive K values multiplied and summed by one `vpdpbusd` lane.
+const BLOCK_K: usize = 4;
+/// Rows per register tile: 8 rows × 3 registers = 24 accumulators, plus three weight
+/// registers and one broadcast, of AVX-512's 32.
+const TILE_M: usize = 8;
+
+/// Four K-consecutive weights of sixteen columns: one `vpdpbusd` operand.
+type Lane = [i8; BLOCK_N * BLOCK_K];
+
+/// A weight `Wᵀ: [k, n]` quantized to int8 and packed for `vpdpbusd`.
+pub struct Int8Weights {
+    k: usize,
+    n: usize,
+    /// Tile `t` of 48 columns, step `kk`: at `t * (k / 4) + kk`, the weights at rows
+    /// `4kk..4kk+4` of columns `48t..48t+48`, 16 columns per lane, the four rows of a
+    /// column adjacent. Columns past `n` are zero.
+    packed: Vec<[Lane; TILE_V]>,
+    /// Per column (padded to the tiles): the weight scale `s_w`.
+    scale: Vec<f32>,
+    /// Per column (padded): `Σ_k q_w[k, n]`, which carries the activations' zero point.
+    col_sum: Vec<f32>,
+}
+
+impl std::fmt::Debug for Int8Weights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Int8Weights")
+            .field("k", &self.k)
+            .field("n", &self.n)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Int8Weights {
+    /// Whether this CPU runs the int8 path.
+    pub fn supported() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vnni")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// Quantizes `w_t: [k, n]` (row-major, i.e. `Wᵀ`). `None` when the CPU lacks VNNI, `k`
+    /// is not a multiple of 4, or `n` is not a multiple of 16 (narrow heads stay f32).
+    pub fn new(w_t: &[f32], k: usize, n: usize) -> Option<Int8Weights> {
+        if !Self::supported()
+            || k == 0
+            || n == 0
+            || !k.is_multiple_of(BLOCK_K)
+            || !n.is_multiple_of(BLOCK_N)
+            || w_t.len() != k * n
+        {
+            return None;
+        }
+        let tiles = n.div_ceil(BLOCK_N * TILE_V);
+        let padded = tiles * BLOCK_N * TILE_V;
+        let mut scale = vec![0f32; padded];
+        for row in w_t.chunks_exact(n) {
+            for (s, &v) in scale.iter_mut().zip(row) {
+                *s = s.max(v.abs());
+            }
+        }
+        let inv: Vec<f32> = scale
+            .iter_mut()
+            .map(|s| {
+                *s /= 127.0;
+                if *s > 0.0 {
+                    1.0 / *s
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let q = |row: usize, col: usize| -> i8 {
+            if col >= n {
+                return 0;
+            }
+            (w_t[row * n + col] * inv[col]).round().clamp(-127.0, 127.0) as i8
+        };
+        let mut col_sum = vec![0f32; padded];
+        for row in 0..k {
+            for (col, s) in col_sum.iter_mut().enumerate() {
+                *s += f32::from(q(row, col));
+            }
+        }
+        let steps = k / BLOCK_K;
+        let mut packed = vec![[[0i8; BLOCK_N * BLOCK_K]; TILE_V]; tiles * steps];
+        for (idx, tile) in packed.iter_mut().enumerate() {
+            let (t, kk) = (idx / steps, idx % steps);
+            for (v, lane) in tile.iter_mut().enumerate() {
+                for c in 0..BLOCK_N {
+                    for d in 0..BLOCK_K {
+                        let col = (t * TILE_V + v) * BLOCK_N + c;
+                        lane[c * BLOCK_K + d] = q(kk * BLOCK_K + d, col);
+                    }
+                }
+            }
+        }
+        Some(Int8Weights {
+            k,
+            n,
+            packed,
+            scale,
+            col_sum,
+        })
+    }
+
+    /// Input width.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Output width.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// `x @ Wᵀ` for `x: [m, k]` row-major; returns `[m, n]`.
+    ///
+    /// # Panics
+    /// When `x.len()` is not a multiple of `k`.
+    pub fn matmul(&self, x: &[f32]) -> Vec<f32> {
+        assert!(
+            x.len().is_multiple_of(self.k),
+            "int8 matmul: x is not [m, k]"
+        );
+        let m = x.len() / self.k;
+        let mut out = vec![0f32; m * self.n];
+        #[cfg(target_arch = "x86_64")]
+        {
+            let steps = self.k / BLOCK_K;
+            // Row tiles of 8, K-step-major: the 8 broadcasts of a step are adjacent.
+            let mut a = vec![[0i32; TILE_M]; m.div_ceil(TILE_M) * steps];
+            let mut row_scale = vec![0f32; m];
+            let mut row_min = vec![0f32; m];
+            #[allow(unsafe_code)]
+            // SAFETY: an `Int8Weights` exists only when `supported()` held at construction:
+            // the CPU has every feature `vnni::quantize` and `vnni::gemm` are compiled for.
+            unsafe {
+                vnni::quantize(x, self.k, &mut a, &mut row_scale, &mut row_min);
+                vnni::gemm(self, &a, &row_scale, &row_min, &mut out);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod vnni {
+    use std::arch::x86_64::{
+        __m512, __m512i, _mm512_cvtepi32_ps, _mm512_cvttps_epu32, _mm512_cvtusepi32_epi8,
+        _mm512_dpbusd_epi32, _mm512_fmadd_ps, _mm512_max_ps, _mm512_min_ps, _mm512_mul_ps,
+        _mm512_reduce_max_ps, _mm512_reduce_min_ps, _mm512_set1_epi32, _mm512_set1_ps,
+        _mm512_setzero_ps, _mm512_setzero_si512, _mm512_sub_ps,
+    };
+
+    use super::{Int8Weights, BLOCK_K, BLOCK_N, TILE_M, TILE_V};
+
+    /// Lanes of the min/max reductions and of the quantizing loop (one register).
+    const LANES: usize = 16;
+
+    /// Quantizes each row of `x: [m, k]` to u8 with its own scale and minimum
+    /// (`x ≈ scale · q + min`) and writes it packed for [`gemm`]: row `r`'s bytes
+    /// `4kk..4kk+4` as one `i32` at `a[(r / 8) * (k / 4) + kk][r % 8]`. The range always
+    /// includes 0, so it is never empty and a row of zeros quantizes exactly. Rounds half
+    /// up (`+ 0.5`, then truncate: the values are ≥ 0).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) fn quantize(
+        x: &[f32],
+        k: usize,
+        a: &mut [[i32; TILE_M]],
+        scale: &mut [f32],
+        min: &mut [f32],
+    ) {
+        let steps = k / BLOCK_K;
+        let mut q = vec![0u8; k];
+        for (r, ((xr, s), mn)) in x
+            .chunks_exact(k)
+            .zip(scale.iter_mut())
+            .zip(min.iter_mut())
+            .enumerate()
+        {
+            let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+            let mut chunks = xr.chunks_exact(LANES);
+            for c in &mut chunks {
+                let v = load(c);
+                lo = _mm512_min_ps(lo, v);
+                hi = _mm512_max_ps(hi, v);
+            }
+            let (mut l, mut h) = (_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
+            for &v in chunks.remainder() {
+                l = l.min(v);
+                h = h.max(v);
+            }
+            let step = (h - l) / 255.0;
+            if step > 0.0 && step.is_finite() {
+                let inv = 1.0 / step;
+                let (lv, iv, half) = (_mm512_set1_ps(l), _mm512_set1_ps(inv), _mm512_set1_ps(0.5));
+                let mut out = q.chunks_exact_mut(LANES);
+                let mut ins = xr.chunks_exact(LANES);
+                for (o, c) in (&mut out).zip(&mut ins) {
+                    let t = _mm512_fmadd_ps(_mm512_sub_ps(load(c), lv), iv, half);
+                    let b: [u8; 16] =
+                        bytemuck::cast(_mm512_cvtusepi32_epi8(_mm512_cvttps_epu32(t)));
+                    o.copy_from_slice(&b);
+                }
+                for (o, &v) in out.into_remainder().iter_mut().zip(ins.remainder()) {
+                    *o = ((v - l) * inv + 0.5) as u8;
+                }
+                (*s, *mn) = (step, l);
+            } else {
+                q.fill(0);
+                (*s, *mn) = (0.0, 0.0);
+            }
+            let tile = &mut a[(r / TILE_M) * steps..][..steps];
+            for (slot, b) in tile.iter_mut().zip(q.chunks_exact(BLOCK_K)) {
+                slot[r % TILE_M] = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+        }
+    }
+
+    /// `out[m, n] = s_w · (s_x · Σ q_x·q_w + min_x · Σ q_w)`, one 8 × 48 register tile at a
+    /// time (rows past `m` are zeros in `a` and are not stored; columns past `n` neither).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) fn gemm(
+        w: &Int8Weights,
+        a: &[[i32; TILE_M]],
+        s_x: &[f32],
+        min_x: &[f32],
+        out: &mut [f32],
+    ) {
+        let (k, n, m) = (w.k, w.n, s_x.len());
+        let steps = k / BLOCK_K;
+        for (rt, a_tile) in a.chunks_exact(steps).enumerate() {
+            for (t, w_tile) in w.packed.chunks_exact(steps).enumerate() {
+                let mut acc = [[_mm512_setzero_si512(); TILE_V]; TILE_M];
+                for (ak, wk) in a_tile.iter().zip(w_tile) {
+                    let b: [__m512i; TILE_V] = [
+                        bytemuck::cast(wk[0]),
+                        bytemuck::cast(wk[1]),
+                        bytemuck::cast(wk[2]),
+                    ];
+                    for (acc_row, &a4) in acc.iter_mut().zip(ak) {
+                        let av = _mm512_set1_epi32(a4);
+                        for (c, &bv) in acc_row.iter_mut().zip(&b) {
+                            *c = _mm512_dpbusd_epi32(*c, av, bv);
+                        }
+                    }
+                }
+                for v in 0..TILE_V {
+                    let c0 = (t * TILE_V + v) * BLOCK_N;
+                    if c0 >= n {
+                        break;
+                    }
+                    let sw = load(&w.scale[c0..c0 + BLOCK_N]);
+                    let cs = load(&w.col_sum[c0..c0 + BLOCK_N]);
+                    for (i, acc_row) in acc.iter().enumerate() {
+                        let row = rt * TILE_M + i;
+                        if row >= m {
+                            break;
+                        }
+                        let y = _mm512_fmadd_ps(
+                            _mm512_cvtepi32_ps(acc_row[v]),
+                            _mm512_set1_ps(s_x[row]),
+                            _mm512_mul_ps(cs, _mm512_set1_ps(min_x[row])),
+                        );
+                        let r: [f32; 16] = bytemuck::cast(_mm512_mul_ps(y, sw));
+                        out[row * n + c0..][..BLOCK_N].copy_from_slice(&r);
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn load(xs: &[f32]) -> __m512 {
+        let a: [f32; 16] = xs.try_into().expect("16 lanes");
+        bytemuck::cast(a)
+    }
+}
+
+/// `x @ Wᵀ` through [`Int8Weights`] as a candle op: `x: [.., k]` f32 → `[.., n]`.
+pub struct Int8Matmul<'a>(pub &'a Int8Weights);
+
+impl CustomOp1 for Int8Matmul<'_> {
+    fn name(&self) -> &'static str {
+        "int8-matmul"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
+        let x = crate::f32_slice(s, l, self.name())?;
+        let dims = l.shape().dims();
+        if dims.last() != Some(&self.0.k) {
+            candle_core::bail!("int8-matmul: input width does not match the weight")
+        }
+        let mut out_dims = dims.to_vec();
+        if let Some(last) = out_dims.last_mut() {
+            *last = self.0.n;
+        }
+        Ok((CpuStorage::F32(self.0.matmul(x)), Shape::from(out_dims)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(seed: &mut u64) -> f32 {
+        *seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+
+    /// The int8 product is within quantization error of the f32 product, on every tile
+    /// shape the dispatcher uses (rows 1..=17, columns 16..=112).
+    #[test]
+    fn int8_matmul_tracks_f32() {
+        if !Int8Weights::supported() {
+            eprintln!("skipped: this CPU has no AVX-512 VNNI");
+            return;
+        }
+        let mut seed = 7;
+        for (m, k, n) in [
+            (1, 4, 16),
+            (17, 384, 112),
+            (9, 64, 48),
+            (8, 1536, 384),
+            (3, 8, 32),
+        ] {
+            let w: Vec<f32> = (0..k * n).map(|_| lcg(&mut seed) * 0.1).collect();
+            // A skewed activation (GELU-like, with an outlier column).
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| {
+                    let v = lcg(&mut seed) * 2.0;
+                    if i % k == 3 {
+                        v * 20.0
+                    } else {
+                        v.max(-0.17)
+                    }
+                })
+                .collect();
+            let q = Int8Weights::new(&w, k, n).expect("supported shape");
+            let got = q.matmul(&x);
+            for r in 0..m {
+                let xr = &x[r * k..][..k];
+                let range = xr.iter().fold(0f32, |a, &v| a.max(v.abs()));
+                for c in 0..n {
+                    let want: f32 = (0..k).map(|i| xr[i] * w[i * n + c]).sum();
+                    let wmax = (0..k).fold(0f32, |a, i| a.max(w[i * n + c].abs()));
+                    // Error bound: k half-steps of both quantizers, loosely.
+                    let tol = (k as f32).sqrt() * range * wmax * 0.02 + 1e-5;
+                    let g = got[r * n + c];
+                    assert!(
+                        (g - want).abs() <= tol,
+                        "m{m} k{k} n{n} [{r},{c}]: {g} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unsupported_shapes_stay_f32() {
+        assert!(Int8Weights::new(&[0.0; 6 * 16], 6, 16).is_none());
+        assert!(Int8Weights::new(&[0.0; 8 * 10], 8, 10).is_none());
+        assert!(Int8Weights::new(&[], 0, 16).is_none());
+    }
+
+    #[test]
+    fn zero_rows_and_weights_give_zero() {
+        if !Int8Weights::supported() {
+            return;
+        }
+        let q = Int8Weights::new(&[0.0; 8 * 16], 8, 16).expect("shape");
+        assert!(q.matmul(&[0.0; 2 * 8]).iter().all(|&v| v == 0.0));
+    }
+}
