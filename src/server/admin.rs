@@ -117,6 +117,7 @@ pub fn status(st: &AppState) -> Status {
 }
 
 /// `GET /admin/status`.
+#[utoipa::path(get, path = "/admin/status", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "breakers, admission, cluster and totals (the dashboard's status)", body = serde_json::Value)))]
 pub async fn admin_status(State(st): State<AppState>) -> Response {
     axum::Json(status(&st)).into_response()
 }
@@ -147,11 +148,13 @@ fn settings_json(st: &AppState) -> Value {
 }
 
 /// `GET /admin/settings`.
+#[utoipa::path(get, path = "/admin/settings", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "every setting: key, env, type, choices, default, value, source, rule", body = serde_json::Value)))]
 pub async fn admin_settings_get(State(st): State<AppState>) -> Response {
     axum::Json(settings_json(&st)).into_response()
 }
 
 /// `PUT /admin/settings` — validate all, apply live, persist; 422 lists each bad field.
+#[utoipa::path(put, path = "/admin/settings", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::SettingsPatch, content_type = "application/json"), responses((status = 200, description = "the settings after the change", body = serde_json::Value)))]
 pub async fn admin_settings_put(
     State(st): State<AppState>,
     Body(body): Body,
@@ -199,6 +202,7 @@ pub async fn admin_settings_put(
 }
 
 /// `POST /admin/breakers/{key}/{action}` with action `reset`, `force-open`, `disable`.
+#[utoipa::path(post, path = "/admin/breakers/{key}/{action}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("key" = String, Path, description = "an installed model id"), ("action" = String, Path, description = "`reset`, `force-open` or `disable`")), responses((status = 200, description = "the breaker after the action", body = serde_json::Value), (status = 404, description = "no such model or action (`not_found`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_breaker_action(
     State(st): State<AppState>,
     Path((key, action)): Path<(String, String)>,
@@ -226,12 +230,14 @@ pub async fn admin_breaker_action(
 }
 
 /// `GET /admin/tokens`.
+#[utoipa::path(get, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "issued tokens (ids, labels, scopes; never the secrets)", body = serde_json::Value)))]
 pub async fn admin_tokens_list(State(st): State<AppState>) -> Response {
     let _ = st.tokens.reload();
     axum::Json(json!({ "tokens": st.tokens.list() })).into_response()
 }
 
 /// `POST /admin/tokens` `{"label","scope"}` → 201 with the token (shown once).
+#[utoipa::path(post, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::TokenCreateBody, content_type = "application/json"), responses((status = 201, description = "the new token, its secret shown this once", body = serde_json::Value)))]
 pub async fn admin_tokens_create(
     State(st): State<AppState>,
     Body(body): Body,
@@ -255,6 +261,7 @@ pub async fn admin_tokens_create(
 }
 
 /// `DELETE /admin/tokens/{id}` → 204.
+#[utoipa::path(delete, path = "/admin/tokens/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "token id")), responses((status = 204, description = "revoked"), (status = 404, description = "no such token", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_tokens_revoke(
     State(st): State<AppState>,
     Path(id): Path<String>,
@@ -300,6 +307,7 @@ pub async fn admin_faults_put(
 
 /// `GET /admin/events`: server-sent events for the dashboard: `status` every second and on
 /// every change, `breaker` on transitions, `download` on progress.
+#[utoipa::path(get, path = "/admin/events", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "server-sent events: `status` every second and on change, `breaker`, `download`", body = String, content_type = "text/event-stream")))]
 pub async fn admin_events(
     State(st): State<AppState>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
@@ -330,6 +338,7 @@ fn status_event(st: &AppState) -> SseEvent {
 /// `POST /admin/eval` `{"gold": "<JSONL or JSON array>", "model_name"?, "method"?}`: the
 /// `phiguard eval` report as JSON, for the dashboard. Gold errors name the line, never
 /// the text.
+#[utoipa::path(post, path = "/admin/eval", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::EvalBody, content_type = "application/json"), responses((status = 200, description = "the `phiguard eval` report", body = serde_json::Value)))]
 pub async fn admin_eval(
     State(st): State<AppState>,
     Body(body): Body,

@@ -68,6 +68,7 @@ fn id_field(body: &[u8]) -> Result<String, ApiError> {
 }
 
 /// `GET /admin/models`.
+#[utoipa::path(get, path = "/admin/models", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "installed models, the catalog and running downloads", body = serde_json::Value)))]
 pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiError> {
     let st2 = st.clone();
     let (installed, catalog) = tokio::task::spawn_blocking(move || {
@@ -105,6 +106,7 @@ pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiErr
 }
 
 /// `POST /admin/models/pull {"id"}` → 202; progress arrives as `download` events.
+#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = serde_json::Value), (status = 409, description = "already downloading (`conflict`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_pull(
     State(st): State<AppState>,
     Body(body): Body,
@@ -212,6 +214,7 @@ pub async fn admin_models_pull(
 }
 
 /// `DELETE /admin/models/pull/{id}` cancels a running download.
+#[utoipa::path(delete, path = "/admin/models/pull/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "catalog id; may contain `/`")), responses((status = 202, description = "cancelling"), (status = 404, description = "no such download", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_cancel(
     State(st): State<AppState>,
     Path(id): Path<String>,
@@ -227,6 +230,7 @@ pub async fn admin_models_cancel(
 }
 
 /// `POST /admin/models/verify {"id"}`.
+#[utoipa::path(post, path = "/admin/models/verify", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "`{\"id\", \"ok\"}`: whether every file matches its recorded digest", body = serde_json::Value), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_verify(
     State(st): State<AppState>,
     Body(body): Body,
@@ -250,6 +254,7 @@ pub async fn admin_models_verify(
 }
 
 /// `POST /admin/models/default {"id"}`: persists `models.default`.
+#[utoipa::path(post, path = "/admin/models/default", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "the new default", body = serde_json::Value), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_default(
     State(st): State<AppState>,
     Body(body): Body,
@@ -274,6 +279,7 @@ pub async fn admin_models_default(
 }
 
 /// `DELETE /admin/models/{id}` (ids may contain `/`).
+#[utoipa::path(delete, path = "/admin/models/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "model id; may contain `/`")), responses((status = 204, description = "removed"), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope), (status = 409, description = "in use or not removable (`conflict`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_delete(
     State(st): State<AppState>,
     Path(id): Path<String>,

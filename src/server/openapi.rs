@@ -37,11 +37,19 @@ use super::validate::LANGS;
         super::ops::models_loaded, super::ops::models_unload,
         super::pii::pii_extract, super::pii::pii_deidentify, super::pii::analyze,
         super::stream::pii_extract_stream, super::stream::pii_deidentify_stream,
+        super::admin::admin_status, super::admin::admin_settings_get, super::admin::admin_settings_put,
+        super::admin::admin_breaker_action, super::admin::admin_tokens_list,
+        super::admin::admin_tokens_create, super::admin::admin_tokens_revoke,
+        super::admin::admin_events, super::admin::admin_eval,
+        super::models_api::admin_models, super::models_api::admin_models_pull,
+        super::models_api::admin_models_cancel, super::models_api::admin_models_verify,
+        super::models_api::admin_models_default, super::models_api::admin_models_delete,
     ),
     components(schemas(
         ExtractBody, ExtractStreamBody, DeidentifyBody, DeidentifyStreamBody, AnalyzeBody, UnloadBody,
         PredictionResponse, Entity, DeidentifyResponse, PiiEntity, HealthResponse, ProbeResponse,
         ModelsLoadedResponse, LoadedModel, UnloadResponse, Released, ErrorEnvelope, ErrorBody, KeepAlive,
+        SettingsPatch, TokenCreateBody, ModelIdBody, EvalBody,
     )),
     modifiers(&Security, &Choices, &ErrorResponses),
 )]
@@ -67,6 +75,73 @@ impl PartialSchema for KeepAlive {
 }
 
 impl ToSchema for KeepAlive {}
+
+/// Body of `PUT /admin/settings`: setting keys (as `GET /admin/settings` lists them) mapped
+/// to new values; every change is validated before any is applied, and a 422 names each bad
+/// key. Lists may be sent as arrays or comma-separated strings; `null` resets to the default.
+pub struct SettingsPatch;
+
+impl PartialSchema for SettingsPatch {
+    fn schema() -> RefOr<Schema> {
+        let value = OneOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::String))
+            .item(ObjectBuilder::new().schema_type(Type::Number))
+            .item(ObjectBuilder::new().schema_type(Type::Boolean))
+            .item(ObjectBuilder::new().schema_type(Type::Null))
+            .item(
+                utoipa::openapi::schema::ArrayBuilder::new()
+                    .items(ObjectBuilder::new().schema_type(Type::String)),
+            );
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some("setting key → new value"))
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::RefOr(
+                RefOr::T(Schema::OneOf(value.build())),
+            )))
+            .into()
+    }
+}
+
+impl ToSchema for SettingsPatch {}
+
+/// Body of `POST /admin/tokens`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct TokenCreateBody {
+    /// A name for people (at most 80 characters).
+    #[schema(max_length = 80)]
+    label: Option<String>,
+    /// `client` (inference routes, the default) or `admin`.
+    #[schema(default = "client")]
+    scope: Option<String>,
+}
+
+/// Body of `POST /admin/models/pull`, `/admin/models/verify` and `/admin/models/default`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct ModelIdBody {
+    /// A catalog id or alias (pull), or an installed model id.
+    id: String,
+}
+
+/// Body of `POST /admin/eval`.
+#[derive(ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct EvalBody {
+    /// Gold documents as JSONL (or a JSON array), `phiguard eval`'s format.
+    gold: String,
+    /// Model id or alias (default: `models.default`).
+    model_name: Option<String>,
+    /// De-identification method scored for leaks.
+    #[schema(default = "mask")]
+    method: Option<String>,
+    /// Minimum confidence.
+    #[schema(minimum = 0.0, maximum = 1.0, default = 0.5)]
+    confidence_threshold: Option<f64>,
+}
 
 /// Body of `POST /pii/extract`. Unknown fields are rejected (422 `validation_error`).
 #[derive(ToSchema)]
@@ -543,7 +618,16 @@ impl utoipa::Modify for ErrorResponses {
         for (path, item) in openapi.paths.paths.iter_mut() {
             let model = MODEL_ROUTES.contains(&path.as_str());
             let open = OPEN_ROUTES.contains(&path.as_str());
-            for op in [&mut item.get, &mut item.post].into_iter().flatten() {
+            let admin = path.starts_with("/admin/");
+            for op in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
                 let has_body = op.request_body.is_some();
                 add(
                     op,
@@ -563,6 +647,14 @@ impl utoipa::Modify for ErrorResponses {
                         "401",
                         "no or bad token (`authentication_required`, `invalid_credentials`)",
                         &[WWW_AUTH],
+                    );
+                }
+                if admin {
+                    add(
+                        op,
+                        "403",
+                        "a client token on an admin route (`forbidden`)",
+                        &[],
                     );
                 }
                 if has_body {
@@ -775,5 +867,38 @@ mod tests {
         assert!(responses["503"]["headers"].get("Retry-After").is_some());
         let health = &doc["paths"]["/health"]["get"]["responses"];
         assert!(health.get("401").is_none());
+    }
+
+    #[test]
+    fn admin_routes_are_documented_with_their_scope_error() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
+        for (path, method) in [
+            ("/admin/status", "get"),
+            ("/admin/settings", "get"),
+            ("/admin/settings", "put"),
+            ("/admin/breakers/{key}/{action}", "post"),
+            ("/admin/tokens", "get"),
+            ("/admin/tokens", "post"),
+            ("/admin/tokens/{id}", "delete"),
+            ("/admin/events", "get"),
+            ("/admin/eval", "post"),
+            ("/admin/models", "get"),
+            ("/admin/models/pull", "post"),
+            ("/admin/models/pull/{id}", "delete"),
+            ("/admin/models/verify", "post"),
+            ("/admin/models/default", "post"),
+            ("/admin/models/{id}", "delete"),
+        ] {
+            let op = &doc["paths"][path][method];
+            assert!(op.is_object(), "{method} {path} is not documented");
+            for status in ["401", "403"] {
+                assert!(
+                    op["responses"].get(status).is_some(),
+                    "{method} {path} lacks {status}"
+                );
+            }
+        }
+        let put = &doc["paths"]["/admin/settings"]["put"]["responses"];
+        assert!(put.get("422").is_some() && put.get("413").is_some());
     }
 }

@@ -56,6 +56,7 @@ mkdir -p "$report_dir"
 # the model on a debug build and two shared cores can legitimately take longer than that.
 # schemathesis keeps its example database in the working directory: use the temp home.
 cd "$home"
+status=0
 "$venv/bin/schemathesis" run "$base/openapi.json" \
     --header "Authorization: Bearer $token" \
     --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance \
@@ -64,4 +65,19 @@ cd "$home"
     --report junit --report-dir "$report_dir" \
     --suppress-health-check too_slow \
     --request-timeout 120 \
-    "$@"
+    "$@" || status=1
+
+# The admin routes above only see a client token (401/403). With the admin token, fuzz the
+# ones that read: writes would change settings, tokens and models under the run, and
+# /admin/events is an endless event stream.
+echo "== schemathesis: read-only admin routes with the admin token =="
+"$venv/bin/schemathesis" run "$base/openapi.json" \
+    --header "Authorization: Bearer $admin" \
+    --include-name-regex '^GET /admin/(status|settings|tokens|models)$' \
+    --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance \
+    --max-examples "$max_examples" --seed "$seed" \
+    --phases examples,coverage,fuzzing \
+    --suppress-health-check too_slow \
+    --request-timeout 120 \
+    "$@" || status=1
+exit "$status"
