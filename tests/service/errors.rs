@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::support::{envelope, TestServer, ADMIN, CLIENT};
+use crate::support::{envelope, expect_error, TestServer, ADMIN, CLIENT};
 
 #[tokio::test]
 async fn validation_errors_never_echo_and_list_fields() {
@@ -81,11 +81,7 @@ async fn bad_host_auth_and_scope() {
         .send()
         .await
         .expect("send");
-    let (status, body, _) = envelope(resp).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("bad_request"))
-    );
+    expect_error(resp, 400, "bad_request").await;
 
     let resp = t
         .http
@@ -94,11 +90,7 @@ async fn bad_host_auth_and_scope() {
         .send()
         .await
         .expect("send");
-    let (status, body, headers) = envelope(resp).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (401, Some("authentication_required"))
-    );
+    let (_, headers) = expect_error(resp, 401, "authentication_required").await;
     assert!(headers.get("www-authenticate").is_some());
 
     let resp = t
@@ -109,11 +101,7 @@ async fn bad_host_auth_and_scope() {
         .send()
         .await
         .expect("send");
-    let (status, body, headers) = envelope(resp).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (401, Some("invalid_credentials"))
-    );
+    let (_, headers) = expect_error(resp, 401, "invalid_credentials").await;
     assert!(headers["www-authenticate"]
         .to_str()
         .unwrap_or("")
@@ -126,11 +114,7 @@ async fn bad_host_auth_and_scope() {
         .send()
         .await
         .expect("send");
-    let (status, body, _) = envelope(resp).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (403, Some("forbidden"))
-    );
+    expect_error(resp, 403, "forbidden").await;
 
     let ok = t
         .http
@@ -153,11 +137,7 @@ async fn payload_too_large() {
     let resp = t
         .post("/pii/extract", json!({"text": "x".repeat(5000)}))
         .await;
-    let (status, body, _) = envelope(resp).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (413, Some("payload_too_large"))
-    );
+    expect_error(resp, 413, "payload_too_large").await;
     t.shutdown().await;
 }
 
@@ -177,12 +157,12 @@ async fn rate_limited_with_retry_after() {
             200
         );
     }
-    let (status, body, headers) =
-        envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (429, Some("rate_limited"))
-    );
+    let (_, headers) = expect_error(
+        t.post("/pii/extract", json!({"text": "Zed"})).await,
+        429,
+        "rate_limited",
+    )
+    .await;
     let ra: u64 = headers["retry-after"]
         .to_str()
         .expect("ascii")

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{envelope, TestServer};
+use crate::support::{envelope, expect_error, TestServer};
 
 const NO_TIMEOUT: (&str, &str) = ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0");
 
@@ -30,12 +30,12 @@ async fn breaker_full_cycle_and_retry_after() {
         9,
         "3 requests x 3 attempts"
     );
-    let (status, body, headers) =
-        envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (503, Some("circuit_breaker_open"))
-    );
+    let (body, headers) = expect_error(
+        t.post("/pii/extract", json!({"text": "Zed"})).await,
+        503,
+        "circuit_breaker_open",
+    )
+    .await;
     assert_eq!(
         body["error"]["details"],
         json!({"state": "open", "retry_after_seconds": 30})
@@ -179,12 +179,12 @@ async fn admission_sheds_at_high_watermark_until_low() {
         s.admission["depth"]["interactive"] == 3
     })
     .await;
-    let (status, body, headers) =
-        envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (503, Some("backpressure"))
-    );
+    let (body, headers) = expect_error(
+        t.post("/pii/extract", json!({"text": "Zed"})).await,
+        503,
+        "backpressure",
+    )
+    .await;
     assert_eq!(body["error"]["details"]["reason"], "high_watermark");
     assert!(headers.get("retry-after").is_some());
     // One finishes: depth 2, above the low watermark, so shedding continues (hysteresis).
@@ -225,12 +225,12 @@ async fn bulkhead_full_is_service_busy() {
         t.script.waiting.load(Ordering::SeqCst) == 1
     })
     .await;
-    let (status, body, headers) =
-        envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (503, Some("service_busy"))
-    );
+    let (_, headers) = expect_error(
+        t.post("/pii/extract", json!({"text": "Zed"})).await,
+        503,
+        "service_busy",
+    )
+    .await;
     assert!(headers.get("retry-after").is_some());
     t.script.release();
     assert_eq!(first.await.expect("join").status(), 200);
@@ -247,11 +247,7 @@ async fn deadline_gives_504_with_the_timeout() {
     })
     .await;
     t.clock.advance(Duration::from_secs(6));
-    let (status, body, _) = envelope(req.await.expect("join")).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (504, Some("timeout"))
-    );
+    let (body, _) = expect_error(req.await.expect("join"), 504, "timeout").await;
     assert_eq!(body["error"]["details"]["timeout_seconds"], 5.0);
     t.shutdown().await;
 }
@@ -260,11 +256,12 @@ async fn deadline_gives_504_with_the_timeout() {
 async fn a_panicking_model_call_is_a_500_and_the_server_keeps_serving() {
     let t = TestServer::start(&[NO_TIMEOUT, ("PHIGUARD_RETRY_MAX_ATTEMPTS", "1")]).await;
     t.script.panic_next.store(1, Ordering::SeqCst);
-    let (status, body, _) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (500, Some("inference_error"))
-    );
+    expect_error(
+        t.post("/pii/extract", json!({"text": "Zed"})).await,
+        500,
+        "inference_error",
+    )
+    .await;
     assert_eq!(
         t.post("/pii/extract", json!({"text": "Zed"}))
             .await

@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::json;
 
-use crate::support::{envelope, TestServer, ADMIN};
+use crate::support::{expect_error, TestServer, ADMIN};
 
 #[tokio::test]
 async fn shutdown_refuses_new_work_and_drains_in_flight() {
@@ -34,11 +34,12 @@ async fn shutdown_refuses_new_work_and_drains_in_flight() {
     .await;
     let r = t.http.get(t.url("/readyz")).send().await.expect("send");
     assert_eq!(r.status(), 503);
-    let (status, body, _) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (503, Some("not_ready"))
-    );
+    expect_error(
+        t.post("/pii/extract", json!({"text": "Zed"})).await,
+        503,
+        "not_ready",
+    )
+    .await;
     assert_eq!(
         t.http
             .get(t.url("/livez"))

@@ -250,6 +250,21 @@ impl TestServer {
 }
 
 /// Reads an error envelope and checks its shape.
+/// [`envelope`], requiring this status and error code; returns the body and headers.
+pub(crate) async fn expect_error(
+    resp: reqwest::Response,
+    status: u16,
+    code: &str,
+) -> (serde_json::Value, reqwest::header::HeaderMap) {
+    let (got, body, headers) = envelope(resp).await;
+    assert_eq!(
+        (got, body["error"]["code"].as_str()),
+        (status, Some(code)),
+        "{body}"
+    );
+    (body, headers)
+}
+
 pub(crate) async fn envelope(
     resp: reqwest::Response,
 ) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {

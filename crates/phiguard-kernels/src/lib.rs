@@ -175,9 +175,9 @@ impl pulp::WithSimd for LayerNormKernel<'_, '_> {
             for (((o, &a), &b), &c) in o.iter_mut().zip(xr).zip(op.bias).zip(rr) {
                 *o = a + b + c;
             }
-            let mean = lane_sum(o) * inv_n;
+            let mean = lane_sum(o, |v| v) * inv_n;
             o.iter_mut().for_each(|v| *v -= mean);
-            let var = lane_sum_sq(o) * inv_n;
+            let var = lane_sum(o, |v| v * v) * inv_n;
             let scale = 1.0 / (var + op.eps).sqrt();
             for ((v, &g), &b) in o.iter_mut().zip(op.gamma).zip(op.beta) {
                 *v = *v * scale * g + b;
@@ -241,28 +241,17 @@ fn lane_max(xs: &[f32]) -> f32 {
     acc.iter().fold(tail, |m, &v| m.max(v))
 }
 
+/// `Σ f(xs[i])`, accumulated in [`LANES`] lanes.
 #[inline(always)]
-fn lane_sum(xs: &[f32]) -> f32 {
+fn lane_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     let mut acc = [0f32; LANES];
     let mut chunks = xs.chunks_exact(LANES);
     for c in &mut chunks {
         for (a, &v) in acc.iter_mut().zip(c) {
-            *a += v;
+            *a += f(v);
         }
     }
-    acc.iter().sum::<f32>() + chunks.remainder().iter().sum::<f32>()
-}
-
-#[inline(always)]
-fn lane_sum_sq(xs: &[f32]) -> f32 {
-    let mut acc = [0f32; LANES];
-    let mut chunks = xs.chunks_exact(LANES);
-    for c in &mut chunks {
-        for (a, &v) in acc.iter_mut().zip(c) {
-            *a += v * v;
-        }
-    }
-    acc.iter().sum::<f32>() + chunks.remainder().iter().map(|v| v * v).sum::<f32>()
+    acc.iter().sum::<f32>() + chunks.remainder().iter().map(|&v| f(v)).sum::<f32>()
 }
 
 /// `xs[i] = exp(xs[i] - max)`; returns the sum.
