@@ -8,39 +8,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use phiguard::server::{Server, StartOptions};
-use phiguard::settings::{Home, Settings};
+use phiguard::server::Server;
+
+mod common;
 
 const TOKEN: &str = "outage-client";
 const NOTE: &str = "Seen 03/04/2021, call 617-555-0142, MRN 88412345.";
 
 async fn start(env: &[(&str, &str)]) -> (Server, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = Home::at(dir.path());
-    let mut vars: std::collections::HashMap<String, String> = [
-        ("PHIGUARD_PORT", "0"),
-        ("PHIGUARD_AUTH_TOKEN", TOKEN),
-        ("PHIGUARD_ADMIN_TOKEN", "outage-admin"),
-        ("PHIGUARD_DEFAULT_MODEL", "rules"),
-        ("PHIGUARD_LOG_LEVEL", "off"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    for (k, v) in env {
-        vars.insert(k.to_string(), v.to_string());
-    }
-    let settings = Settings::load_from(&home, |k| vars.get(k).cloned()).expect("settings");
-    let opts = StartOptions {
-        file_secrets: true,
-        ..Default::default()
-    };
-    (
-        Server::start_with(settings, home, opts)
-            .await
-            .expect("start"),
-        dir,
-    )
+    common::start_rules_server(TOKEN, "outage-admin", env).await
 }
 
 /// Runs `clients` loops sending de-identify requests until `stop`; counts 200s and others.

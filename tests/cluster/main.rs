@@ -8,6 +8,8 @@
 //! (Debian package `redis-server`) or point `PHIGUARD_TEST_REDIS_SERVER` at the binary.
 //! Real time is used only where Redis `TIME` decides; windows are 1 s.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod servers;
 mod support;
 

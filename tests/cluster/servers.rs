@@ -1,6 +1,7 @@
 //! Two real phiguard servers (replicas) sharing one cluster-wide admission limit in a real
 //! Redis.
 
+#[cfg(feature = "fault-injection")]
 use std::collections::HashMap;
 #[cfg(feature = "fault-injection")]
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -9,8 +10,7 @@ use std::sync::Arc;
 #[cfg(feature = "fault-injection")]
 use std::time::{Duration, Instant};
 
-use phiguard::server::{Server, StartOptions};
-use phiguard::settings::{Home, Settings};
+use phiguard::server::Server;
 
 use crate::support::{RedisServer, TestResult};
 
@@ -22,39 +22,17 @@ async fn replica(
     window: f64,
     extra: &[(&str, &str)],
 ) -> (Server, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = Home::at(dir.path());
     let window = window.to_string();
     let admissions = admissions.to_string();
     let url = redis.url();
-    let mut vars: HashMap<&str, &str> = [
-        ("PHIGUARD_PORT", "0"),
-        ("PHIGUARD_AUTH_TOKEN", TOKEN),
-        ("PHIGUARD_ADMIN_TOKEN", "replica-admin"),
-        ("PHIGUARD_DEFAULT_MODEL", "rules"),
-        ("PHIGUARD_LOG_LEVEL", "off"),
+    let mut env: Vec<(&str, &str)> = vec![
         ("PHIGUARD_REDIS_URL", url.as_str()),
         ("PHIGUARD_CLUSTER_ADMISSIONS", admissions.as_str()),
         ("PHIGUARD_CLUSTER_WINDOW_SECONDS", window.as_str()),
         ("PHIGUARD_CLUSTER_REPLICAS", "2"),
-    ]
-    .into_iter()
-    .collect();
-    for (k, v) in extra {
-        vars.insert(k, v);
-    }
-    let settings =
-        Settings::load_from(&home, |k| vars.get(k).map(|v| v.to_string())).expect("settings");
-    let opts = StartOptions {
-        file_secrets: true,
-        ..Default::default()
-    };
-    (
-        Server::start_with(settings, home, opts)
-            .await
-            .expect("start"),
-        dir,
-    )
+    ];
+    env.extend_from_slice(extra);
+    crate::common::start_rules_server(TOKEN, "replica-admin", &env).await
 }
 
 async fn post(http: &reqwest::Client, base: &str) -> u16 {
