@@ -7,8 +7,11 @@
 //! is written for the CPU this service usually runs on: one fused QKV matmul with the
 //! 1/√d scale folded into the query rows at load, an additive padding mask, and fused
 //! element-wise kernels ([`phiguard_kernels`]: bias+GELU, bias+residual+LayerNorm, mask+softmax) that
-//! replace five to seven passes over memory each. The other families reuse
-//! candle-transformers' encoders with our own classification heads.
+//! replace five to seven passes over memory each. With [`Precision::Int8`] (the service's
+//! default `models.precision`) the encoder's dense layers run as int8 on CPUs with AVX-512
+//! VNNI ([`phiguard_kernels::int8`]; 2.2–2.8× onnxruntime on the bundled model, measured in
+//! `docs/bench-peers.md`). The other families reuse candle-transformers' encoders with our
+//! own classification heads.
 //!
 //! # Why parallelism across batches and not inside ops
 //! Measured on two cores: candle's intra-op threading gives about 1.25×, two OS threads

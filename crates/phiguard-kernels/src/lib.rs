@@ -1,5 +1,6 @@
-//! Fused element-wise CPU kernels for phiguard's encoder: bias+GELU, bias+residual+LayerNorm
-//! and mask+softmax, as candle custom ops.
+//! phiguard's CPU kernels for the encoder, as candle custom ops: the fused element-wise
+//! kernels here (bias+GELU, bias+residual+LayerNorm, mask+softmax) and the int8 dense layers
+//! of [`int8`] (AVX-512 VNNI).
 //!
 //! A crate of its own so that debug builds compile it optimised (the workspace's
 //! `[profile.dev.package.phiguard-kernels]`): the rest of phiguard stays quick to build,
