@@ -104,16 +104,14 @@ impl Int8Weights {
                 }
             })
             .collect();
-        let q = |row: usize, col: usize| -> i8 {
-            if col >= n {
-                return 0;
-            }
-            (w_t[row * n + col] * inv[col]).round().clamp(-127.0, 127.0) as i8
-        };
+        // Quantized once, row-major `[k, padded]` (columns past `n` stay zero); the column
+        // sums and the packing both read it.
+        let mut q = vec![0i8; k * padded];
         let mut col_sum = vec![0f32; padded];
-        for row in 0..k {
-            for (col, s) in col_sum.iter_mut().enumerate() {
-                *s += f32::from(q(row, col));
+        for (src, dst) in w_t.chunks_exact(n).zip(q.chunks_exact_mut(padded)) {
+            for (((d, &v), &i), s) in dst.iter_mut().zip(src).zip(&inv).zip(&mut col_sum) {
+                *d = (v * i).round().clamp(-127.0, 127.0) as i8;
+                *s += f32::from(*d);
             }
         }
         let steps = k / BLOCK_K;
@@ -124,7 +122,7 @@ impl Int8Weights {
                 for c in 0..BLOCK_N {
                     for d in 0..BLOCK_K {
                         let col = (t * TILE_V + v) * BLOCK_N + c;
-                        lane[c * BLOCK_K + d] = q(kk * BLOCK_K + d, col);
+                        lane[c * BLOCK_K + d] = q[(kk * BLOCK_K + d) * padded + col];
                     }
                 }
             }
