@@ -37,7 +37,9 @@ RUN apt-get update \
 
 WORKDIR /opt/phiguard
 COPY --from=builder /out/phiguard /usr/local/bin/phiguard
-COPY models/rampart /opt/phiguard/models/rampart
+# Beside the binary at the FHS path it looks in (../share/phiguard/models/rampart), so the
+# read-only root needs no unpacking of the copy embedded in the binary.
+COPY models/rampart /usr/local/share/phiguard/models/rampart
 
 # PHIGUARD_HOME holds the token file, settings and the model store; in Kubernetes it is an
 # emptyDir because the root filesystem is read-only.

@@ -8,9 +8,11 @@ cd "$(dirname "$0")/.."
 
 if ! command -v redis-server >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y --no-install-recommends redis-server >/dev/null 2>&1 || {
-        apt-get update >/dev/null
-        apt-get install -y --no-install-recommends redis-server >/dev/null
+    sudo_cmd=()
+    if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+    "${sudo_cmd[@]}" apt-get install -y --no-install-recommends redis-server >/dev/null 2>&1 || {
+        "${sudo_cmd[@]}" apt-get update >/dev/null
+        "${sudo_cmd[@]}" apt-get install -y --no-install-recommends redis-server >/dev/null
     }
 fi
 redis-server --version

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the desktop shell (src-tauri), the dashboard e2e tests (e2e/) and the
 # Xvfb screenshots need, and only what is missing. Idempotent: safe to run on every CI run.
-#   Debian/Ubuntu packages: webkit2gtk 4.1 + appindicator + rsvg (Tauri 2 on Linux),
+#   Debian/Ubuntu packages: pkg-config + libdbus (tao, under Tauri), webkit2gtk 4.1 + appindicator + rsvg (Tauri 2 on Linux),
 #   xvfb + imagemagick + xdotool + trayer + dbus-x11 (screenshots of the window and tray menu), chromium (headless e2e browser).
 #   npm: playwright-core (driver only; it never downloads a browser), pinned by e2e/package-lock.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libayatana-appindicator3-1
+pkgs=(pkg-config libdbus-1-dev libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libayatana-appindicator3-1
       xvfb imagemagick xdotool trayer dbus-x11 chromium)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,9 +1,17 @@
 //! The `phiguard` binary: parses the command line and maps errors to exit codes.
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+//!
+//! The bundled model is compiled into this binary (not into the library, so test binaries
+//! and the desktop shell stay small): a `phiguard` copied anywhere — `cargo install`, a
+//! package, a container — serves offline from the first start (see `models::bundle`).
 
 use std::process::ExitCode;
 
+static BUNDLED_MODEL: phiguard::models::bundle::Embedded =
+    phiguard::embedded_model!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/rampart"));
+
 fn main() -> ExitCode {
+    phiguard::models::bundle::embed(&BUNDLED_MODEL);
     phiguard::cli::main()
 }

@@ -271,8 +271,17 @@ def check_dockerfile(text: str) -> list[str]:
     users = [ln.split(None, 1)[1] for ln in lines if ln.upper().startswith("USER ")]
     if not users or not re.match(r"^[1-9]\d*(:\d+)?$", users[-1]):
         bad("the final USER must be a numeric non-root uid")
-    if not any(re.match(r"^COPY\s+models/rampart\s", ln) for ln in lines):
+    model_copies = [ln.split()[-1] for ln in lines if re.match(r"^COPY\s+models/rampart\s", ln)]
+    if not model_copies:
         bad("the bundled model models/rampart must be copied into the image")
+    # The binary looks for the model beside itself (src/models/bundle.rs): with the binary in
+    # <prefix>/bin, the FHS place is <prefix>/share/phiguard/models/rampart.
+    bins = [ln.split()[-1] for ln in lines if re.match(r"^COPY\s+--from=\S+\s+\S+/phiguard\s", ln)]
+    if bins and model_copies:
+        prefix = bins[-1].rsplit("/", 2)[0]
+        want = f"{prefix}/share/phiguard/models/rampart"
+        if model_copies[-1].rstrip("/") != want:
+            bad(f"the bundled model must be copied to {want}, where the binary looks for it")
     if "EXPOSE 8080" not in lines:
         bad("Dockerfile must EXPOSE 8080")
     if 'ENTRYPOINT ["phiguard"]' not in lines:
@@ -339,6 +348,10 @@ def self_test() -> list[str]:
     docker_mutations = {
         "root user": ("USER 10001:10001", "USER root"),
         "no model": ("COPY models/rampart", "COPY models/other"),
+        "model out of reach": (
+            "/usr/local/share/phiguard/models/rampart",
+            "/opt/phiguard/models/rampart",
+        ),
         "single stage": ("FROM rust:", "# FROM rust:"),
         "port": ("EXPOSE 8080", "EXPOSE 9000"),
         "unlocked": ("--release --locked", "--release"),

@@ -73,6 +73,11 @@ pub fn run(options: Options) -> Result<()> {
         .plugin(tauri_plugin_clipboard_manager::init());
     let app = configure(builder, Service::new(home))
         .setup(move |app| {
+            // The bundled model ships as a resource of the desktop bundle (tauri.conf.json),
+            // wherever the OS put the app; the server finds it there before any other place.
+            if let Ok(resources) = app.path().resource_dir() {
+                phiguard::models::bundle::use_dir(resources.join("models/rampart"));
+            }
             let handle = app.handle().clone();
             let autostart = app.autolaunch().is_enabled().unwrap_or(false);
             let view = tauri::async_runtime::block_on(app.state::<Service>().view());

@@ -1,10 +1,23 @@
-//! `phiguard deid FILES… --method M --out DIR`: de-identifies many files in-process (the
-//! same engine, guard and transforms as the service) with a progress bar; `-` reads stdin
-//! and writes stdout.
+//! `phiguard deid PATHS… --method M --out DIR`: de-identifies files and folders in-process
+//! (the same engine, guard and transforms as the service) with a progress bar; `-` reads
+//! stdin and writes stdout.
+//!
+//! # Why a plan before any write
+//! The inputs are a researcher's originals, often the only copy. Every output path is
+//! decided before the first file is read, and the run is refused, with nothing written,
+//! when an output would be an input (an `--out` that is an input folder, a link to an
+//! input), when two inputs would land on one output, or when an output exists and
+//! `--force` was not given. Folders are read recursively and mirrored below `--out`;
+//! a file named on the command line lands as `--out/<its name>`. A path that is missing or
+//! unreadable is named and skipped, the rest still run, and the exit code is 1.
+//! Each output is written to a temporary name beside it and moved into place, so an
+//! interrupted run never leaves a half-written file under an output name.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -24,12 +37,221 @@ pub(super) struct Args {
     pub(super) policy: Option<String>,
     pub(super) date_shift_days: Option<i64>,
     pub(super) threshold: f64,
+    pub(super) glob: Option<String>,
+    pub(super) force: bool,
 }
 
 pub(super) fn method(name: &str) -> Result<Method, Failure> {
     Method::from_wire(name).ok_or_else(|| {
         Failure::usage("--method must be mask, remove, replace, hash or shift_dates")
     })
+}
+
+/// One file to de-identify and where its output goes (relative to `--out`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Job {
+    input: PathBuf,
+    output: PathBuf,
+}
+
+/// Every output decided up front, and the paths that could not be read.
+#[derive(Debug, Default)]
+struct Plan {
+    jobs: Vec<Job>,
+    skipped: Vec<(PathBuf, String)>,
+}
+
+/// How many paths a refusal lists before "and N more".
+const LIST_AT_MOST: usize = 5;
+
+fn listing<T>(items: &[T], show: impl Fn(&T) -> String) -> String {
+    let mut s: Vec<String> = items.iter().take(LIST_AT_MOST).map(show).collect();
+    if items.len() > LIST_AT_MOST {
+        s.push(format!("and {} more", items.len() - LIST_AT_MOST));
+    }
+    s.join("; ")
+}
+
+/// The key two outputs collide on: the path itself, case-folded where the usual file
+/// systems ignore case.
+fn collision_key(p: &Path) -> String {
+    let s = p.to_string_lossy().into_owned();
+    if cfg!(any(target_os = "macos", target_os = "windows")) {
+        s.to_lowercase()
+    } else {
+        s
+    }
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or folder".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Decides every output; refuses (usage error, nothing written) when an output would
+/// overwrite an input, two inputs share an output, or an output exists without `force`.
+fn plan(
+    inputs: &[PathBuf],
+    out: &Path,
+    glob: Option<&globset::GlobMatcher>,
+    force: bool,
+) -> Result<Plan, Failure> {
+    if out.exists() && !out.is_dir() {
+        return Err(Failure::usage(format!(
+            "--out {} exists and is not a folder",
+            out.display()
+        )));
+    }
+    let out_canon = out.canonicalize().ok();
+    let mut plan = Plan::default();
+    let mut seen_inputs: HashSet<PathBuf> = HashSet::new();
+    for arg in inputs {
+        let meta = match std::fs::metadata(arg) {
+            Ok(m) => m,
+            Err(e) => {
+                plan.skipped.push((arg.clone(), io_reason(&e)));
+                continue;
+            }
+        };
+        if meta.is_dir() {
+            let arg_canon = arg.canonicalize().map_err(|e| {
+                Failure::runtime(format!("{}: {}", arg.display(), io_reason(&e)))
+            })?;
+            if out_canon.as_ref() == Some(&arg_canon) {
+                return Err(Failure::usage(format!(
+                    "--out {} is the input folder {}: the outputs would overwrite the originals; choose another folder",
+                    out.display(),
+                    arg.display()
+                )));
+            }
+            let walker = walkdir::WalkDir::new(arg).sort_by_file_name().into_iter();
+            // An --out inside an input folder is not read back as input.
+            let walker = walker.filter_entry(|e| {
+                out_canon.is_none()
+                    || !e.file_type().is_dir()
+                    || e.path().canonicalize().ok() != out_canon
+            });
+            for entry in walker {
+                let entry = match entry {
+                    Ok(e) => e,
+                    Err(e) => {
+                        let path = e.path().unwrap_or(arg).to_path_buf();
+                        let reason = e
+                            .io_error()
+                            .map(io_reason)
+                            .unwrap_or_else(|| "cannot be read".into());
+                        plan.skipped.push((path, reason));
+                        continue;
+                    }
+                };
+                if !entry.file_type().is_file() {
+                    continue;
+                }
+                let rel = entry
+                    .path()
+                    .strip_prefix(arg)
+                    .unwrap_or(entry.path())
+                    .to_path_buf();
+                if glob.is_some_and(|g| !g.is_match(&rel)) {
+                    continue;
+                }
+                let canon = entry.path().canonicalize().unwrap_or(entry.path().into());
+                if seen_inputs.insert(canon) {
+                    plan.jobs.push(Job {
+                        input: entry.path().to_path_buf(),
+                        output: rel,
+                    });
+                }
+            }
+        } else {
+            let canon = arg.canonicalize().unwrap_or(arg.clone());
+            let Some(name) = arg.file_name() else {
+                plan.skipped.push((arg.clone(), "not a file name".into()));
+                continue;
+            };
+            if seen_inputs.insert(canon) {
+                plan.jobs.push(Job {
+                    input: arg.clone(),
+                    output: PathBuf::from(name),
+                });
+            }
+        }
+    }
+
+    let mut by_output: HashMap<String, &Job> = HashMap::new();
+    let mut collisions: Vec<(&Job, &Job)> = Vec::new();
+    for job in &plan.jobs {
+        if let Some(first) = by_output.insert(collision_key(&job.output), job) {
+            collisions.push((first, job));
+        }
+    }
+    if !collisions.is_empty() {
+        return Err(Failure::usage(format!(
+            "two inputs would be written to the same output, so nothing was written: {}; \
+             give their folder instead (outputs mirror the paths below it) or run them separately",
+            listing(&collisions, |(a, b)| format!(
+                "{} from {} and {}",
+                a.output.display(),
+                a.input.display(),
+                b.input.display()
+            ))
+        )));
+    }
+
+    let mut existing: Vec<PathBuf> = Vec::new();
+    for job in &plan.jobs {
+        let dest = out.join(&job.output);
+        let Ok(dest_canon) = dest.canonicalize() else {
+            continue;
+        };
+        if seen_inputs.contains(&dest_canon) {
+            return Err(Failure::usage(format!(
+                "the output {} is an input: writing it would destroy the original, so nothing was written; choose another --out",
+                dest.display()
+            )));
+        }
+        existing.push(dest);
+    }
+    if !existing.is_empty() && !force {
+        return Err(Failure::usage(format!(
+            "{} output(s) already exist, so nothing was written: {}; --force overwrites them",
+            existing.len(),
+            listing(&existing, |p| p.display().to_string())
+        )));
+    }
+    Ok(plan)
+}
+
+/// Writes `body` to `dest` through a temporary file beside it, so a reader never sees half a
+/// file; without `force`, an output that appeared since the plan is not replaced.
+fn write_output(dest: &Path, body: &[u8], force: bool) -> std::io::Result<()> {
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dest.with_file_name(format!(".{name}.phiguard-{}.tmp", std::process::id()));
+    std::fs::write(&tmp, body)?;
+    let moved = if force {
+        std::fs::rename(&tmp, dest)
+    } else {
+        // A hard link fails when the name exists: no-clobber without a race.
+        std::fs::hard_link(&tmp, dest).and_then(|()| std::fs::remove_file(&tmp))
+    };
+    if moved.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    moved
+}
+
+/// What one file contributed to the summary.
+struct Done {
+    entities: BTreeMap<&'static str, usize>,
 }
 
 pub(super) fn run(args: Args) -> Result<(), Failure> {
@@ -47,6 +269,21 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     if args.files.iter().any(|f| f.as_os_str() == "-") && !stdin_mode {
         return Err(Failure::usage("- must be the only input"));
     }
+    let glob = match &args.glob {
+        Some(g) => Some(
+            globset::Glob::new(g)
+                .map_err(|e| Failure::usage(format!("--glob: {e}")))?
+                .compile_matcher(),
+        ),
+        None => None,
+    };
+    let out_dir = args.out.clone().unwrap_or_default();
+    // The plan comes before the model loads: a refusal costs nothing and writes nothing.
+    let plan = if stdin_mode {
+        Plan::default()
+    } else {
+        plan(&args.files, &out_dir, glob.as_ref(), args.force)?
+    };
     let home = Home::from_env();
     let settings = Settings::load(&home)?;
     init_logging(&settings);
@@ -65,6 +302,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     };
     let rt = runtime()?;
     rt.block_on(async move {
+        let started = Instant::now();
         let engine = crate::server::build_engine(&settings, &home, Default::default())
             .map_err(|e| Failure::usage(e.to_string()))?;
         let id = engine.resolve(args.model.as_deref()).map_err(|_| {
@@ -85,14 +323,19 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 let det = engine
                     .detect(&id, Arc::from(text.as_str()), &copts)
                     .await
-                    .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?;
+                    .map_err(|e| format!("detection failed: {e}"))?;
                 let spans: Vec<_> = det
                     .spans
                     .into_iter()
                     .filter(|s| s.score >= threshold)
                     .collect();
                 let mut d = Deidentifier::new(opts, &key, rand::rng());
-                Ok::<String, Failure>(d.apply(&text, &spans).text)
+                let out = d.apply(&text, &spans);
+                let mut entities = BTreeMap::new();
+                for r in &out.replacements {
+                    *entities.entry(r.span.label.wire()).or_insert(0) += 1;
+                }
+                Ok::<(String, Done), String>((out.text, Done { entities }))
             }
         };
         if stdin_mode {
@@ -100,53 +343,191 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             std::io::stdin()
                 .read_to_string(&mut text)
                 .map_err(|_| Failure::usage("stdin is not valid UTF-8 text"))?;
-            let out = call(text).await?;
+            let (out, _) = call(text).await.map_err(Failure::runtime)?;
             std::io::stdout()
                 .write_all(out.as_bytes())
                 .map_err(|e| Failure::runtime(e.to_string()))?;
             return Ok(());
         }
-        let out_dir = args.out.clone().unwrap_or_default();
-        std::fs::create_dir_all(&out_dir)
-            .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", out_dir.display())))?;
-        let bar = ProgressBar::new(args.files.len() as u64);
+        std::fs::create_dir_all(&out_dir).map_err(|e| {
+            Failure::runtime(format!("cannot create {}: {}", out_dir.display(), io_reason(&e)))
+        })?;
+        let bar = ProgressBar::new(plan.jobs.len() as u64);
         bar.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed_precise} eta {eta}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let parallel = engine.pool.threads().max(1) * 2;
-        let results: Vec<Result<(), Failure>> = futures::stream::iter(args.files.clone())
-            .map(|path| {
-                let out_dir = out_dir.clone();
-                let call = &call;
-                let bar = bar.clone();
-                async move {
-                    let text = std::fs::read_to_string(&path)
-                        .map_err(|e| Failure::runtime(format!("{}: {e}", path.display())))?;
-                    let out = call(text).await?;
-                    let name = path
-                        .file_name()
-                        .map(PathBuf::from)
-                        .unwrap_or_else(|| "out.txt".into());
-                    std::fs::write(out_dir.join(name), out)
-                        .map_err(|e| Failure::runtime(format!("{}: {e}", path.display())))?;
-                    bar.inc(1);
-                    Ok(())
+        let force = args.force;
+        let results: Vec<(PathBuf, Result<Done, String>)> =
+            futures::stream::iter(plan.jobs.clone())
+                .map(|job| {
+                    let dest = out_dir.join(&job.output);
+                    let call = &call;
+                    let bar = bar.clone();
+                    async move {
+                        let result = async {
+                            let bytes = std::fs::read(&job.input).map_err(|e| io_reason(&e))?;
+                            let text = String::from_utf8(bytes)
+                                .map_err(|_| "not UTF-8 text".to_string())?;
+                            let (out, done) = call(text).await?;
+                            write_output(&dest, out.as_bytes(), force).map_err(|e| {
+                                format!("cannot write {}: {}", dest.display(), io_reason(&e))
+                            })?;
+                            Ok(done)
+                        }
+                        .await;
+                        bar.inc(1);
+                        (job.input, result)
+                    }
+                })
+                .buffer_unordered(parallel)
+                .collect()
+                .await;
+        bar.finish_and_clear();
+
+        let mut entities: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut written = 0usize;
+        let mut failed: Vec<(PathBuf, String)> = plan.skipped;
+        for (input, r) in results {
+            match r {
+                Ok(done) => {
+                    written += 1;
+                    for (label, n) in done.entities {
+                        *entities.entry(label).or_insert(0) += n;
+                    }
                 }
-            })
-            .buffer_unordered(parallel)
-            .collect()
-            .await;
-        bar.finish();
-        let failed: Vec<&Failure> = results.iter().filter_map(|r| r.as_ref().err()).collect();
-        if let Some(f) = failed.first() {
-            return Err(Failure::runtime(format!(
-                "{} of {} files failed; first: {}",
-                failed.len(),
-                results.len(),
-                f.message
-            )));
+                Err(reason) => failed.push((input, reason)),
+            }
         }
-        Ok(())
+        failed.sort();
+        let mut summary = format!(
+            "phiguard deid: {written} file(s) written to {} in {:.1} s, {} failed\n",
+            out_dir.display(),
+            started.elapsed().as_secs_f64(),
+            failed.len()
+        );
+        let total: usize = entities.values().sum();
+        summary.push_str(&format!("entities: {total}"));
+        for (label, n) in &entities {
+            summary.push_str(&format!(", {label} {n}"));
+        }
+        summary.push('\n');
+        for (path, reason) in &failed {
+            summary.push_str(&format!("failed: {}: {reason}\n", path.display()));
+        }
+        eprint!("{summary}");
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(Failure::runtime(format!(
+                "{} of {} file(s) failed (listed above)",
+                failed.len(),
+                written + failed.len()
+            )))
+        }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(p: &Path, body: &str) {
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, body).expect("write");
+    }
+
+    #[test]
+    fn folders_are_mirrored_and_files_land_by_name() {
+        let t = tempfile::tempdir().expect("tempdir");
+        touch(&t.path().join("in/a.txt"), "x");
+        touch(&t.path().join("in/sub/b.txt"), "x");
+        touch(&t.path().join("c.txt"), "x");
+        let p = plan(
+            &[t.path().join("in"), t.path().join("c.txt")],
+            &t.path().join("out"),
+            None,
+            false,
+        )
+        .expect("plan");
+        let outs: Vec<_> = p.jobs.iter().map(|j| j.output.clone()).collect();
+        assert_eq!(
+            outs,
+            [PathBuf::from("a.txt"), "sub/b.txt".into(), "c.txt".into()]
+        );
+    }
+
+    #[test]
+    fn an_output_folder_equal_to_an_input_folder_is_refused() {
+        let t = tempfile::tempdir().expect("tempdir");
+        touch(&t.path().join("in/a.txt"), "x");
+        let e = plan(&[t.path().join("in")], &t.path().join("in"), None, true).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(e.message.contains("overwrite the originals"), "{}", e.message);
+    }
+
+    #[test]
+    fn an_output_that_is_an_input_is_refused_even_with_force() {
+        let t = tempfile::tempdir().expect("tempdir");
+        touch(&t.path().join("in/a.txt"), "x");
+        // Output folder is the parent of the file given directly: out/a.txt is the input.
+        let e = plan(&[t.path().join("in/a.txt")], &t.path().join("in"), None, true).unwrap_err();
+        assert!(e.message.contains("is an input"), "{}", e.message);
+    }
+
+    #[test]
+    fn two_inputs_with_one_output_name_are_refused() {
+        let t = tempfile::tempdir().expect("tempdir");
+        touch(&t.path().join("a/x.txt"), "x");
+        touch(&t.path().join("b/x.txt"), "x");
+        let e = plan(
+            &[t.path().join("a/x.txt"), t.path().join("b/x.txt")],
+            &t.path().join("out"),
+            None,
+            false,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("same output"), "{}", e.message);
+    }
+
+    #[test]
+    fn existing_outputs_need_force_and_missing_inputs_are_named() {
+        let t = tempfile::tempdir().expect("tempdir");
+        touch(&t.path().join("in/a.txt"), "x");
+        touch(&t.path().join("out/a.txt"), "old");
+        let args = [t.path().join("in"), t.path().join("nope.txt")];
+        let e = plan(&args, &t.path().join("out"), None, false).unwrap_err();
+        assert!(e.message.contains("--force"), "{}", e.message);
+        let p = plan(&args, &t.path().join("out"), None, true).expect("forced");
+        assert_eq!(p.jobs.len(), 1);
+        assert_eq!(p.skipped.len(), 1);
+        assert_eq!(p.skipped[0].1, "no such file or folder");
+    }
+
+    #[test]
+    fn the_glob_filters_folder_contents_and_out_inside_an_input_is_not_read() {
+        let t = tempfile::tempdir().expect("tempdir");
+        touch(&t.path().join("in/a.txt"), "x");
+        touch(&t.path().join("in/b.csv"), "x");
+        touch(&t.path().join("in/deid/old.txt"), "x");
+        let g = globset::Glob::new("*.txt").expect("glob").compile_matcher();
+        let p = plan(&[t.path().join("in")], &t.path().join("in/deid"), Some(&g), false)
+            .expect("plan");
+        let outs: Vec<_> = p.jobs.iter().map(|j| j.output.clone()).collect();
+        assert_eq!(outs, [PathBuf::from("a.txt")]);
+    }
+
+    #[test]
+    fn write_output_does_not_clobber_without_force() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let dest = t.path().join("o/a.txt");
+        write_output(&dest, b"one", false).expect("first");
+        assert!(write_output(&dest, b"two", false).is_err());
+        assert_eq!(std::fs::read(&dest).expect("read"), b"one");
+        write_output(&dest, b"three", true).expect("forced");
+        assert_eq!(std::fs::read(&dest).expect("read"), b"three");
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(t.path().join("o")).expect("ls").count(), 1);
+    }
 }

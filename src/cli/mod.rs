@@ -15,6 +15,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// The confidence threshold of `deid` and `eval`: the default of `/pii/deidentify`
+/// (OpenMed's), so the CLI de-identifies and scores what the service does.
+const DEID_THRESHOLD: f64 = 0.7;
+
 /// Local-first clinical de-identification service.
 #[derive(Debug, Parser)]
 #[command(name = "phiguard", version, about, long_about = None)]
@@ -37,9 +41,14 @@ enum Command {
         #[arg(long)]
         ui: bool,
     },
-    /// De-identify files (or `-` for stdin → stdout) without a server.
+    /// De-identify files and folders (or `-` for stdin → stdout) without a server.
+    ///
+    /// Folders are read recursively and mirrored below --out; a file lands as
+    /// --out/<its name>. Nothing is written when an output would overwrite an input or two
+    /// inputs share an output, or when an output exists (unless --force). Missing or
+    /// unreadable paths are named and skipped; the exit code is then 1.
     Deid {
-        /// Input files; `-` reads stdin and writes stdout.
+        /// Input files and folders; `-` reads stdin and writes stdout.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// mask, remove, replace, hash or shift_dates.
@@ -57,9 +66,16 @@ enum Command {
         /// Days to shift dates by (with --method shift_dates).
         #[arg(long, allow_hyphen_values = true)]
         date_shift_days: Option<i64>,
-        /// Minimum confidence of model spans.
-        #[arg(long, default_value_t = 0.7)]
+        /// Minimum confidence of model spans (the default of /pii/deidentify).
+        #[arg(long, default_value_t = DEID_THRESHOLD)]
         threshold: f64,
+        /// Only files in the input folders whose path below the folder matches this glob
+        /// (e.g. `*.txt`, `**/notes/*.md`); files named directly are always taken.
+        #[arg(long)]
+        glob: Option<String>,
+        /// Overwrite outputs that already exist (never an input).
+        #[arg(long)]
+        force: bool,
     },
     /// Score the engine against gold-annotated notes.
     Eval {
@@ -81,8 +97,8 @@ enum Command {
         /// Foreign label -> canonical label map (TOML or JSON).
         #[arg(long)]
         label_map: Option<PathBuf>,
-        /// Minimum confidence of model spans.
-        #[arg(long, default_value_t = 0.5)]
+        /// Minimum confidence of model spans (as `deid` and /pii/deidentify).
+        #[arg(long, default_value_t = DEID_THRESHOLD)]
         threshold: f64,
         /// Which recognizers to score: the model alone, the rules alone, or both merged.
         #[arg(long, default_value = "both", value_parser = ["both", "model", "rules"])]
@@ -213,6 +229,8 @@ pub fn main() -> ExitCode {
             policy,
             date_shift_days,
             threshold,
+            glob,
+            force,
         } => deid::run(deid::Args {
             files,
             method,
@@ -221,6 +239,8 @@ pub fn main() -> ExitCode {
             policy,
             date_shift_days,
             threshold,
+            glob,
+            force,
         }),
         Command::Eval {
             gold,

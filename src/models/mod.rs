@@ -5,8 +5,8 @@
 //! * [`Catalog`]: the models phiguard knows (`models/catalog.toml`, embedded), with family,
 //!   size, labels, licence, revision and files. It is the allow-list for downloads.
 //! * [`Store`]: the folder of installed models (`Home::models_dir()`), each with a
-//!   manifest of sha256 checksums, plus the bundled Rampart model found by
-//!   [`bundled_dir`]. `import` copies a local folder in after validating it; `verify`
+//!   manifest of sha256 checksums, plus the bundled Rampart model found (or unpacked from
+//!   the binary) by [`bundle`]. `import` copies a local folder in after validating it; `verify`
 //!   re-hashes; `remove` deletes (never the bundled model).
 //! * [`Downloader`]: fetches a catalog model from the Hugging Face Hub or a mirror
 //!   (`HF_ENDPOINT`, `HF_TOKEN`), with progress, resume of cut connections, checksum
@@ -23,6 +23,7 @@
 //! only catalog entries can be fetched at all. Nothing about a request (and no patient
 //! text) is ever part of a download.
 
+pub mod bundle;
 pub mod catalog;
 pub mod cli;
 pub mod download;
@@ -36,5 +37,5 @@ pub use download::{CancellationToken, Downloader, Progress, DEFAULT_ENDPOINT};
 pub use error::{ModelError, Result};
 pub use manifest::{Manifest, ManifestFile, ModelSource};
 pub use store::{
-    bundled_dir, FileCheck, FileStatus, Installed, Store, VerifyReport, BUNDLED_DIR_ENV, BUNDLED_ID,
+    FileCheck, FileStatus, Installed, Store, VerifyReport, BUNDLED_DIR_ENV, BUNDLED_ID,
 };

@@ -1,6 +1,6 @@
 //! The local model store: one folder per installed model under
-//! `Home::models_dir()`, each with a manifest, plus the bundled model shipped beside the
-//! binary.
+//! `Home::models_dir()`, each with a manifest, plus the bundled model (found by
+//! [`super::bundle`]).
 //!
 //! Layout (ids map to folder names by replacing `/` with `--`, which ids may not contain):
 //!
@@ -102,32 +102,6 @@ pub struct Store {
     bundled: Option<PathBuf>,
 }
 
-/// Finds the bundled model folder: `PHIGUARD_BUNDLED_MODEL_DIR`, then `<exe dir>/models/rampart`,
-/// `<exe dir>/../share/phiguard/models/rampart`, `<exe dir>/../../models/rampart` (a cargo
-/// `target/<profile>` binary), then the source tree this crate was built from. The first
-/// folder holding a `config.json` wins.
-pub fn bundled_dir() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(dir) = std::env::var_os(BUNDLED_DIR_ENV).filter(|v| !v.is_empty()) {
-        candidates.push(PathBuf::from(dir));
-    }
-    if let Some(exe_dir) = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-    {
-        candidates.push(exe_dir.join("models/rampart"));
-        candidates.push(exe_dir.join("../share/phiguard/models/rampart"));
-        candidates.push(exe_dir.join("../../models/rampart"));
-    }
-    candidates.push(PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/models/rampart"
-    )));
-    candidates
-        .into_iter()
-        .find(|c| c.join("config.json").is_file())
-}
-
 /// Folder name of an id (`org/name` → `org--name`).
 pub(crate) fn folder_name(id: &str) -> Result<String> {
     if !is_valid_id(id) {
@@ -151,12 +125,14 @@ fn unique_suffix() -> String {
 
 impl Store {
     /// Opens (creating if needed) the store at `root`, with the bundled model found by
-    /// [`bundled_dir`].
+    /// [`super::bundle::locate`] (which may unpack the embedded copy under `root`).
     ///
     /// # Errors
     /// [`ModelError::Io`] if the folder cannot be created.
     pub fn open(root: PathBuf) -> Result<Store> {
-        Store::with_bundled(root, bundled_dir())
+        std::fs::create_dir_all(&root).map_err(io("creating the model store"))?;
+        let bundled = super::bundle::locate(&root);
+        Store::with_bundled(root, bundled)
     }
 
     /// Opens the store with an explicit bundled folder (`None`: no bundled model).

@@ -574,12 +574,9 @@ async fn a_partial_of_another_file_version_is_discarded_not_resumed() -> TestRes
 
 #[test]
 fn the_bundled_model_when_shipped_is_listed_and_verifies() -> TestResult {
-    // `models/rampart` is produced by tools/ (the inference work); this checks the store's
-    // view of it wherever bundled_dir() finds it.
-    let Some(dir) = phiguard::models::bundled_dir() else {
-        return Ok(());
-    };
+    // The store's view of the checkout's `models/rampart`, wherever `bundle::locate` finds it.
     let tmp = tempfile::tempdir()?;
+    let dir = phiguard::models::bundle::locate(tmp.path()).ok_or("no bundled model")?;
     let store = Store::with_bundled(tmp.path().join("models"), Some(dir))?;
     let all = store.installed()?;
     assert_eq!(all[0].id, "rampart");

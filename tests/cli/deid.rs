@@ -1,0 +1,113 @@
+//! `phiguard deid` never destroys data: through the real binary, on real folders.
+
+use std::path::Path;
+
+use super::{binary, command, run, stderr};
+
+const NOTE: &str = "Call 617-555-0142 on 03/04/2021.\n";
+
+fn write(p: &Path, body: &str) {
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, body).expect("write");
+}
+
+/// `phiguard deid ARGS…` with the rule recognizers (the refusals come before any model).
+fn deid(home: &Path, args: &[&str]) -> std::process::Output {
+    let mut c = command(&binary(), home);
+    c.current_dir(home).arg("deid").args(args).args(["--model", "rules"]);
+    run(c, None)
+}
+
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = walk(dir)
+        .iter()
+        .map(|p| p.strip_prefix(dir).expect("below").display().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+#[test]
+fn out_equal_to_the_input_folder_is_refused_and_the_originals_stay() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("notes/a.txt"), NOTE);
+    let o = deid(t.path(), &["notes", "--out", "notes", "--force"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("overwrite the originals"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(t.path().join("notes/a.txt")).expect("read"), NOTE);
+    assert_eq!(tree(&t.path().join("notes")), ["a.txt"]);
+}
+
+#[test]
+fn a_file_whose_output_is_itself_is_refused() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("notes/a.txt"), NOTE);
+    let o = deid(t.path(), &["notes/a.txt", "--out", "notes", "--force"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(t.path().join("notes/a.txt")).expect("read"), NOTE);
+}
+
+#[test]
+fn two_inputs_with_the_same_name_are_refused_before_anything_is_written() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("a/x.txt"), NOTE);
+    write(&t.path().join("b/x.txt"), NOTE);
+    write(&t.path().join("c.txt"), NOTE);
+    let o = deid(t.path(), &["c.txt", "a/x.txt", "b/x.txt", "--out", "out"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("same output"), "{}", stderr(&o));
+    assert!(tree(&t.path().join("out")).is_empty(), "something was written");
+}
+
+#[test]
+fn folders_are_read_recursively_mirrored_and_missing_paths_named() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("in/a/x.txt"), NOTE);
+    write(&t.path().join("in/b/x.txt"), NOTE);
+    write(&t.path().join("in/b/skip.csv"), NOTE);
+    write(&t.path().join("in/bad.txt"), "");
+    std::fs::write(t.path().join("in/bad.txt"), [0xff, 0xfe, 0x00]).expect("bytes");
+    let o = deid(
+        t.path(),
+        &["in", "missing.txt", "--glob", "*.txt", "--out", "out"],
+    );
+    let err = stderr(&o);
+    // Exit 1: two files could not be done; the rest were.
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(tree(&t.path().join("out")), ["a/x.txt", "b/x.txt"]);
+    let masked = std::fs::read_to_string(t.path().join("out/a/x.txt")).expect("read");
+    assert!(!masked.contains("617-555-0142"), "{masked}");
+    assert!(err.contains("missing.txt: no such file or folder"), "{err}");
+    assert!(err.contains("bad.txt: not UTF-8 text"), "{err}");
+    assert!(err.contains("2 file(s) written"), "{err}");
+    assert!(err.contains("phone_number 2"), "{err}");
+    // The originals are untouched.
+    assert_eq!(std::fs::read_to_string(t.path().join("in/a/x.txt")).expect("read"), NOTE);
+}
+
+#[test]
+fn an_existing_output_is_kept_unless_force() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("in/x.txt"), NOTE);
+    write(&t.path().join("out/x.txt"), "keep me\n");
+    let o = deid(t.path(), &["in", "--out", "out"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(t.path().join("out/x.txt")).expect("read"), "keep me\n");
+    let o = deid(t.path(), &["in", "--out", "out", "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let now = std::fs::read_to_string(t.path().join("out/x.txt")).expect("read");
+    assert!(!now.contains("617-555-0142") && now != "keep me\n", "{now}");
+}

@@ -1,0 +1,87 @@
+//! The README's first command must build on a fresh machine with nothing but the Rust
+//! toolchain: no crate in the root crate's (non-dev) dependency tree may link a system
+//! library through pkg-config. Cargo marks every crate that links native code with `links`;
+//! each one allowed here says why it needs nothing from the system.
+
+use std::collections::{HashMap, HashSet};
+use std::process::Command;
+
+/// `links` crates that build what they link from their own sources (or link nothing).
+const ALLOWED: [(&str, &str); 3] = [
+    ("onig_sys", "compiles its bundled Oniguruma with cc"),
+    ("ring", "compiles its bundled C and assembly with cc"),
+    ("rayon-core", "a `links` key only to keep one copy; links nothing"),
+];
+
+fn host() -> String {
+    let out = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+        .expect("host triple")
+}
+
+#[test]
+fn the_root_crate_needs_no_system_library() {
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--locked", "--filter-platform"])
+        .arg(host())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let packages: HashMap<&str, &serde_json::Value> = m["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| (p["id"].as_str().expect("id"), p))
+        .collect();
+    let nodes: HashMap<&str, &serde_json::Value> = m["resolve"]["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .map(|n| (n["id"].as_str().expect("id"), n))
+        .collect();
+    let root = packages
+        .values()
+        .find(|p| p["name"] == "phiguard")
+        .and_then(|p| p["id"].as_str())
+        .expect("the phiguard package");
+
+    // Everything the root crate builds with: normal and build dependencies, not dev.
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut todo = vec![root];
+    while let Some(id) = todo.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        for dep in nodes[id]["deps"].as_array().into_iter().flatten() {
+            let not_dev = dep["dep_kinds"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|k| k["kind"].as_str() != Some("dev"));
+            if not_dev {
+                todo.push(dep["pkg"].as_str().expect("pkg"));
+            }
+        }
+    }
+    assert!(seen.len() > 100, "the walk found only {} crates", seen.len());
+    let allowed: HashSet<&str> = ALLOWED.iter().map(|(n, _)| *n).collect();
+    let mut native: Vec<String> = seen
+        .iter()
+        .map(|id| packages[id])
+        .filter(|p| !p["links"].is_null())
+        .map(|p| p["name"].as_str().unwrap_or_default().to_owned())
+        .filter(|n| !allowed.contains(n.as_str()))
+        .collect();
+    native.sort();
+    assert!(
+        native.is_empty(),
+        "crates that link a native library, which a fresh machine may lack: {native:?}"
+    );
+}
