@@ -117,9 +117,9 @@ fn plan(
             }
         };
         if meta.is_dir() {
-            let arg_canon = arg.canonicalize().map_err(|e| {
-                Failure::runtime(format!("{}: {}", arg.display(), io_reason(&e)))
-            })?;
+            let arg_canon = arg
+                .canonicalize()
+                .map_err(|e| Failure::runtime(format!("{}: {}", arg.display(), io_reason(&e))))?;
             if out_canon.as_ref() == Some(&arg_canon) {
                 return Err(Failure::usage(format!(
                     "--out {} is the input folder {}: the outputs would overwrite the originals; choose another folder",
@@ -350,7 +350,11 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             return Ok(());
         }
         std::fs::create_dir_all(&out_dir).map_err(|e| {
-            Failure::runtime(format!("cannot create {}: {}", out_dir.display(), io_reason(&e)))
+            Failure::runtime(format!(
+                "cannot create {}: {}",
+                out_dir.display(),
+                io_reason(&e)
+            ))
         })?;
         let bar = ProgressBar::new(plan.jobs.len() as u64);
         bar.set_style(
@@ -464,7 +468,11 @@ mod tests {
         touch(&t.path().join("in/a.txt"), "x");
         let e = plan(&[t.path().join("in")], &t.path().join("in"), None, true).unwrap_err();
         assert_eq!(e.code, 2);
-        assert!(e.message.contains("overwrite the originals"), "{}", e.message);
+        assert!(
+            e.message.contains("overwrite the originals"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -472,7 +480,13 @@ mod tests {
         let t = tempfile::tempdir().expect("tempdir");
         touch(&t.path().join("in/a.txt"), "x");
         // Output folder is the parent of the file given directly: out/a.txt is the input.
-        let e = plan(&[t.path().join("in/a.txt")], &t.path().join("in"), None, true).unwrap_err();
+        let e = plan(
+            &[t.path().join("in/a.txt")],
+            &t.path().join("in"),
+            None,
+            true,
+        )
+        .unwrap_err();
         assert!(e.message.contains("is an input"), "{}", e.message);
     }
 
@@ -512,8 +526,13 @@ mod tests {
         touch(&t.path().join("in/b.csv"), "x");
         touch(&t.path().join("in/deid/old.txt"), "x");
         let g = globset::Glob::new("*.txt").expect("glob").compile_matcher();
-        let p = plan(&[t.path().join("in")], &t.path().join("in/deid"), Some(&g), false)
-            .expect("plan");
+        let p = plan(
+            &[t.path().join("in")],
+            &t.path().join("in/deid"),
+            Some(&g),
+            false,
+        )
+        .expect("plan");
         let outs: Vec<_> = p.jobs.iter().map(|j| j.output.clone()).collect();
         assert_eq!(outs, [PathBuf::from("a.txt")]);
     }
@@ -528,6 +547,9 @@ mod tests {
         write_output(&dest, b"three", true).expect("forced");
         assert_eq!(std::fs::read(&dest).expect("read"), b"three");
         // No temporary file is left behind.
-        assert_eq!(std::fs::read_dir(t.path().join("o")).expect("ls").count(), 1);
+        assert_eq!(
+            std::fs::read_dir(t.path().join("o")).expect("ls").count(),
+            1
+        );
     }
 }

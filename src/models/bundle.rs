@@ -57,8 +57,14 @@ macro_rules! embedded_model {
         $crate::models::bundle::Embedded {
             files: &[
                 ("config.json", include_bytes!(concat!($dir, "/config.json"))),
-                ("tokenizer.json", include_bytes!(concat!($dir, "/tokenizer.json"))),
-                ("model.safetensors", include_bytes!(concat!($dir, "/model.safetensors"))),
+                (
+                    "tokenizer.json",
+                    include_bytes!(concat!($dir, "/tokenizer.json")),
+                ),
+                (
+                    "model.safetensors",
+                    include_bytes!(concat!($dir, "/model.safetensors")),
+                ),
                 ("SHA256SUMS", include_bytes!(concat!($dir, "/SHA256SUMS"))),
                 ("LICENSE", include_bytes!(concat!($dir, "/LICENSE"))),
                 ("NOTICE", include_bytes!(concat!($dir, "/NOTICE"))),
@@ -142,8 +148,8 @@ pub fn unpack(model: &Embedded, store_root: &Path) -> Result<PathBuf> {
     let sums = model
         .file("SHA256SUMS")
         .ok_or_else(|| ModelError::invalid("SHA256SUMS", "the embedded model has none"))?;
-    let sums_text = std::str::from_utf8(sums)
-        .map_err(|_| ModelError::invalid("SHA256SUMS", "not UTF-8"))?;
+    let sums_text =
+        std::str::from_utf8(sums).map_err(|_| ModelError::invalid("SHA256SUMS", "not UTF-8"))?;
     let expected = parse_sha256sums(sums_text)?;
     let tag = hex::encode(&Sha256::digest(sums)[..6]);
     let parent = store_root.join(".bundled");
@@ -157,9 +163,9 @@ pub fn unpack(model: &Embedded, store_root: &Path) -> Result<PathBuf> {
         return Ok(dir);
     }
     for (want, name) in &expected {
-        let bytes = model.file(name).ok_or_else(|| {
-            ModelError::invalid(name, "missing from the embedded model")
-        })?;
+        let bytes = model
+            .file(name)
+            .ok_or_else(|| ModelError::invalid(name, "missing from the embedded model"))?;
         if hex::encode(Sha256::digest(bytes)) != *want {
             return Err(ModelError::invalid(name, "does not match SHA256SUMS"));
         }
@@ -211,7 +217,10 @@ mod tests {
     fn unpacks_once_and_reuses_the_copy() -> Result<()> {
         let tmp = tempfile::tempdir().map_err(io("tempdir"))?;
         let dir = unpack(&SMALL, tmp.path())?;
-        assert_eq!(std::fs::read(dir.join("config.json")).ok().as_deref(), Some(&b"{}"[..]));
+        assert_eq!(
+            std::fs::read(dir.join("config.json")).ok().as_deref(),
+            Some(&b"{}"[..])
+        );
         let again = unpack(&SMALL, tmp.path())?;
         assert_eq!(dir, again);
         // Nothing but the one copy is left behind.
@@ -248,7 +257,10 @@ mod tests {
         let dir = unpack(&SMALL, tmp.path())?;
         std::fs::write(dir.join("config.json"), b"").map_err(io("truncate"))?;
         let dir = unpack(&SMALL, tmp.path())?;
-        assert_eq!(std::fs::read(dir.join("config.json")).ok().as_deref(), Some(&b"{}"[..]));
+        assert_eq!(
+            std::fs::read(dir.join("config.json")).ok().as_deref(),
+            Some(&b"{}"[..])
+        );
         Ok(())
     }
 }

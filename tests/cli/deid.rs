@@ -14,7 +14,10 @@ fn write(p: &Path, body: &str) {
 /// `phiguard deid ARGS…` with the rule recognizers (the refusals come before any model).
 fn deid(home: &Path, args: &[&str]) -> std::process::Output {
     let mut c = command(&binary(), home);
-    c.current_dir(home).arg("deid").args(args).args(["--model", "rules"]);
+    c.current_dir(home)
+        .arg("deid")
+        .args(args)
+        .args(["--model", "rules"]);
     run(c, None)
 }
 
@@ -45,8 +48,15 @@ fn out_equal_to_the_input_folder_is_refused_and_the_originals_stay() {
     write(&t.path().join("notes/a.txt"), NOTE);
     let o = deid(t.path(), &["notes", "--out", "notes", "--force"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("overwrite the originals"), "{}", stderr(&o));
-    assert_eq!(std::fs::read_to_string(t.path().join("notes/a.txt")).expect("read"), NOTE);
+    assert!(
+        stderr(&o).contains("overwrite the originals"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("notes/a.txt")).expect("read"),
+        NOTE
+    );
     assert_eq!(tree(&t.path().join("notes")), ["a.txt"]);
 }
 
@@ -56,7 +66,10 @@ fn a_file_whose_output_is_itself_is_refused() {
     write(&t.path().join("notes/a.txt"), NOTE);
     let o = deid(t.path(), &["notes/a.txt", "--out", "notes", "--force"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert_eq!(std::fs::read_to_string(t.path().join("notes/a.txt")).expect("read"), NOTE);
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("notes/a.txt")).expect("read"),
+        NOTE
+    );
 }
 
 #[test]
@@ -68,7 +81,10 @@ fn two_inputs_with_the_same_name_are_refused_before_anything_is_written() {
     let o = deid(t.path(), &["c.txt", "a/x.txt", "b/x.txt", "--out", "out"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("same output"), "{}", stderr(&o));
-    assert!(tree(&t.path().join("out")).is_empty(), "something was written");
+    assert!(
+        tree(&t.path().join("out")).is_empty(),
+        "something was written"
+    );
 }
 
 #[test]
@@ -94,7 +110,10 @@ fn folders_are_read_recursively_mirrored_and_missing_paths_named() {
     assert!(err.contains("2 file(s) written"), "{err}");
     assert!(err.contains("phone_number 2"), "{err}");
     // The originals are untouched.
-    assert_eq!(std::fs::read_to_string(t.path().join("in/a/x.txt")).expect("read"), NOTE);
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("in/a/x.txt")).expect("read"),
+        NOTE
+    );
 }
 
 #[test]
@@ -105,7 +124,10 @@ fn an_existing_output_is_kept_unless_force() {
     let o = deid(t.path(), &["in", "--out", "out"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
-    assert_eq!(std::fs::read_to_string(t.path().join("out/x.txt")).expect("read"), "keep me\n");
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("out/x.txt")).expect("read"),
+        "keep me\n"
+    );
     let o = deid(t.path(), &["in", "--out", "out", "--force"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let now = std::fs::read_to_string(t.path().join("out/x.txt")).expect("read");

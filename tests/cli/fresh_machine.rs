@@ -10,7 +10,10 @@ use std::process::Command;
 const ALLOWED: [(&str, &str); 3] = [
     ("onig_sys", "compiles its bundled Oniguruma with cc"),
     ("ring", "compiles its bundled C and assembly with cc"),
-    ("rayon-core", "a `links` key only to keep one copy; links nothing"),
+    (
+        "rayon-core",
+        "a `links` key only to keep one copy; links nothing",
+    ),
 ];
 
 fn host() -> String {
@@ -27,12 +30,22 @@ fn host() -> String {
 #[test]
 fn the_root_crate_needs_no_system_library() {
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--locked", "--filter-platform"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--locked",
+            "--filter-platform",
+        ])
         .arg(host())
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let m: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
     let packages: HashMap<&str, &serde_json::Value> = m["packages"]
         .as_array()
@@ -40,37 +53,58 @@ fn the_root_crate_needs_no_system_library() {
         .iter()
         .map(|p| (p["id"].as_str().expect("id"), p))
         .collect();
-    let nodes: HashMap<&str, &serde_json::Value> = m["resolve"]["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .map(|n| (n["id"].as_str().expect("id"), n))
+    // What the root crate really builds with (normal and build dependencies, not dev) comes
+    // from `cargo tree`: it applies the feature resolver, whereas `metadata`'s resolve also
+    // lists weak optional dependencies that no feature turns on.
+    let tree = Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "--locked",
+            "-p",
+            "phiguard",
+            "-e",
+            "normal,build",
+            "--prefix",
+            "none",
+        ])
+        .args(["--format", "{p}", "--target"])
+        .arg(host())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree");
+    assert!(
+        tree.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tree.stderr)
+    );
+    let tree = String::from_utf8_lossy(&tree.stdout).into_owned();
+    // `name vX.Y.Z (source)`; the same crate repeats, marked `(*)`.
+    let built: HashSet<(String, String)> = tree
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((
+                w.next()?.to_owned(),
+                w.next()?.trim_start_matches('v').to_owned(),
+            ))
+        })
         .collect();
-    let root = packages
-        .values()
-        .find(|p| p["name"] == "phiguard")
-        .and_then(|p| p["id"].as_str())
-        .expect("the phiguard package");
-
-    // Everything the root crate builds with: normal and build dependencies, not dev.
-    let mut seen: HashSet<&str> = HashSet::new();
-    let mut todo = vec![root];
-    while let Some(id) = todo.pop() {
-        if !seen.insert(id) {
-            continue;
-        }
-        for dep in nodes[id]["deps"].as_array().into_iter().flatten() {
-            let not_dev = dep["dep_kinds"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|k| k["kind"].as_str() != Some("dev"));
-            if not_dev {
-                todo.push(dep["pkg"].as_str().expect("pkg"));
-            }
-        }
-    }
-    assert!(seen.len() > 100, "the walk found only {} crates", seen.len());
+    let seen: Vec<&str> = packages
+        .iter()
+        .filter(|(_, p)| {
+            let key = (
+                p["name"].as_str().unwrap_or_default().to_owned(),
+                p["version"].as_str().unwrap_or_default().to_owned(),
+            );
+            built.contains(&key)
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    assert!(
+        seen.len() > 100,
+        "the walk found only {} crates",
+        seen.len()
+    );
     let allowed: HashSet<&str> = ALLOWED.iter().map(|(n, _)| *n).collect();
     let mut native: Vec<String> = seen
         .iter()

@@ -13,7 +13,8 @@ fn a_copied_binary_serves_the_bundled_model_offline() {
 
     // Nothing beside the copy, no variable pointing at the checkout, run from the temp folder.
     let mut c = command(&exe, tmp.path());
-    c.current_dir(tmp.path()).args(["deid", "-", "--method", "mask"]);
+    c.current_dir(tmp.path())
+        .args(["deid", "-", "--method", "mask"]);
     let out = run(
         c,
         Some("Seen by Dr. Alice Jones on 03/04/2021 at Mercy Hospital, phone 617-555-0142.\n"),
@@ -34,7 +35,8 @@ fn a_copied_binary_serves_the_bundled_model_offline() {
 
     // And it verifies against its shipped checksums.
     let mut c = command(&exe, tmp.path());
-    c.current_dir(tmp.path()).args(["models", "verify", "rampart"]);
+    c.current_dir(tmp.path())
+        .args(["models", "verify", "rampart"]);
     let out = run(c, None);
     assert!(out.status.success(), "verify failed: {}", stderr(&out));
 }
