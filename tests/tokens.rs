@@ -2,6 +2,8 @@
 //! ephemeral loopback port in its own temporary home (file secrets), and `phiguard token …`
 //! run as separate processes on the same home. A rotation must take effect in the running
 //! server, without a restart: the new token works and the old one is refused.
+//!
+//! See: issue 11, "The front door" (`phiguard token rotate` did not take effect).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -106,7 +108,10 @@ fn token_of(out: &Output) -> String {
     );
     let t = String::from_utf8(out.stdout.clone()).expect("utf-8");
     let t = t.trim().to_string();
-    assert!(t.starts_with("pg_") && !t.contains('\n'), "one token printed");
+    assert!(
+        t.starts_with("pg_") && !t.contains('\n'),
+        "one token printed"
+    );
     t
 }
 
@@ -167,7 +172,11 @@ async fn token_rotate_takes_effect_in_a_running_server() {
     let new = rotate(home.path(), false);
     assert_ne!(new, old);
     until_switched(&http, &route, &old, &new).await;
-    assert_eq!(show(home.path(), false), new, "show prints the rotated token");
+    assert_eq!(
+        show(home.path(), false),
+        new,
+        "show prints the rotated token"
+    );
 
     // The refused old token is `invalid_credentials`, and stays refused.
     let r = http

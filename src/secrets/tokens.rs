@@ -193,7 +193,9 @@ fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 ///
 /// Written here rather than with a locking crate: `std::fs::File::lock` does exactly this
 /// (flock on Unix, LockFileEx on Windows) and is released when the file is closed.
-struct WriterLock(#[allow(dead_code)] std::fs::File);
+struct WriterLock {
+    _file: std::fs::File,
+}
 
 impl WriterLock {
     fn take(registry: &Path) -> Result<Self> {
@@ -217,7 +219,7 @@ impl WriterLock {
             .open(dir.join(name))
             .map_err(|e| SecretsError::Storage(e.to_string()))?;
         f.lock().map_err(|e| SecretsError::Storage(e.to_string()))?;
-        Ok(WriterLock(f))
+        Ok(WriterLock { _file: f })
     }
 }
 
@@ -424,7 +426,10 @@ impl TokenRegistry {
         let mut out = vec![TokenInfo {
             id: PRIMARY_CLIENT_ID.into(),
             label: if pinned {
-                format!("Primary client token (set by {})", Primary::Client.variable())
+                format!(
+                    "Primary client token (set by {})",
+                    Primary::Client.variable()
+                )
             } else {
                 "Primary client token".into()
             },
@@ -682,7 +687,10 @@ mod tests {
         assert_ne!(old, new);
         assert!(reg.authenticate(&old).is_none());
         assert!(reg.authenticate(&new).is_some());
-        assert_eq!(store.get("client-token").expect("get").as_deref(), Some(&*new));
+        assert_eq!(
+            store.get("client-token").expect("get").as_deref(),
+            Some(&*new)
+        );
         // Another registry on the same home picks it up.
         let other = TokenRegistry::open(store, file, None, None).expect("other");
         assert_eq!(other.client_token(), new);
