@@ -33,6 +33,7 @@
   const app = {
     apiBase: '',
     token: '',
+    rebootstrapping: false,
     tauri: null,
     events: null,
     status: null,
@@ -588,14 +589,19 @@
       return;
     }
     body.replaceChildren(...tokens.map((t) => {
+      // Revoking the primary client token replaces it: the server refuses the old one and
+      // `phiguard token show` (or the tray's "Copy API token") gives the new one.
       const revoke = h('button', { type: 'button', class: 'danger', 'aria-label': `Revoke token ${t.label}` }, 'Revoke');
-      revoke.addEventListener('click', () => confirmThen(revoke, 'Confirm revoke', async () => {
+      revoke.addEventListener('click', () => confirmThen(revoke, t.primary ? 'Confirm: replace it' : 'Confirm revoke', async () => {
         try {
           await api('DELETE', `/admin/tokens/${enc(t.id)}`);
-          toast(`Token “${t.label}” revoked`);
+          toast(t.primary
+            ? 'Primary client token revoked; a new one replaces it (phiguard token show, or “Copy API token”)'
+            : `Token “${t.label}” revoked`);
           loadTokens();
         } catch (e) {
           toast(`Revoke: ${e.message}`, 'error');
+          revoke.disabled = false;
         }
       }));
       return h('tr', { 'data-token-id': t.id },
@@ -820,6 +826,13 @@
 
   function signOut(message) {
     if (app.tauri) {
+      // The admin token may have been rotated (`phiguard token rotate --admin`): the shell
+      // hands over the one the server uses now. Asked once; a second refusal shows the banner.
+      if (!app.rebootstrapping) {
+        app.rebootstrapping = true;
+        bootstrapTauri().finally(() => { app.rebootstrapping = false; });
+        return;
+      }
       showBanner(message || 'The shell handed over a token the server refused.', false);
       return;
     }

@@ -162,8 +162,16 @@ enum TokenAction {
         #[arg(long)]
         admin: bool,
     },
-    /// Replace the client token; restart the service (or it re-reads on the next miss).
-    Rotate,
+    /// Replace the client token (or the admin token with --admin) and print the new one.
+    ///
+    /// Running services on this home (and the desktop app) accept the new token and refuse
+    /// the old one within a few seconds, without a restart. A token set by
+    /// PHIGUARD_AUTH_TOKEN / PHIGUARD_ADMIN_TOKEN is changed there instead.
+    Rotate {
+        /// Replace the admin token instead.
+        #[arg(long)]
+        admin: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -272,7 +280,7 @@ pub fn main() -> ExitCode {
         },
         Command::Token { action } => match action {
             TokenAction::Show { admin } => token::show(admin),
-            TokenAction::Rotate => token::rotate(),
+            TokenAction::Rotate { admin } => token::rotate(admin),
         },
         Command::Settings { action } => match action {
             SettingsAction::List => settings_cmd::list(),

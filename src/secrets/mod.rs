@@ -5,13 +5,17 @@
 //! Secret Service on Linux). Where no keychain answers (headless Linux, containers) they live
 //! in a 0600 JSON file under `PHIGUARD_HOME`. `PHIGUARD_KEYRING=off` skips the keychain.
 //! Tokens are compared as SHA-256 digests in constant time; the registry file holds digests,
-//! labels and prefixes only, never a usable token.
+//! labels and prefixes only, never a usable token. A running server picks up tokens changed
+//! by another process (rotation, revocation) within about a second (see `tokens.rs`).
 
 mod store;
 mod tokens;
 
 pub use store::{SecretStore, StoreKind};
-pub use tokens::{rotate_client, NewToken, Scope, TokenInfo, TokenRegistry};
+pub use tokens::{
+    registry_file, rotate, spawn_refresh, NewToken, Primary, Scope, TokenInfo, TokenRegistry,
+    PRIMARY_CLIENT_ID, REFRESH_PERIOD,
+};
 
 /// Errors of the secrets module.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +26,13 @@ pub enum SecretsError {
     /// Returned when a token id does not exist.
     #[error("no such token")]
     NoSuchToken,
+    /// Returned when a primary token is set by the environment or the settings file and so
+    /// cannot be replaced by phiguard.
+    #[error("the token is set by {variable}; change it there")]
+    Pinned {
+        /// The variable (or its `security.*` setting) that sets it.
+        variable: &'static str,
+    },
 }
 
 /// Module result.

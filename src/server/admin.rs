@@ -3,6 +3,7 @@
 //! JSON; the logic lives in `settings`, `guard`, `secrets`, `engine` and `models`.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -230,9 +231,13 @@ pub async fn admin_breaker_action(
 }
 
 /// `GET /admin/tokens`.
-#[utoipa::path(get, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "issued tokens (ids, labels, scopes; never the secrets)", body = serde_json::Value)))]
+#[utoipa::path(get, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "the primary client token (id `client`, `primary: true`) and the issued tokens: ids, labels, scopes, prefixes; never the secrets or their digests", body = serde_json::Value)))]
 pub async fn admin_tokens_list(State(st): State<AppState>) -> Response {
-    let _ = st.tokens.reload();
+    // The background refresh runs every second; a listing shows changes made elsewhere now.
+    let tokens = Arc::clone(&st.tokens);
+    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || tokens.refresh()).await {
+        tracing::warn!(error = %e, "token registry refresh failed");
+    }
     axum::Json(json!({ "tokens": st.tokens.list() })).into_response()
 }
 
@@ -253,22 +258,37 @@ pub async fn admin_tokens_create(
         f.body_problem("label must be at most 80 characters");
     }
     f.finish()?;
-    let t = st.tokens.create(label.trim(), scope).map_err(|e| {
-        tracing::error!(error = %e, "could not create a token");
-        ApiError::Internal
-    })?;
+    let tokens = Arc::clone(&st.tokens);
+    let label = label.trim().to_string();
+    let t = tokio::task::spawn_blocking(move || tokens.create(&label, scope))
+        .await
+        .map_err(|_| ApiError::Internal)?
+        .map_err(|e| {
+            tracing::error!(error = %e, "could not create a token");
+            ApiError::Internal
+        })?;
     Ok((StatusCode::CREATED, axum::Json(t)).into_response())
 }
 
-/// `DELETE /admin/tokens/{id}` → 204.
-#[utoipa::path(delete, path = "/admin/tokens/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "token id")), responses((status = 204, description = "revoked"), (status = 404, description = "no such token", body = super::openapi::ErrorEnvelope)))]
+/// `DELETE /admin/tokens/{id}` → 204. Revoking `client`, the primary client token, replaces
+/// it with a fresh one (which `phiguard token show` prints); the old one is refused at once.
+#[utoipa::path(delete, path = "/admin/tokens/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "token id; `client` is the primary client token, replaced by a fresh one when revoked")), responses((status = 204, description = "revoked"), (status = 404, description = "no such token", body = super::openapi::ErrorEnvelope), (status = 409, description = "the primary client token is set by PHIGUARD_AUTH_TOKEN and cannot be replaced here", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_tokens_revoke(
     State(st): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    match st.tokens.revoke(&id) {
+    // Ids are only ever compared with the registry's; revoking the primary client token
+    // replaces it (the store may be the keychain: off the async workers).
+    let tokens = Arc::clone(&st.tokens);
+    let outcome = tokio::task::spawn_blocking(move || tokens.revoke(&id))
+        .await
+        .map_err(|_| ApiError::Internal)?;
+    match outcome {
         Ok(()) => Ok(StatusCode::NO_CONTENT.into_response()),
         Err(crate::secrets::SecretsError::NoSuchToken) => Err(ApiError::NoSuchResource),
+        Err(crate::secrets::SecretsError::Pinned { .. }) => Err(ApiError::Conflict {
+            message: "The primary client token is set by PHIGUARD_AUTH_TOKEN (or security.auth_token in settings.toml); change it there and restart",
+        }),
         Err(e) => {
             tracing::error!(error = %e, "could not revoke a token");
             Err(ApiError::Internal)

@@ -230,12 +230,9 @@ pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> R
         let Some(token) = token else {
             return ApiError::AuthRequired.into_response();
         };
-        let found = st.tokens.authenticate(&token).or_else(|| {
-            // Tokens created or revoked by another process (the CLI): re-read once.
-            let _ = st.tokens.reload();
-            st.tokens.authenticate(&token)
-        });
-        let Some((token_id, scope)) = found else {
+        // Checked against the registry's snapshot in memory, no I/O: changes made by another
+        // process (the CLI) arrive through the registry's background refresh.
+        let Some((token_id, scope)) = st.tokens.authenticate(&token) else {
             st.metrics.auth_failures.inc();
             return ApiError::InvalidCredentials.into_response();
         };

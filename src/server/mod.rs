@@ -259,6 +259,17 @@ pub struct Server {
     state: AppState,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
+    /// The token registry's background refresh; ends with the server.
+    _token_refresh: AbortOnDrop,
+}
+
+/// A background task aborted when its owner is dropped.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Server {
@@ -291,14 +302,14 @@ impl Server {
                 "binding {host} needs an explicit client token: set PHIGUARD_AUTH_TOKEN (and PHIGUARD_ADMIN_TOKEN)"
             )));
         }
-        let store = if opts.file_secrets {
+        let store = Arc::new(if opts.file_secrets {
             SecretStore::file_only(home.secrets_file())
         } else {
             SecretStore::open(home.secrets_file())
-        };
+        });
         let tokens = Arc::new(TokenRegistry::open(
-            &store,
-            home.data_dir().join("tokens.json"),
+            Arc::clone(&store),
+            crate::secrets::registry_file(&home),
             Some(settings.str("security.auth_token").to_string()),
             Some(settings.str("security.admin_token").to_string()),
         )?);
@@ -381,6 +392,11 @@ impl Server {
                 }
             });
         }
+        // Tokens rotated or revoked by another process (the CLI) apply without a restart.
+        let token_refresh = AbortOnDrop(crate::secrets::spawn_refresh(
+            &state.tokens,
+            crate::secrets::REFRESH_PERIOD,
+        ));
         preload(&state).await;
         state.set_phase(Phase::Serving);
         tracing::info!(address = %addr, "phiguard serving");
@@ -388,6 +404,7 @@ impl Server {
             state,
             stop: Some(stop_tx),
             task,
+            _token_refresh: token_refresh,
         })
     }
 
@@ -405,14 +422,15 @@ impl Server {
         admin::status(&self.state)
     }
 
-    /// The admin token.
+    /// The admin token in use now (a rotation applies within a second or so).
     pub fn admin_token(&self) -> String {
-        self.state.tokens.admin_token().to_string()
+        self.state.tokens.admin_token()
     }
 
-    /// The primary client token.
+    /// The primary client token in use now (a rotation or revocation applies within a second
+    /// or so).
     pub fn client_token(&self) -> String {
-        self.state.tokens.client_token().to_string()
+        self.state.tokens.client_token()
     }
 
     /// The shared state (tests, the desktop shell).
