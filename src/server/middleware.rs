@@ -337,6 +337,11 @@ pub async fn admission(State(st): State<AppState>, mut req: Request, next: Next)
     resp
 }
 
+/// The request body limit in force, attached to every request by the router so that a 413
+/// can name it.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyLimit(pub usize);
+
 /// The request body as bytes, with the body limit mapped to 413 `payload_too_large`.
 pub struct Body(pub Bytes);
 
@@ -347,10 +352,13 @@ impl<S: Send + Sync> FromRequest<S> for Body {
         if req.method() == Method::GET {
             return Ok(Body(Bytes::new()));
         }
+        let limit = req.extensions().get::<BodyLimit>().map_or(0, |l| l.0);
         match Bytes::from_request(req, state).await {
             Ok(b) => Ok(Body(b)),
             Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
-                Err(ApiError::PayloadTooLarge)
+                Err(ApiError::PayloadTooLarge {
+                    limit_bytes: limit as u64,
+                })
             }
             Err(_) => Err(ApiError::BadRequest {
                 message: "Request body could not be read",
