@@ -157,7 +157,8 @@ fn required_scope(route: &str) -> Option<Scope> {
         return Some(Scope::Admin);
     }
     match route {
-        "/health" | "/livez" | "/readyz" | "/metrics" | "/openapi.json" => None,
+        "/health" | "/livez" | "/readyz" | "/metrics" | "/openapi.json" | "/" | "/docs" => None,
+        r if r.starts_with("/docs/") => None,
         r if r.starts_with("/ui") => None,
         // Unknown paths need authentication too (401 precedes 404, as OpenMed's deny-by-default).
         _ => Some(Scope::Client),
