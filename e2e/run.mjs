@@ -161,6 +161,39 @@ test('a model download from the local hub fixture reaches 100 %', async (t) => {
   }
 });
 
+test('/ renders a page whose link opens /docs, which renders the API reference offline', async () => {
+  const { page } = browser;
+  const foreign = [];
+  const consoleErrors = [];
+  const onRequest = (r) => {
+    const u = r.url();
+    if (!u.startsWith(`${server.base}/`) && !u.startsWith('data:')) foreign.push(u);
+  };
+  const onConsole = (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); };
+  page.on('request', onRequest);
+  page.on('console', onConsole);
+  try {
+    await page.goto(`${server.base}/`);
+    await page.click('a[href="/docs"]');
+    await page.waitForSelector('.opblock');
+    const doc = await server.api('GET', '/openapi.json');
+    const documented = Object.values(doc.json.paths).reduce((n, item) => n + Object.keys(item).length, 0);
+    assert.equal(await page.locator('.opblock').count(), documented, 'every documented operation is rendered');
+    // One operation opens with its request body and its responses, errors included.
+    const op = page.locator('.opblock', { has: page.locator('[data-path="/pii/deidentify"]') }).first();
+    await op.locator('.opblock-summary').click();
+    await page.waitForSelector('.opblock.is-open .responses-table');
+    const opened = await page.locator('.opblock.is-open').innerText();
+    assert.ok(opened.includes('confidence_threshold'), 'the request body schema is shown');
+    assert.ok(/\b422\b/.test(opened) && /\b413\b/.test(opened), 'the error responses are shown');
+  } finally {
+    page.off('request', onRequest);
+    page.off('console', onConsole);
+  }
+  assert.deepEqual(foreign, [], 'the page loads nothing from another origin');
+  assert.deepEqual(consoleErrors, [], 'no console errors (CSP violations included)');
+});
+
 test('the page raised no script errors', () => {
   assert.deepEqual(browser.problems, []);
 });

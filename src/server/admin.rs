@@ -382,7 +382,7 @@ pub async fn admin_eval(
             "value_error",
         )])
     })?;
-    let id = st.engine.resolve(model.as_deref())?;
+    let id = st.resolve_model(model.as_deref())?;
     let method = crate::deid::Method::from_wire(method).unwrap_or_default();
     let (report, _) = crate::engine::evaluate::evaluate(
         &st.engine,

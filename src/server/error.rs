@@ -1,9 +1,10 @@
 //! The one place errors become HTTP: [`ApiError`] and its mapping to status, code, headers
 //! and the envelope `{"error":{"code","message","details","request_id"}}` (DESIGN §5).
 //!
-//! Messages are fixed strings chosen here; details carry numbers, field paths and closed
-//! vocabularies only. Nothing in an error response is derived from request text or from a
-//! requested model name.
+//! Messages are fixed strings chosen here; details carry numbers, field paths, setting names,
+//! configured model ids and closed vocabularies only. Nothing in an error response is derived
+//! from request text or from a requested model name. Where the user can act (a limit to
+//! raise, a model to choose, a route to look up), the message says how.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -40,7 +41,10 @@ pub enum ApiError {
     Validation(Vec<FieldProblem>),
     /// Returned when the requested model is not served: 422 `model_not_served`.
     #[error("requested model is not served")]
-    ModelNotServed,
+    ModelNotServed {
+        /// The ids a request may name instead (configured names, never the requested one).
+        available: Vec<String>,
+    },
     /// Returned for a bad Host header, bad priority header or bad arguments: 400 `bad_request`.
     #[error("bad request")]
     BadRequest {
@@ -120,7 +124,10 @@ pub enum ApiError {
     ModelLoad,
     /// Returned when the body exceeds a limit: 413 `payload_too_large`.
     #[error("payload too large")]
-    PayloadTooLarge,
+    PayloadTooLarge {
+        /// The configured limit, in bytes.
+        limit_bytes: u64,
+    },
     /// Returned while starting or shutting down: 503 `not_ready`.
     #[error("not ready")]
     NotReady {
@@ -145,7 +152,9 @@ impl ApiError {
     /// The HTTP status of this error.
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Validation(_) | ApiError::ModelNotServed => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Validation(_) | ApiError::ModelNotServed { .. } => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::NotFound | ApiError::NoSuchResource => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -160,7 +169,7 @@ impl ApiError {
             ApiError::Inference | ApiError::ModelLoad | ApiError::Internal => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
-            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
         }
     }
@@ -169,7 +178,7 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::Validation(_) => "validation_error",
-            ApiError::ModelNotServed => "model_not_served",
+            ApiError::ModelNotServed { .. } => "model_not_served",
             ApiError::BadRequest { .. } | ApiError::NotFound | ApiError::MethodNotAllowed => {
                 "bad_request"
             }
@@ -183,7 +192,7 @@ impl ApiError {
             ApiError::Timeout { .. } => "timeout",
             ApiError::Inference => "inference_error",
             ApiError::ModelLoad => "model_load_error",
-            ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::PayloadTooLarge { .. } => "payload_too_large",
             ApiError::NotReady { .. } => "not_ready",
             ApiError::Internal => "internal_error",
             ApiError::NoSuchResource => "not_found",
@@ -194,9 +203,25 @@ impl ApiError {
     fn message(&self) -> String {
         match self {
             ApiError::Validation(_) => "Request validation failed".into(),
-            ApiError::ModelNotServed => "Requested model is not served".into(),
+            ApiError::ModelNotServed { available } if available.is_empty() => {
+                "Requested model is not served".into()
+            }
+            ApiError::ModelNotServed { available } => {
+                let shown = available.len().min(MODELS_IN_MESSAGE);
+                let more = available.len() - shown;
+                let mut m = format!(
+                    "Requested model is not served; available: {}",
+                    available[..shown].join(", ")
+                );
+                if more > 0 {
+                    m.push_str(&format!(" (and {more} more, see details)"));
+                }
+                m
+            }
             ApiError::BadRequest { message, .. } => (*message).into(),
-            ApiError::NotFound => "Not Found".into(),
+            ApiError::NotFound => {
+                "Not Found: no route at this path; the API reference is at /docs".into()
+            }
             ApiError::MethodNotAllowed => "Method Not Allowed".into(),
             ApiError::AuthRequired => "Authentication credentials were not provided".into(),
             ApiError::InvalidCredentials => "Authentication credentials are invalid".into(),
@@ -214,7 +239,10 @@ impl ApiError {
             }
             ApiError::Inference => "Model inference failed".into(),
             ApiError::ModelLoad => "Model could not be loaded".into(),
-            ApiError::PayloadTooLarge => "Request body exceeds the configured limit".into(),
+            ApiError::PayloadTooLarge { limit_bytes } => format!(
+                "Request body exceeds the configured limit of {limit_bytes} bytes; send a smaller body or raise {} (restart needed)",
+                setting_env(MAX_REQUEST_BYTES)
+            ),
             ApiError::NotReady { message } => (*message).into(),
             ApiError::Internal => "Internal server error".into(),
             ApiError::NoSuchResource => "Resource not found".into(),
@@ -252,6 +280,12 @@ impl ApiError {
                 retry_after_seconds,
             } => json!({ "state": state, "retry_after_seconds": retry_after_seconds }),
             ApiError::Timeout { timeout_seconds } => json!({ "timeout_seconds": timeout_seconds }),
+            ApiError::ModelNotServed { available } => json!({ "available_models": available }),
+            ApiError::PayloadTooLarge { limit_bytes } => json!({
+                "limit_bytes": limit_bytes,
+                "setting": setting_env(MAX_REQUEST_BYTES),
+                "key": MAX_REQUEST_BYTES,
+            }),
             _ => Value::Null,
         }
     }
@@ -287,7 +321,11 @@ impl From<crate::engine::EngineError> for ApiError {
     fn from(e: crate::engine::EngineError) -> Self {
         use crate::engine::EngineError as E;
         match e {
-            E::NotServed => ApiError::ModelNotServed,
+            // Callers that can name the alternatives resolve through `AppState::resolve_model`;
+            // this arm is the rare case of a model removed between resolve and call.
+            E::NotServed => ApiError::ModelNotServed {
+                available: Vec::new(),
+            },
             E::Load => ApiError::ModelLoad,
             E::Backend => ApiError::Inference,
             E::Busy { retry_after } => ApiError::Busy {
@@ -342,6 +380,17 @@ impl ApiError {
     }
 }
 
+/// How many model ids a `model_not_served` message lists (details carry them all).
+const MODELS_IN_MESSAGE: usize = 20;
+
+/// The settings key of the request body limit.
+pub(crate) const MAX_REQUEST_BYTES: &str = "limits.max_request_bytes";
+
+/// The environment variable of a settings key, from the one settings table.
+pub(crate) fn setting_env(key: &str) -> &'static str {
+    crate::settings::table::def(key).map_or("", |d| d.env)
+}
+
 fn round3(x: f64) -> f64 {
     (x * 1000.0).ceil() / 1000.0
 }
@@ -394,7 +443,12 @@ mod tests {
     fn every_design_row_maps_to_its_status_and_code() {
         let rows: Vec<(ApiError, u16, &str, Option<u64>)> = vec![
             (ApiError::Validation(vec![]), 422, "validation_error", None),
-            (ApiError::ModelNotServed, 422, "model_not_served", None),
+            (
+                ApiError::ModelNotServed { available: vec![] },
+                422,
+                "model_not_served",
+                None,
+            ),
             (ApiError::AuthRequired, 401, "authentication_required", None),
             (
                 ApiError::InvalidCredentials,
@@ -443,12 +497,44 @@ mod tests {
                 None,
             ),
             (ApiError::Inference, 500, "inference_error", None),
-            (ApiError::PayloadTooLarge, 413, "payload_too_large", None),
+            (
+                ApiError::PayloadTooLarge { limit_bytes: 10 },
+                413,
+                "payload_too_large",
+                None,
+            ),
         ];
         for (err, status, code, retry) in rows {
             assert_eq!(err.status().as_u16(), status);
             assert_eq!(err.code(), code);
             assert_eq!(err.retry_after(), retry);
         }
+    }
+
+    #[test]
+    fn actionable_messages_name_the_limit_setting_and_the_alternatives() {
+        let body = ApiError::PayloadTooLarge { limit_bytes: 1000 }.body(None);
+        let msg = body["error"]["message"].as_str().unwrap_or("");
+        assert!(msg.contains("1000 bytes") && msg.contains("PHIGUARD_MAX_REQUEST_BYTES"));
+        assert_eq!(body["error"]["details"]["limit_bytes"], 1000);
+        assert_eq!(
+            body["error"]["details"]["setting"],
+            "PHIGUARD_MAX_REQUEST_BYTES"
+        );
+
+        let many: Vec<String> = (0..25).map(|i| format!("m{i}")).collect();
+        let body = ApiError::ModelNotServed {
+            available: many.clone(),
+        }
+        .body(None);
+        let msg = body["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            msg.contains("m0, m1") && msg.contains("and 5 more"),
+            "{msg}"
+        );
+        assert!(!msg.contains("m24"), "{msg}");
+        assert_eq!(body["error"]["details"]["available_models"], json!(many));
+        let body = ApiError::ModelNotServed { available: vec![] }.body(None);
+        assert_eq!(body["error"]["message"], "Requested model is not served");
     }
 }

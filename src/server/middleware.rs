@@ -157,7 +157,8 @@ fn required_scope(route: &str) -> Option<Scope> {
         return Some(Scope::Admin);
     }
     match route {
-        "/health" | "/livez" | "/readyz" | "/metrics" | "/openapi.json" => None,
+        "/health" | "/livez" | "/readyz" | "/metrics" | "/openapi.json" | "/" | "/docs" => None,
+        r if r.starts_with("/docs/") => None,
         r if r.starts_with("/ui") => None,
         // Unknown paths need authentication too (401 precedes 404, as OpenMed's deny-by-default).
         _ => Some(Scope::Client),
@@ -334,6 +335,11 @@ pub async fn admission(State(st): State<AppState>, mut req: Request, next: Next)
     resp
 }
 
+/// The request body limit in force, attached to every request by the router so that a 413
+/// can name it.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyLimit(pub usize);
+
 /// The request body as bytes, with the body limit mapped to 413 `payload_too_large`.
 pub struct Body(pub Bytes);
 
@@ -344,10 +350,13 @@ impl<S: Send + Sync> FromRequest<S> for Body {
         if req.method() == Method::GET {
             return Ok(Body(Bytes::new()));
         }
+        let limit = req.extensions().get::<BodyLimit>().map_or(0, |l| l.0);
         match Bytes::from_request(req, state).await {
             Ok(b) => Ok(Body(b)),
             Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
-                Err(ApiError::PayloadTooLarge)
+                Err(ApiError::PayloadTooLarge {
+                    limit_bytes: limit as u64,
+                })
             }
             Err(_) => Err(ApiError::BadRequest {
                 message: "Request body could not be read",

@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod api;
 pub mod error;
+pub mod front;
 pub mod metrics;
 pub mod middleware;
 pub mod models_api;

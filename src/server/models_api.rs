@@ -115,7 +115,9 @@ pub async fn admin_models_pull(
     let catalog = catalog()?;
     // Only catalog ids go further: a request-derived name never reaches a log or the disk.
     let Some(id) = catalog.resolve(&requested).map(str::to_string) else {
-        return Err(ApiError::ModelNotServed);
+        return Err(ApiError::ModelNotServed {
+            available: catalog.entries().iter().map(|e| e.id.clone()).collect(),
+        });
     };
     let cancel = CancellationToken::new();
     {

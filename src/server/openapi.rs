@@ -33,6 +33,7 @@ use super::validate::LANGS;
 #[openapi(
     info(title = "phiguard", description = "Local-first clinical de-identification service (OpenMed 3.1 compatible)"),
     paths(
+        super::front::index, super::front::docs,
         super::ops::health, super::ops::livez, super::ops::readyz, super::ops::metrics,
         super::ops::models_loaded, super::ops::models_unload,
         super::pii::pii_extract, super::pii::pii_deidentify, super::pii::analyze,
@@ -51,7 +52,7 @@ use super::validate::LANGS;
         ModelsLoadedResponse, LoadedModel, UnloadResponse, Released, ErrorEnvelope, ErrorBody, KeepAlive,
         SettingsPatch, TokenCreateBody, ModelIdBody, EvalBody,
     )),
-    modifiers(&Security, &Choices, &ErrorResponses),
+    modifiers(&Security, &Choices, &ErrorResponses, &Tags),
 )]
 pub struct ApiDoc;
 
@@ -515,6 +516,64 @@ pub struct ErrorBody {
     request_id: Option<String>,
 }
 
+/// Names the operation groups for people: utoipa tags each operation with its handler's
+/// module path (`super::ops`), which is what `/docs` would otherwise show as headings.
+struct Tags;
+
+impl utoipa::Modify for Tags {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::tag::TagBuilder;
+        const GROUPS: &[(&str, &str, &str)] = &[
+            (
+                "super::pii",
+                "pii",
+                "OpenMed-compatible detection and de-identification",
+            ),
+            ("super::stream", "pii", ""),
+            (
+                "super::ops",
+                "service",
+                "health, readiness, metrics and loaded models",
+            ),
+            (
+                "super::front",
+                "front door",
+                "the landing page and this reference (open)",
+            ),
+            ("admin", "admin", "the admin API (admin token)"),
+        ];
+        for item in openapi.paths.paths.values_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                for tag in op.tags.iter_mut().flatten() {
+                    if let Some((_, name, _)) = GROUPS.iter().find(|(from, _, _)| from == tag) {
+                        *tag = (*name).to_string();
+                    }
+                }
+            }
+        }
+        openapi.tags = Some(
+            GROUPS
+                .iter()
+                .filter(|(_, _, what)| !what.is_empty())
+                .map(|(_, name, what)| {
+                    TagBuilder::new()
+                        .name(*name)
+                        .description(Some(*what))
+                        .build()
+                })
+                .collect(),
+        );
+    }
+}
+
 struct Security;
 
 impl utoipa::Modify for Security {
@@ -614,7 +673,15 @@ impl utoipa::Modify for ErrorResponses {
             "/pii/deidentify",
             "/pii/deidentify/stream",
         ];
-        const OPEN_ROUTES: &[&str] = &["/health", "/livez", "/readyz", "/metrics", "/openapi.json"];
+        const OPEN_ROUTES: &[&str] = &[
+            "/",
+            "/docs",
+            "/health",
+            "/livez",
+            "/readyz",
+            "/metrics",
+            "/openapi.json",
+        ];
         for (path, item) in openapi.paths.paths.iter_mut() {
             let model = MODEL_ROUTES.contains(&path.as_str());
             let open = OPEN_ROUTES.contains(&path.as_str());
@@ -865,8 +932,30 @@ mod tests {
             assert!(responses.get(status).is_some(), "missing {status}");
         }
         assert!(responses["503"]["headers"].get("Retry-After").is_some());
-        let health = &doc["paths"]["/health"]["get"]["responses"];
-        assert!(health.get("401").is_none());
+        for open in ["/health", "/", "/docs"] {
+            let responses = &doc["paths"][open]["get"]["responses"];
+            assert!(responses.get("200").is_some(), "{open} is not documented");
+            assert!(responses.get("401").is_none(), "{open} is open");
+        }
+    }
+
+    #[test]
+    fn operations_are_grouped_under_named_tags() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
+        let named: Vec<&str> = doc["tags"]
+            .as_array()
+            .expect("tags")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for (method, op) in item.as_object().expect("item") {
+                for tag in op["tags"].as_array().expect("tags") {
+                    let tag = tag.as_str().unwrap_or("");
+                    assert!(named.contains(&tag), "{method} {path}: tag {tag}");
+                }
+            }
+        }
     }
 
     #[test]

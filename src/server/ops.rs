@@ -108,7 +108,7 @@ pub async fn models_unload(
     let req = UnloadRequest::parse(&map)?;
     let reg = &st.engine.registry;
     let id = match &req.model_name {
-        Some(name) => Some(st.engine.resolve(Some(name))?),
+        Some(name) => Some(st.resolve_model(Some(name))?),
         None => None,
     };
     if req.all {

@@ -52,7 +52,7 @@ pub(crate) async fn detect(
     text: &str,
     opts: &CallOptions,
 ) -> Result<Detection, ApiError> {
-    let id = st.engine.resolve(model_name)?;
+    let id = st.resolve_model(model_name)?;
     let det = st.engine.detect(&id, Arc::from(text), opts).await?;
     if det.degraded {
         st.metrics.degraded.inc();

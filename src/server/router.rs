@@ -25,7 +25,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::error::ApiError;
 use super::state::AppState;
-use super::{admin, middleware, models_api, ops, pii, stream};
+use super::{admin, front, middleware, models_api, ops, pii, stream};
 
 /// The desktop dashboard's own origins (Tauri's webview on Linux/macOS and Windows). They
 /// are always allowed: a browser page cannot claim them, and every admin call still needs
@@ -117,6 +117,9 @@ pub fn app(st: AppState, max_body: usize) -> Router {
         );
     }
     let mut router = Router::new()
+        .route("/", get(front::index))
+        .route("/docs", get(front::docs))
+        .route("/docs/", get(front::docs))
         .route("/health", get(ops::health))
         .route("/livez", get(ops::livez))
         .route("/readyz", get(ops::readyz))
@@ -126,8 +129,14 @@ pub fn app(st: AppState, max_body: usize) -> Router {
         .route("/models/unload", post(ops::models_unload))
         .merge(model_routes)
         .merge(admin_routes);
+    for (path, _, _) in front::ASSETS {
+        router = router.route(path, get(move || async move { front::asset(path) }));
+    }
     if st.settings().bool("server.ui") {
-        router = router.nest_service("/ui", tower_http::services::ServeDir::new(ui_dir()));
+        let files = tower::ServiceBuilder::new()
+            .layer(axum::middleware::from_fn(front::ui_slash))
+            .service(tower_http::services::ServeDir::new(ui_dir()));
+        router = router.nest_service("/ui", files);
     }
     router
         .fallback(|| async { ApiError::NotFound })
@@ -136,6 +145,7 @@ pub fn app(st: AppState, max_body: usize) -> Router {
         .layer(cors(&st))
         .layer(mw(st.clone(), middleware::trusted_host))
         .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::Extension(middleware::BodyLimit(max_body)))
         .layer(mw(st.clone(), middleware::context))
         .layer(CatchPanicLayer::custom(panic_response))
         .with_state(st)

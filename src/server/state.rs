@@ -152,4 +152,21 @@ impl AppState {
     pub fn uptime(&self) -> Duration {
         self.started.elapsed()
     }
+
+    /// Resolves a requested model name (None = the default) to an installed id; a name that
+    /// is not served is a 422 `model_not_served` listing the names that would work.
+    ///
+    /// # Errors
+    /// [`ApiError::ModelNotServed`].
+    pub fn resolve_model(&self, requested: Option<&str>) -> Result<String, ApiError> {
+        let engine = &self.engine;
+        engine.resolve(requested).map_err(|_| {
+            let available = engine
+                .served_names()
+                .into_iter()
+                .filter(|n| engine.resolve(Some(n)).is_ok())
+                .collect();
+            ApiError::ModelNotServed { available }
+        })
+    }
 }

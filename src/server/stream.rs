@@ -185,7 +185,7 @@ pub async fn pii_extract_stream(
     let map = parse_object(&body)?;
     let (req, so): (ExtractRequest, StreamOptions) =
         ExtractRequest::parse_stream(&map, limits(&st))?;
-    let model_id = st.engine.resolve(req.model_name.as_deref())?;
+    let model_id = st.resolve_model(req.model_name.as_deref())?;
     let (tx, rx) = mpsc::channel::<Bytes>(32);
     let held = held.map(|h| h.0);
     tokio::spawn(async move {
@@ -251,7 +251,7 @@ pub async fn pii_deidentify_stream(
     let (req, chunk): (DeidentifyRequest, Option<usize>) =
         DeidentifyRequest::parse(&map, limits(&st), true)?;
     let chunk_size = chunk.unwrap_or(1024);
-    let model_id = st.engine.resolve(req.model_name.as_deref())?;
+    let model_id = st.resolve_model(req.model_name.as_deref())?;
     let (tx, rx) = mpsc::channel::<Bytes>(32);
     let held = held.map(|h| h.0);
     tokio::spawn(async move {

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{ApiError, FieldProblem};
+use super::error::{setting_env, ApiError, FieldProblem};
 
 /// Limits applied to `text`.
 #[derive(Clone, Copy, Debug)]
@@ -21,16 +21,25 @@ pub struct TextLimits {
 /// Parses a body into a JSON object.
 ///
 /// # Errors
-/// 422 for invalid UTF-8, malformed JSON or a non-object body.
+/// 422 for invalid UTF-8, malformed JSON or a non-object body. Positions are given as line
+/// and column (in characters, 1-based), which an editor can jump to; no part of the body is
+/// quoted.
 pub fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    if std::str::from_utf8(body).is_err() {
-        return Err(ApiError::Validation(vec![FieldProblem::new(
-            "body",
-            "Body is not valid UTF-8",
-            "json_invalid",
-        )]));
-    }
-    match serde_json::from_slice::<Value>(body) {
+    let text = match std::str::from_utf8(body) {
+        Ok(t) => t,
+        Err(e) => {
+            let (line, column) = position(&String::from_utf8_lossy(&body[..e.valid_up_to()]));
+            return Err(ApiError::Validation(vec![FieldProblem::new(
+                "body",
+                format!(
+                    "Body is not valid UTF-8: the first invalid byte is at line {line}, column {}",
+                    column + 1
+                ),
+                "json_invalid",
+            )]));
+        }
+    };
+    match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(ApiError::Validation(vec![FieldProblem::new(
             "body",
@@ -38,12 +47,80 @@ pub fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
             "model_attributes_type",
         )])),
         Err(e) => Err(ApiError::Validation(vec![FieldProblem::new(
-            format!("body.{}", e.column()),
-            "JSON decode error",
+            "body",
+            json_error_message(text, &e),
             "json_invalid",
         )])),
     }
 }
+
+/// The 1-based line of the end of `prefix` and the number of characters after its last
+/// newline.
+fn position(prefix: &str) -> (usize, usize) {
+    let line = prefix.matches('\n').count() + 1;
+    let column = prefix.rsplit('\n').next().map_or(0, |l| l.chars().count());
+    (line, column)
+}
+
+/// serde_json's syntax messages, which are fixed strings. Only these are repeated to the
+/// client: any other message (a custom or data error) could quote the body.
+const JSON_SYNTAX_MESSAGES: &[&str] = &[
+    "EOF while parsing a list",
+    "EOF while parsing an object",
+    "EOF while parsing a string",
+    "EOF while parsing a value",
+    "expected `:`",
+    "expected `,` or `]`",
+    "expected `,` or `}`",
+    "expected ident",
+    "expected value",
+    "expected `\"`",
+    "invalid escape",
+    "invalid number",
+    "number out of range",
+    "invalid unicode code point",
+    "control character (\\u0000-\\u001F) found while parsing a string",
+    "key must be a string",
+    "lone leading surrogate in hex escape",
+    "trailing comma",
+    "trailing characters",
+    "unexpected end of hex escape",
+    "recursion limit exceeded",
+];
+
+/// `JSON decode error at line L, column C: <what>`, the column counted in characters (serde
+/// counts bytes) and `<what>` one of [`JSON_SYNTAX_MESSAGES`] or a generic phrase.
+fn json_error_message(text: &str, e: &serde_json::Error) -> String {
+    let line = e.line();
+    // serde_json's column is the count of bytes of the line consumed, 0 before the first.
+    let line_text = text.split('\n').nth(line.saturating_sub(1)).unwrap_or("");
+    let mut byte_col = e.column().min(line_text.len());
+    while !line_text.is_char_boundary(byte_col) {
+        byte_col -= 1;
+    }
+    let column = line_text[..byte_col].chars().count().max(1);
+    let full = e.to_string();
+    let what = full
+        .rsplit_once(" at line ")
+        .map(|(w, _)| w)
+        .filter(|w| JSON_SYNTAX_MESSAGES.contains(w))
+        .unwrap_or("the body is not valid JSON");
+    format!("JSON decode error at line {line}, column {column}: {what}")
+}
+
+/// True for a plain identifier of at most 64 characters, the only unknown field names an
+/// error repeats: anything else could be request text sent as a key.
+fn plain_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 64
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// At most this many unknown fields are named one by one; the rest are counted.
+const NAMED_UNKNOWN_FIELDS: usize = 20;
 
 /// A JSON object being read field by field; unknown fields are reported at the end.
 pub struct Fields<'a> {
@@ -97,13 +174,21 @@ impl<'a> Fields<'a> {
                 } else if t.len() > limits.max_bytes {
                     self.problem(
                         name,
-                        format!("Value error, Input text too large; the limit is {} bytes. Reduce the input or increase the configured limit.", limits.max_bytes),
+                        format!(
+                            "Value error, Input text too large; the limit is {} bytes. Reduce the input or increase the configured limit ({}).",
+                            limits.max_bytes,
+                            setting_env("limits.max_text_bytes")
+                        ),
                         "value_error",
                     );
                 } else if t.chars().count() > limits.max_chars {
                     self.problem(
                         name,
-                        format!("Value error, Input text too long; the limit is {} characters. Reduce the input or increase the configured limit.", limits.max_chars),
+                        format!(
+                            "Value error, Input text too long; the limit is {} characters. Reduce the input or increase the configured limit ({}).",
+                            limits.max_chars,
+                            setting_env("limits.max_text_length")
+                        ),
                         "value_error",
                     );
                 }
@@ -271,20 +356,47 @@ impl<'a> Fields<'a> {
         parsed
     }
 
-    /// Finishes: unknown fields become problems (named without echoing them).
+    /// Finishes: unknown fields become problems. A field whose name is a plain identifier
+    /// (at most 64 characters) is named, as `body.<name>`; any other is only counted. Each
+    /// message lists the accepted fields.
     ///
     /// # Errors
     /// 422 with every problem found.
     pub fn finish(mut self) -> Result<(), ApiError> {
-        let unknown = self
-            .map
-            .keys()
-            .filter(|k| !self.seen.contains(&k.as_str()))
-            .count();
-        if unknown > 0 {
+        let mut accepted: Vec<&str> = Vec::new();
+        for name in &self.seen {
+            if !accepted.contains(name) {
+                accepted.push(name);
+            }
+        }
+        let accepted = accepted.join(", ");
+        let mut unnamed = 0usize;
+        let mut named = 0usize;
+        let map = self.map;
+        for key in map.keys() {
+            if self.seen.contains(&key.as_str()) {
+                continue;
+            }
+            if plain_identifier(key) && named < NAMED_UNKNOWN_FIELDS {
+                named += 1;
+                self.problems.push(FieldProblem::new(
+                    format!("body.{key}"),
+                    format!("Extra inputs are not permitted: unknown field {key}; accepted fields: {accepted}"),
+                    "extra_forbidden",
+                ));
+            } else {
+                unnamed += 1;
+            }
+        }
+        if unnamed > 0 {
+            let what = if unnamed == 1 {
+                "an unknown field".to_string()
+            } else {
+                format!("{unnamed} unknown fields")
+            };
             self.problems.push(FieldProblem::new(
                 "body",
-                format!("Extra inputs are not permitted ({unknown} unknown field(s))"),
+                format!("Extra inputs are not permitted: the body has {what}; accepted fields: {accepted}"),
                 "extra_forbidden",
             ));
         }
@@ -373,6 +485,86 @@ mod tests {
             assert_eq!(f.keep_alive(), None);
             assert!(f.finish().is_err(), "{body}");
         }
+    }
+
+    fn problems(body: &str) -> Value {
+        let map = match parse_object(body.as_bytes()) {
+            Ok(m) => m,
+            Err(e) => return e.body(None)["error"]["details"].clone(),
+        };
+        let mut f = Fields::new(&map);
+        f.text("text", LIMITS);
+        f.opt_str("model_name");
+        match f.finish() {
+            Ok(()) => Value::Null,
+            Err(e) => e.body(None)["error"]["details"].clone(),
+        }
+    }
+
+    #[test]
+    fn bad_json_is_located_by_line_and_character_column() {
+        let d = problems("{\n  \"text\": \"ééé\" x\n}");
+        assert_eq!(d[0]["field"], "body");
+        assert_eq!(d[0]["type"], "json_invalid");
+        let msg = d[0]["message"].as_str().unwrap_or("");
+        // `x` is the 17th character of line 2 (serde_json counts 20 bytes).
+        assert_eq!(
+            msg,
+            "JSON decode error at line 2, column 17: expected `,` or `}`"
+        );
+        let d = problems("");
+        assert_eq!(
+            d[0]["message"],
+            "JSON decode error at line 1, column 1: EOF while parsing a value"
+        );
+        let map = parse_object(b"{\"a\":\n\"\xc3\xa9\xff\"}").expect_err("not utf-8");
+        let msg = map.body(None)["error"]["details"][0]["message"].clone();
+        assert_eq!(
+            msg,
+            "Body is not valid UTF-8: the first invalid byte is at line 2, column 3"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_named_only_when_plain_identifiers() {
+        let d = problems(r#"{"text": "a", "bogus_field": 1}"#);
+        assert_eq!(d[0]["field"], "body.bogus_field");
+        let msg = d[0]["message"].as_str().unwrap_or("");
+        assert!(msg.contains("unknown field bogus_field"), "{msg}");
+        assert!(msg.contains("accepted fields: text, model_name"), "{msg}");
+        let long = "a".repeat(65);
+        for key in ["Zyx Canary", "9lives", "naïve", "a-b", long.as_str(), ""] {
+            let d = problems(&format!(r#"{{"text": "a", "{key}": 1}}"#));
+            assert_eq!(d[0]["field"], "body", "{key}");
+            let json = d.to_string();
+            assert!(json.contains("an unknown field"), "{json}");
+            if !key.is_empty() {
+                assert!(!json.contains(key), "{key} echoed: {json}");
+            }
+        }
+        assert!(plain_identifier(&"a".repeat(64)) && plain_identifier("_x9"));
+        let d = problems(r#"{"text": "a", "x y": 1, "z w": 2, "ok_name": 3}"#);
+        let json = d.to_string();
+        assert!(
+            json.contains("body.ok_name") && json.contains("2 unknown fields"),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn text_limits_name_their_settings() {
+        let d = problems(r#"{"text": "abcdefghijklmnop"}"#);
+        let msg = d[0]["message"].as_str().unwrap_or("");
+        assert!(
+            msg.contains("10 characters") && msg.contains("PHIGUARD_MAX_TEXT_LENGTH"),
+            "{msg}"
+        );
+        let d = problems(&format!(r#"{{"text": "{}"}}"#, "é".repeat(21)));
+        let msg = d[0]["message"].as_str().unwrap_or("");
+        assert!(
+            msg.contains("40 bytes") && msg.contains("PHIGUARD_MAX_TEXT_BYTES"),
+            "{msg}"
+        );
     }
 
     proptest! {

@@ -54,6 +54,75 @@ async fn validation_errors_never_echo_and_list_fields() {
     t.shutdown().await;
 }
 
+/// Posts raw bytes to `path` with the client token; returns the 422's problems.
+async fn problems(t: &TestServer, path: &str, body: impl Into<Vec<u8>>) -> serde_json::Value {
+    let resp = t
+        .http
+        .post(t.url(path))
+        .bearer_auth(CLIENT)
+        .header("content-type", "application/json")
+        .body(body.into())
+        .send()
+        .await
+        .expect("send");
+    let (body, _) = expect_error(resp, 422, "validation_error").await;
+    body["error"]["details"].clone()
+}
+
+#[tokio::test]
+async fn validation_errors_say_what_to_change() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_MAX_TEXT_LENGTH", "50"),
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+    ])
+    .await;
+    // Text over the limit: the limit and the setting that raises it.
+    let d = problems(
+        &t,
+        "/pii/extract",
+        format!(r#"{{"text": "Zed Canary {}"}}"#, "x".repeat(60)),
+    )
+    .await;
+    assert_eq!(d[0]["field"], "body.text");
+    let msg = d[0]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("50 characters") && msg.contains("PHIGUARD_MAX_TEXT_LENGTH"),
+        "{msg}"
+    );
+    assert!(!d.to_string().contains("Canary"));
+
+    // An unknown field with a plain name is named, with the accepted fields.
+    let d = problems(&t, "/pii/deidentify", r#"{"text": "Zed", "methd": "mask"}"#).await;
+    assert_eq!(d[0]["field"], "body.methd", "{d}");
+    assert_eq!(d[0]["type"], "extra_forbidden");
+    let msg = d[0]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("methd") && msg.contains("method"), "{msg}");
+
+    // Any other name is never repeated: not a phrase, not a long name, not a non-ASCII one.
+    let long = format!("Canary{}", "a".repeat(60));
+    for key in ["Zed Canary", long.as_str(), "Canaryé", "Canary-1"] {
+        let body = json!({"text": "Zed", key: 1}).to_string();
+        let d = problems(&t, "/pii/extract", body).await;
+        assert_eq!(d[0]["field"], "body", "{d}");
+        assert!(
+            d[0]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("an unknown field"),
+            "{d}"
+        );
+        assert!(!d.to_string().contains("Canary"), "{key} echoed: {d}");
+    }
+
+    // Bad JSON: line and column, and nothing of the body.
+    let d = problems(&t, "/pii/extract", "{\n  \"text\": \"Zed\",\n  Canary\n}").await;
+    assert_eq!(d[0]["type"], "json_invalid");
+    let msg = d[0]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("line 3, column 3"), "{msg}");
+    assert!(!d.to_string().contains("Canary"), "{d}");
+    t.shutdown().await;
+}
+
 #[tokio::test]
 async fn unknown_model_is_not_served() {
     let t = TestServer::start(&[]).await;
@@ -67,6 +136,24 @@ async fn unknown_model_is_not_served() {
     assert_eq!(status, 422);
     assert_eq!(body["error"]["code"], "model_not_served");
     assert!(!body.to_string().contains("Canary"));
+    // The ids that would work are listed, in the message and in the details.
+    let available = body["error"]["details"]["available_models"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(available.contains(&json!("scripted")), "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("scripted"), "{message}");
+    for id in &available {
+        let id = id.as_str().unwrap_or("");
+        let r = t
+            .post(
+                "/pii/extract",
+                json!({"text": "hello Zed", "model_name": id}),
+            )
+            .await;
+        assert_eq!(r.status(), 200, "listed model {id} is not served");
+    }
     t.shutdown().await;
 }
 
@@ -137,7 +224,17 @@ async fn payload_too_large() {
     let resp = t
         .post("/pii/extract", json!({"text": "x".repeat(5000)}))
         .await;
-    expect_error(resp, 413, "payload_too_large").await;
+    let (body, _) = expect_error(resp, 413, "payload_too_large").await;
+    let message = body["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("1000 bytes") && message.contains("PHIGUARD_MAX_REQUEST_BYTES"),
+        "{message}"
+    );
+    assert_eq!(body["error"]["details"]["limit_bytes"], 1000);
+    assert_eq!(
+        body["error"]["details"]["setting"],
+        "PHIGUARD_MAX_REQUEST_BYTES"
+    );
     t.shutdown().await;
 }
 
@@ -183,15 +280,26 @@ async fn rate_limited_with_retry_after() {
 #[tokio::test]
 async fn unknown_route_and_method() {
     let t = TestServer::start(&[]).await;
-    let r = t
-        .http
-        .get(t.url("/nope"))
-        .bearer_auth(CLIENT)
-        .send()
-        .await
-        .expect("send");
-    let (status, _, _) = envelope(r).await;
-    assert_eq!(status, 404);
+    // Any method on an unknown path: 404 with OpenMed's code (`bad_request`, reason
+    // `Not Found`), pointing to the reference.
+    for method in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let r = t
+            .http
+            .request(method.clone(), t.url("/nope/Canary"))
+            .bearer_auth(CLIENT)
+            .send()
+            .await
+            .expect("send");
+        let (body, _) = expect_error(r, 404, "bad_request").await;
+        assert_eq!(body["error"]["details"]["reason"], "Not Found", "{method}");
+        let message = body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains("/docs"), "{method}: {message}");
+        assert!(!body.to_string().contains("Canary"));
+    }
+    // Without a token, authentication comes first (OpenMed's deny-by-default).
+    let r = t.http.get(t.url("/nope")).send().await.expect("send");
+    expect_error(r, 401, "authentication_required").await;
     let r = t
         .http
         .get(t.url("/pii/extract"))

@@ -5,6 +5,7 @@ mod support;
 
 mod admin;
 mod errors;
+mod front;
 mod guard;
 mod lifecycle;
 mod pii;
