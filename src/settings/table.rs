@@ -1,6 +1,7 @@
 //! The one table of settings: key, environment variable, OpenMed alias, kind, default,
-//! rule and description. The env parser, `settings.toml`, `GET /admin/settings`, the
-//! dashboard form and `phiguard settings list` are all driven from [`TABLE`].
+//! rule, description and what an empty value means. The env parser, `settings.toml`,
+//! `GET /admin/settings`, the dashboard form, `phiguard settings list` and the reference page
+//! `docs/settings.md` (rendered by `phiguard settings docs`) are all driven from [`TABLE`].
 
 use super::value::Kind;
 
