@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# phiguard headless server image (DESIGN §1 "hospital IT", §9 scale-out).
+# phiguard headless server image, for hospital IT and scale-out (docs/deploy.md).
 #
 #   docker build -t phiguard:0.1.0 .
 #   docker run -p 8080:8080 -e PHIGUARD_AUTH_TOKEN=... -e PHIGUARD_ADMIN_TOKEN=... phiguard:0.1.0

@@ -176,8 +176,16 @@ enum TokenAction {
 
 #[derive(Debug, Subcommand)]
 enum SettingsAction {
-    /// Every setting with its value, source and variable.
-    List,
+    /// Every setting: effective value (automatic ones worked out), source, description and
+    /// variables, wrapped to the terminal width ($COLUMNS, else 100).
+    List {
+        /// Print a JSON array of objects (key, env, alias, value, auto, source, default, type,
+        /// rule, description, restart, secret) instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the settings reference as Markdown (docs/settings.md is this output).
+    Docs,
     /// One setting's value.
     Get {
         /// Key, e.g. retry.max_attempts.
@@ -283,7 +291,8 @@ pub fn main() -> ExitCode {
             TokenAction::Rotate { admin } => token::rotate(admin),
         },
         Command::Settings { action } => match action {
-            SettingsAction::List => settings_cmd::list(),
+            SettingsAction::List { json } => settings_cmd::list(json),
+            SettingsAction::Docs => settings_cmd::docs(),
             SettingsAction::Get { key } => settings_cmd::get(&key),
             SettingsAction::Set { key, value } => settings_cmd::set(&key, &value),
         },

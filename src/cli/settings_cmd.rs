@@ -1,25 +1,44 @@
-//! `phiguard settings list|get|set`.
+//! `phiguard settings list|get|set|docs`: the rendering lives in
+//! [`crate::settings::listing`], so the CLI only loads, picks the format and prints.
 
 use super::Failure;
-use crate::settings::{Home, Settings, TABLE};
+use crate::settings::{listing, Home, Settings};
 
-pub(super) fn list() -> Result<(), Failure> {
-    let s = Settings::load(&Home::from_env())?;
-    println!("{:<36} {:<22} {:<8} VARIABLE", "KEY", "VALUE", "SOURCE");
-    for d in TABLE {
-        let value = if d.secret {
-            "(secret)".to_string()
-        } else {
-            s.value(d.key).to_string()
-        };
-        let source = format!("{:?}", s.source(d.key)).to_lowercase();
-        let var = match d.alias {
-            Some(a) => format!("{} ({a})", d.env),
-            None => d.env.to_string(),
-        };
-        println!("{:<36} {:<22} {:<8} {var}", d.key, value, source);
+/// The terminal width: `$COLUMNS` where the shell exports it, else 100.
+fn width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|w| (40..=1000).contains(w))
+        .unwrap_or(100)
+}
+
+/// Writes `text` to stdout; a reader that went away (`| head`) is not a failure.
+fn emit(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::runtime(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+pub(super) fn list(json: bool) -> Result<(), Failure> {
+    let s = Settings::load(&Home::from_env())?;
+    let entries = listing::entries(&s);
+    if json {
+        let text = serde_json::to_string_pretty(&entries)
+            .map_err(|e| Failure::runtime(format!("settings as JSON: {e}")))?;
+        emit(&format!("{text}\n"))
+    } else {
+        emit(&listing::render_table(&entries, width()))
+    }
+}
+
+pub(super) fn docs() -> Result<(), Failure> {
+    emit(&listing::render_markdown())
 }
 
 pub(super) fn get(key: &str) -> Result<(), Failure> {

@@ -20,7 +20,7 @@ pub struct ClusterRejected {
 
 impl ClusterRejected {
     /// `retry_after` in whole seconds, rounded up and at least 1: the value of the
-    /// `Retry-After` header (DESIGN §5).
+    /// `Retry-After` header (`docs/errors.md`).
     pub fn retry_after_secs(&self) -> u64 {
         let secs = self.retry_after.as_secs();
         let secs = if self.retry_after.subsec_nanos() > 0 {

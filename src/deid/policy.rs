@@ -1,6 +1,6 @@
 //! De-identification policies: named rule sets that decide the action per label.
 //!
-//! The names and aliases are OpenMed's (contract §5.3), so a client can send the same
+//! The names and aliases are OpenMed 3.1's, so a client can send the same
 //! `policy` string to either service. What each policy does is ours, documented on
 //! [`Policy::parse`]'s table below; the one that must be exact is `hipaa_safe_harbor`
 //! (45 CFR 164.514(b)(2)): every identifier masked, every date element except the year

@@ -1,5 +1,5 @@
-//! Request types of the OpenMed-compatible endpoints, their defaults and rules (contract
-//! §1), parsed with [`super::validate::Fields`]. The `ToSchema` derives feed
+//! Request types of the OpenMed-compatible endpoints, with OpenMed 3.1's defaults and rules,
+//! parsed with [`super::validate::Fields`]. The `ToSchema` derives feed
 //! `/openapi.json`.
 
 use std::time::Duration;

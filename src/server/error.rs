@@ -1,5 +1,7 @@
 //! The one place errors become HTTP: [`ApiError`] and its mapping to status, code, headers
-//! and the envelope `{"error":{"code","message","details","request_id"}}` (DESIGN §5).
+//! and the envelope `{"error":{"code","message","details","request_id"}}`. Every code, its
+//! status, headers and what the caller should do are listed in `docs/errors.md`; a test
+//! below keeps that page and this enum in step.
 //!
 //! Messages are fixed strings chosen here; details carry numbers, field paths, setting names,
 //! configured model ids and closed vocabularies only. Nothing in an error response is derived
@@ -536,5 +538,118 @@ mod tests {
         assert_eq!(body["error"]["details"]["available_models"], json!(many));
         let body = ApiError::ModelNotServed { available: vec![] }.body(None);
         assert_eq!(body["error"]["message"], "Requested model is not served");
+    }
+
+    /// One value of every variant. The match has no wildcard arm, so a new variant does not
+    /// compile until it is listed here too, and then `docs/errors.md` must name its code.
+    fn one_of_each() -> Vec<ApiError> {
+        let all = vec![
+            ApiError::Validation(vec![]),
+            ApiError::ModelNotServed { available: vec![] },
+            ApiError::BadRequest {
+                message: "m",
+                reason: "r",
+            },
+            ApiError::NotFound,
+            ApiError::MethodNotAllowed,
+            ApiError::AuthRequired,
+            ApiError::InvalidCredentials,
+            ApiError::Forbidden { required: "admin" },
+            ApiError::RateLimited {
+                retry_after: 1.0,
+                key: "token",
+            },
+            ApiError::Backpressure {
+                priority: "bulk",
+                reason: "high_watermark",
+                depth: 1,
+                capacity: 1,
+                low_watermark: 0,
+                retry_after: 1.0,
+            },
+            ApiError::Busy { retry_after: 1.0 },
+            ApiError::BreakerOpen {
+                state: "open",
+                retry_after_seconds: 1,
+            },
+            ApiError::Timeout {
+                timeout_seconds: 1.0,
+            },
+            ApiError::Inference,
+            ApiError::ModelLoad,
+            ApiError::PayloadTooLarge { limit_bytes: 1 },
+            ApiError::NotReady { message: "m" },
+            ApiError::Internal,
+            ApiError::NoSuchResource,
+            ApiError::Conflict { message: "m" },
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for e in &all {
+            let name = match e {
+                ApiError::Validation(_) => "Validation",
+                ApiError::ModelNotServed { .. } => "ModelNotServed",
+                ApiError::BadRequest { .. } => "BadRequest",
+                ApiError::NotFound => "NotFound",
+                ApiError::MethodNotAllowed => "MethodNotAllowed",
+                ApiError::AuthRequired => "AuthRequired",
+                ApiError::InvalidCredentials => "InvalidCredentials",
+                ApiError::Forbidden { .. } => "Forbidden",
+                ApiError::RateLimited { .. } => "RateLimited",
+                ApiError::Backpressure { .. } => "Backpressure",
+                ApiError::Busy { .. } => "Busy",
+                ApiError::BreakerOpen { .. } => "BreakerOpen",
+                ApiError::Timeout { .. } => "Timeout",
+                ApiError::Inference => "Inference",
+                ApiError::ModelLoad => "ModelLoad",
+                ApiError::PayloadTooLarge { .. } => "PayloadTooLarge",
+                ApiError::NotReady { .. } => "NotReady",
+                ApiError::Internal => "Internal",
+                ApiError::NoSuchResource => "NoSuchResource",
+                ApiError::Conflict { .. } => "Conflict",
+            };
+            assert!(seen.insert(name), "{name} listed twice");
+        }
+        all
+    }
+
+    /// The `| status | code |` rows of the codes table in `docs/errors.md`.
+    fn documented_pairs(doc: &str) -> std::collections::BTreeSet<(u16, String)> {
+        doc.lines()
+            .filter_map(|line| {
+                let mut cells = line.split('|').map(str::trim).skip(1);
+                let status = cells.next()?.parse::<u16>().ok()?;
+                let code = cells.next()?.strip_prefix('`')?.strip_suffix('`')?;
+                Some((status, code.to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn docs_errors_md_lists_every_code_with_its_status_and_headers() {
+        let doc = include_str!("../../docs/errors.md");
+        let documented = documented_pairs(doc);
+        let mut in_code = std::collections::BTreeSet::new();
+        for e in one_of_each() {
+            let pair = (e.status().as_u16(), e.code().to_string());
+            assert!(
+                documented.contains(&pair),
+                "docs/errors.md has no row `| {} | `{}` |`: document the code of {e:?}",
+                pair.0,
+                pair.1
+            );
+            if e.retry_after().is_some() {
+                let row = doc
+                    .lines()
+                    .find(|l| l.starts_with(&format!("| {} | `{}` |", pair.0, pair.1)))
+                    .unwrap_or_default();
+                assert!(row.contains("Retry-After"), "{}: say Retry-After", pair.1);
+            }
+            in_code.insert(pair);
+        }
+        let stale: Vec<_> = documented.difference(&in_code).collect();
+        assert!(
+            stale.is_empty(),
+            "docs/errors.md lists status/code pairs that the code never answers: {stale:?}"
+        );
     }
 }

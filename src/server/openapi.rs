@@ -9,7 +9,7 @@
 //! a generated client or a fuzzer sent bodies the server then rejected. The schemas here
 //! mirror the parser field for field, and a unit test checks the two agree.
 //!
-//! Why a modifier for errors: every route shares the same few failure modes (DESIGN §5), decided
+//! Why a modifier for errors: every route shares the same few failure modes (`docs/errors.md`), decided
 //! by the layer stack rather than the handler. Listing them once, by route class, keeps each
 //! operation's documented statuses equal to what the stack can answer.
 
@@ -631,7 +631,7 @@ impl utoipa::Modify for Choices {
     }
 }
 
-/// Adds the stack's error responses to every operation, by route class (DESIGN §5).
+/// Adds the stack's error responses to every operation, by route class (`docs/errors.md`).
 struct ErrorResponses;
 
 fn error_response(description: &str, headers: &[(&str, &str)]) -> DocResponse {

@@ -7,6 +7,7 @@
 //! variable and the rule; through the admin API it is refused and nothing is applied.
 
 pub mod home;
+pub mod listing;
 pub mod table;
 pub mod value;
 

@@ -1,6 +1,7 @@
 //! The one table of settings: key, environment variable, OpenMed alias, kind, default,
-//! rule and description. The env parser, `settings.toml`, `GET /admin/settings`, the
-//! dashboard form and `phiguard settings list` are all driven from [`TABLE`].
+//! rule, description and what an empty value means. The env parser, `settings.toml`,
+//! `GET /admin/settings`, the dashboard form, `phiguard settings list` and the reference page
+//! `docs/settings.md` (rendered by `phiguard settings docs`) are all driven from [`TABLE`].
 
 use super::value::Kind;
 
@@ -23,6 +24,17 @@ pub struct Def {
     pub secret: bool,
     /// Takes effect only after a restart (bind address, auth mode).
     pub restart: bool,
+    /// What an empty value means; every row whose default is empty says it.
+    pub empty: Option<Empty>,
+}
+
+/// What an empty value of a setting means (its default is empty).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Empty {
+    /// Worked out when the service starts; the words say from what (`one per core`).
+    Auto(&'static str),
+    /// Nothing is set; the words say what that means (`unlimited`, `none (…)`).
+    Means(&'static str),
 }
 
 impl Def {
@@ -49,11 +61,24 @@ const fn d(
         description,
         secret: false,
         restart: false,
+        empty: None,
     }
 }
 
 const fn restart(mut def: Def) -> Def {
     def.restart = true;
+    def
+}
+
+/// An empty value is worked out at start-up, as `how` says.
+const fn auto(how: &'static str, mut def: Def) -> Def {
+    def.empty = Some(Empty::Auto(how));
+    def
+}
+
+/// An empty value means what `means` says.
+const fn none(means: &'static str, mut def: Def) -> Def {
+    def.empty = Some(Empty::Means(means));
     def
 }
 
@@ -87,9 +112,9 @@ pub static TABLE: &[Def] = &[
     // timeouts
     d("timeouts.profile", "PHIGUARD_PROFILE", Some("OPENMED_PROFILE"), Kind::Enum(PROFILES), "prod",
         "runtime profile; sets the request timeout (prod 300 s, dev 600, test 60, fast 120, low_resource 900)"),
-    d("timeouts.request_timeout_seconds", "PHIGUARD_REQUEST_TIMEOUT_SECONDS", None,
+    auto("the profile's timeout", d("timeouts.request_timeout_seconds", "PHIGUARD_REQUEST_TIMEOUT_SECONDS", None,
         Kind::OptFloat { min: 0.0, max: 86400.0 }, "",
-        "overrides the profile's request timeout; 0 disables it"),
+        "overrides the profile's request timeout; 0 disables it")),
     // retry
     d("retry.enabled", "PHIGUARD_RESILIENCE_ENABLED", Some("OPENMED_SERVICE_RESILIENCE_ENABLED"),
         Kind::Bool, "true", "retry and circuit breaking around model calls"),
@@ -160,10 +185,10 @@ pub static TABLE: &[Def] = &[
         "requests executing at once; the rest queue by priority"),
     d("admission.max_queue_size", "PHIGUARD_BATCH_MAX_QUEUE_SIZE", Some("OPENMED_SERVICE_BATCH_MAX_QUEUE_SIZE"),
         Kind::Int { min: 1, max: 1_000_000 }, "256", "queue size; the high watermark defaults to it"),
-    d("admission.high_watermark", "PHIGUARD_BATCH_HIGH_WATERMARK", Some("OPENMED_SERVICE_BATCH_HIGH_WATERMARK"),
-        Kind::OptInt { min: 1, max: 1_000_000 }, "", "depth at which shedding starts (default: max_queue_size)"),
-    d("admission.low_watermark", "PHIGUARD_BATCH_LOW_WATERMARK", Some("OPENMED_SERVICE_BATCH_LOW_WATERMARK"),
-        Kind::OptInt { min: 0, max: 1_000_000 }, "", "depth at which shedding stops (default: high / 2; < high)"),
+    auto("max_queue_size", d("admission.high_watermark", "PHIGUARD_BATCH_HIGH_WATERMARK", Some("OPENMED_SERVICE_BATCH_HIGH_WATERMARK"),
+        Kind::OptInt { min: 1, max: 1_000_000 }, "", "depth at which shedding starts (default: max_queue_size)")),
+    auto("high watermark / 2", d("admission.low_watermark", "PHIGUARD_BATCH_LOW_WATERMARK", Some("OPENMED_SERVICE_BATCH_LOW_WATERMARK"),
+        Kind::OptInt { min: 0, max: 1_000_000 }, "", "depth at which shedding stops (default: high / 2; < high)")),
     d("admission.max_queue_wait_ms", "PHIGUARD_BATCH_MAX_QUEUE_WAIT_MS", Some("OPENMED_SERVICE_BATCH_MAX_QUEUE_WAIT_MS"),
         Kind::Float { min: 0.0, max: 3_600_000.0 }, "1000", "longest wait in the queue before 503 backpressure"),
     d("admission.batching_enabled", "PHIGUARD_BATCHING_ENABLED", Some("OPENMED_SERVICE_BATCHING_ENABLED"),
@@ -179,21 +204,21 @@ pub static TABLE: &[Def] = &[
     // security
     restart(d("security.auth", "PHIGUARD_AUTH", None, Kind::Enum(&["on", "off"]), "on",
         "require a token on inference and admin routes; off only on a loopback bind")),
-    secret(d("security.auth_token", "PHIGUARD_AUTH_TOKEN", None, Kind::Str, "",
-        "client token (default: generated and kept in the keychain)")),
-    secret(d("security.admin_token", "PHIGUARD_ADMIN_TOKEN", None, Kind::Str, "",
-        "admin token (default: generated and kept in the keychain)")),
+    auto("generated at first start, kept in the keychain", secret(d("security.auth_token", "PHIGUARD_AUTH_TOKEN", None, Kind::Str, "",
+        "client token (default: generated and kept in the keychain)"))),
+    auto("generated at first start, kept in the keychain", secret(d("security.admin_token", "PHIGUARD_ADMIN_TOKEN", None, Kind::Str, "",
+        "admin token (default: generated and kept in the keychain)"))),
     d("security.trusted_hosts", "PHIGUARD_TRUSTED_HOSTS", Some("OPENMED_SERVICE_TRUSTED_HOSTS"), Kind::Hosts,
         "localhost,127.0.0.1,[::1]", "Host headers accepted (400 otherwise); *.domain patterns allowed"),
-    d("security.cors_origins", "PHIGUARD_CORS_ORIGINS", Some("OPENMED_SERVICE_CORS_ORIGINS"), Kind::Origins, "",
-        "browser origins allowed to call the API (exact origins, no *)"),
-    // cluster (DESIGN §9): one admission limit shared by replicas through Redis
-    secret(d("cluster.redis_url", "PHIGUARD_REDIS_URL", None, Kind::Str, "",
-        "Redis URL of the cluster-wide admission limit (empty: limits are per process)")),
+    none("none (only the desktop app's own origins)", d("security.cors_origins", "PHIGUARD_CORS_ORIGINS", Some("OPENMED_SERVICE_CORS_ORIGINS"), Kind::Origins, "",
+        "browser origins allowed to call the API (exact origins, no *)")),
+    // cluster (docs/deploy.md): one admission limit shared by replicas through Redis
+    none("none (limits are per process)", secret(d("cluster.redis_url", "PHIGUARD_REDIS_URL", None, Kind::Str, "",
+        "Redis URL of the cluster-wide admission limit (empty: limits are per process)"))),
     restart(d("cluster.key_prefix", "PHIGUARD_REDIS_KEY_PREFIX", None, Kind::Str, "phiguard",
         "prefix of the Redis keys (timestamps and token ids only, never text)")),
-    restart(d("cluster.admissions", "PHIGUARD_CLUSTER_ADMISSIONS", None, Kind::OptInt { min: 1, max: 100_000_000 }, "",
-        "admissions to model routes allowed per window across all replicas (required with a Redis URL)")),
+    none("none (required with a Redis URL)", restart(d("cluster.admissions", "PHIGUARD_CLUSTER_ADMISSIONS", None, Kind::OptInt { min: 1, max: 100_000_000 }, "",
+        "admissions to model routes allowed per window across all replicas (required with a Redis URL)"))),
     restart(d("cluster.window_seconds", "PHIGUARD_CLUSTER_WINDOW_SECONDS", None, Kind::Float { min: 0.01, max: 3600.0 }, "1",
         "sliding window of the cluster-wide limit")),
     restart(d("cluster.replicas", "PHIGUARD_CLUSTER_REPLICAS", None, Kind::Int { min: 1, max: 10_000 }, "1",
@@ -204,20 +229,20 @@ pub static TABLE: &[Def] = &[
     d("models.aliases", "PHIGUARD_MODEL_ALIASES", None, Kind::List,
         "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1=default",
         "requested model id=installed model that serves it (`default` = models.default)"),
-    restart(d("models.served", "PHIGUARD_SERVED_MODELS", Some("OPENMED_SERVICE_SERVED_MODELS"), Kind::List, "",
-        "explicit served set (default: installed models and aliases)")),
-    restart(d("models.preload", "PHIGUARD_PRELOAD_MODELS", Some("OPENMED_SERVICE_PRELOAD_MODELS"), Kind::List, "",
-        "models loaded before /readyz turns ready")),
-    d("models.max_resident", "PHIGUARD_MAX_RESIDENT_MODELS", Some("OPENMED_SERVICE_MAX_RESIDENT_MODELS"),
-        Kind::OptInt { min: 1, max: 1000 }, "", "models kept loaded; least recently used unloaded first"),
-    d("models.keep_alive", "PHIGUARD_KEEP_ALIVE", Some("OPENMED_SERVICE_KEEP_ALIVE"), Kind::KeepAlive, "",
-        "idle time before a model is unloaded (`5m`, `1h30m`, `never`; empty = never)"),
+    auto("installed models and aliases", restart(d("models.served", "PHIGUARD_SERVED_MODELS", Some("OPENMED_SERVICE_SERVED_MODELS"), Kind::List, "",
+        "explicit served set (default: installed models and aliases)"))),
+    none("none (models load on first use)", restart(d("models.preload", "PHIGUARD_PRELOAD_MODELS", Some("OPENMED_SERVICE_PRELOAD_MODELS"), Kind::List, "",
+        "models loaded before /readyz turns ready"))),
+    none("unlimited", d("models.max_resident", "PHIGUARD_MAX_RESIDENT_MODELS", Some("OPENMED_SERVICE_MAX_RESIDENT_MODELS"),
+        Kind::OptInt { min: 1, max: 1000 }, "", "models kept loaded; least recently used unloaded first")),
+    none("never (models stay loaded)", d("models.keep_alive", "PHIGUARD_KEEP_ALIVE", Some("OPENMED_SERVICE_KEEP_ALIVE"), Kind::KeepAlive, "",
+        "idle time before a model is unloaded (`5m`, `1h30m`, `never`; empty = never)")),
     restart(d("models.device", "PHIGUARD_DEVICE", None, Kind::Enum(&["auto", "cpu", "metal", "cuda"]), "auto",
         "compute device for models")),
     restart(d("models.precision", "PHIGUARD_MODEL_PRECISION", None, Kind::Enum(&["int8", "f32"]), "int8",
         "dense-layer arithmetic of BERT-family models on the CPU: int8 (on AVX-512 VNNI, else f32; ~2.3x faster) or f32 (reference numerics)")),
-    restart(d("models.inference_threads", "PHIGUARD_INFERENCE_THREADS", None, Kind::OptInt { min: 1, max: 256 }, "",
-        "inference worker threads (default: one per core)")),
+    auto("one per core", restart(d("models.inference_threads", "PHIGUARD_INFERENCE_THREADS", None, Kind::OptInt { min: 1, max: 256 }, "",
+        "inference worker threads (default: one per core)"))),
     d("models.label_thresholds", "PHIGUARD_LABEL_THRESHOLDS", None, Kind::List,
         "CITY=0.8,STREET_ADDRESS=0.8,ZIPCODE=0.8",
         "minimum model confidence per label, LABEL=0.4,… (labels not listed keep every model span)"),
@@ -246,6 +271,25 @@ mod tests {
             def.kind
                 .parse(def.default)
                 .unwrap_or_else(|e| panic!("default of {} does not parse: {e}", def.key));
+        }
+    }
+
+    #[test]
+    fn every_row_has_one_line_of_description_and_says_what_empty_means() {
+        for def in TABLE {
+            let text = def.description.trim();
+            assert!(!text.is_empty(), "{} has no description", def.key);
+            assert!(
+                !text.contains('\n'),
+                "{}: the description is one line",
+                def.key
+            );
+            assert_eq!(
+                def.default.is_empty(),
+                def.empty.is_some(),
+                "{}: a row says what an empty value means exactly when its default is empty",
+                def.key
+            );
         }
     }
 }

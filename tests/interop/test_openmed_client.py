@@ -32,7 +32,7 @@ TEXT = (
 # Values that must not survive de-identification with any method.
 DIRECT_IDENTIFIERS = ["john.smith@example.com", "(555) 123-4567"]
 
-# Top-level fields phiguard adds to OpenMed's shapes (DESIGN §4.2 degraded mode; the
+# Top-level fields phiguard adds to OpenMed's shapes (degraded mode, docs/errors.md; the
 # resolved model id on de-identify). Anything else unknown is a compatibility bug.
 PHIGUARD_EXTRAS = {"degraded", "model_name"}
 

@@ -1,4 +1,4 @@
-//! One test per row of DESIGN §5: status, code, headers and the envelope.
+//! One test per row of docs/errors.md: status, code, headers and the envelope.
 
 use serde_json::json;
 

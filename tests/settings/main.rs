@@ -1,0 +1,175 @@
+//! `phiguard settings list` through the real binary, in a temporary `PHIGUARD_HOME` with the
+//! keychain off: the JSON form (values, sources, no blanks, secrets hidden) and the plain
+//! table (fits 100 columns, has the descriptions).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs the built `phiguard` with `args`, only the given `PHIGUARD_*`/`OPENMED_*` variables
+/// (the caller's own are removed) and its home in `home`.
+fn phiguard(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_phiguard"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PHIGUARD_") || k.starts_with("OPENMED_") || k == "COLUMNS" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("PHIGUARD_HOME", home)
+        .env("PHIGUARD_KEYRING", "off")
+        .envs(env.iter().copied())
+        .args(args)
+        .current_dir(home);
+    cmd.output().expect("run phiguard")
+}
+
+fn list_json(home: &Path, env: &[(&str, &str)]) -> Vec<Value> {
+    let out = phiguard(home, &["settings", "list", "--json"], env);
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    v.as_array().expect("a JSON array").clone()
+}
+
+fn row<'a>(rows: &'a [Value], key: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["key"] == key)
+        .unwrap_or_else(|| panic!("no row {key}"))
+}
+
+#[test]
+fn json_lists_every_setting_with_its_source_and_no_blank_value() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("config")).expect("config dir");
+    std::fs::write(
+        dir.path().join("config/settings.toml"),
+        "[breaker]\nhalf_open_calls = 2\n",
+    )
+    .expect("settings.toml");
+    let rows = list_json(
+        dir.path(),
+        &[
+            ("PHIGUARD_RETRY_MAX_ATTEMPTS", "5"),
+            ("OPENMED_SERVICE_CIRCUIT_BREAKER_FAILURE_THRESHOLD", "7"),
+            ("PHIGUARD_AUTH_TOKEN", "pg_never_printed_0123456789"),
+        ],
+    );
+    let keys: Vec<&str> = rows.iter().filter_map(|r| r["key"].as_str()).collect();
+    let table: Vec<&str> = phiguard::settings::TABLE.iter().map(|d| d.key).collect();
+    assert_eq!(keys, table, "one row per setting, in table order");
+
+    for r in &rows {
+        for field in [
+            "key",
+            "env",
+            "value",
+            "source",
+            "default",
+            "description",
+            "rule",
+        ] {
+            let text = r[field].as_str().unwrap_or_default();
+            assert!(
+                !text.trim().is_empty(),
+                "{} has a blank {field}: {r}",
+                r["key"]
+            );
+        }
+        assert!(r["auto"].is_boolean() && r["restart"].is_boolean() && r["secret"].is_boolean());
+    }
+
+    let attempts = row(&rows, "retry.max_attempts");
+    assert_eq!(attempts["value"], "5");
+    assert_eq!(attempts["source"], "env");
+    assert_eq!(attempts["env"], "PHIGUARD_RETRY_MAX_ATTEMPTS");
+    assert_eq!(attempts["alias"], "OPENMED_SERVICE_RETRY_MAX_ATTEMPTS");
+    assert_eq!(attempts["default"], "3");
+
+    let threshold = row(&rows, "breaker.failure_threshold");
+    assert_eq!(threshold["value"], "7");
+    assert_eq!(threshold["source"], "env");
+
+    let half_open = row(&rows, "breaker.half_open_calls");
+    assert_eq!(half_open["value"], "2");
+    assert_eq!(half_open["source"], "file");
+
+    let high = row(&rows, "admission.high_watermark");
+    assert_eq!(high["value"], "auto (256)");
+    assert_eq!(high["auto"], true);
+    assert_eq!(high["source"], "default");
+    assert_eq!(row(&rows, "admission.low_watermark")["value"], "auto (128)");
+
+    let token = row(&rows, "security.auth_token");
+    assert_eq!(token["value"], "(secret)");
+    assert_eq!(token["source"], "env");
+    assert_eq!(token["secret"], true);
+    let all = serde_json::to_string(&rows).expect("json");
+    assert!(!all.contains("pg_never_printed"), "a secret was printed");
+}
+
+#[test]
+fn plain_table_fits_100_columns_and_describes_each_setting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let hosts =
+        "one.example.org,two.example.org,three.example.org,four.example.org,five.example.org";
+    let out = phiguard(
+        dir.path(),
+        &["settings", "list"],
+        &[("PHIGUARD_TRUSTED_HOSTS", hosts)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    for line in text.lines() {
+        assert!(line.chars().count() <= 100, "wider than 100: {line}");
+    }
+    for def in phiguard::settings::TABLE {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("{} ", def.key))),
+            "no line for {}",
+            def.key
+        );
+    }
+    assert!(text.contains("total attempts per model call, the first included"));
+    assert!(text.contains("env PHIGUARD_HOST; applies after a restart"));
+    let hosts_line = text
+        .lines()
+        .find(|l| l.starts_with("security.trusted_hosts "))
+        .expect("row");
+    assert!(
+        hosts_line.contains('…') && hosts_line.ends_with("env"),
+        "{hosts_line}"
+    );
+    assert!(text.contains("settings get KEY"));
+    let timeout_line = text
+        .lines()
+        .find(|l| l.starts_with("timeouts.request_timeout_seconds "))
+        .expect("row");
+    assert!(
+        timeout_line.contains("auto (300 s, profile prod)"),
+        "{timeout_line}"
+    );
+}
+
+#[test]
+fn a_bad_variable_is_named_and_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = phiguard(
+        dir.path(),
+        &["settings", "list", "--json"],
+        &[("PHIGUARD_RETRY_MAX_ATTEMPTS", "zero")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("PHIGUARD_RETRY_MAX_ATTEMPTS"), "{err}");
+    assert!(out.stdout.is_empty());
+}
