@@ -369,6 +369,28 @@ async fn degraded_fallback_rules_answers_through_a_model_outage() {
         "extract while open",
     )
     .await;
+    // A stream cannot set the header after its first line: its final line is marked.
+    let r = api.post("/pii/deidentify/stream", note_body(None)).await;
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.expect("stream body");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an NDJSON line"))
+        .collect();
+    let last = lines.last().expect("a final line");
+    assert_eq!(
+        (&last["type"], &last["degraded"]),
+        (&serde_json::json!("final"), &serde_json::json!(true)),
+        "{text}"
+    );
+    let redacted: String = lines
+        .iter()
+        .filter_map(|l| l["redacted_text"].as_str())
+        .collect();
+    assert!(
+        !redacted.contains(PHONE) && !redacted.contains(MRN),
+        "{redacted}"
+    );
     assert_eq!(api.attempts().await, attempts, "an open breaker fails fast");
     // A request may still opt out of degraded mode: then it fails fast.
     let r = api.post("/pii/extract", note_body(Some("none"))).await;
