@@ -11,8 +11,9 @@
 //!
 //! A panic's payload can carry data too (a slicing panic quotes the string it sliced), and
 //! the default hook prints it outside the log. [`install_panic_hook`] replaces that hook with
-//! one that logs the thread and the location only, through `tracing`, so a panic is one line
-//! of the JSON log like any other event.
+//! one that logs the thread and the location only (and the frames when `RUST_BACKTRACE` asks
+//! for them: they name code, not data), through `tracing`, so a panic is one line of the
+//! JSON log like any other event.
 //!
 //! Colour: ANSI codes only when the log goes to a terminal (and `NO_COLOR` is unset), never
 //! into a file or a pipe.
@@ -99,8 +100,8 @@ where
 }
 
 /// Replaces the default panic hook with one that logs the panicking thread and the source
-/// location, never the payload (see the module docs). Before a subscriber is installed it
-/// writes the same line to stderr.
+/// location (and the backtrace when `RUST_BACKTRACE` asks for one), never the payload (see
+/// the module docs). Before a subscriber is installed it writes the same to stderr.
 pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let thread = std::thread::current();
@@ -109,10 +110,23 @@ pub fn install_panic_hook() {
             .location()
             .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
             .unwrap_or_else(|| "unknown".into());
+        // Frames name code, never data: kept when RUST_BACKTRACE asks for them.
+        let backtrace = std::backtrace::Backtrace::capture();
+        let backtrace = (backtrace.status() == std::backtrace::BacktraceStatus::Captured)
+            .then(|| backtrace.to_string());
         if tracing::dispatcher::has_been_set() {
-            tracing::error!(target: PANIC_TARGET, thread, location = %location, "panic (payload withheld)");
+            tracing::error!(
+                target: PANIC_TARGET,
+                thread,
+                location = %location,
+                backtrace = backtrace.as_deref(),
+                "panic (payload withheld)"
+            );
         } else {
             eprintln!("panic in thread {thread} at {location} (payload withheld)");
+            if let Some(b) = backtrace {
+                eprintln!("{b}");
+            }
         }
     }));
 }
