@@ -15,6 +15,7 @@
 //! | [`cluster`] | the Redis-backed cluster-wide admission limit and its local fallback |
 //! | [`server`] | the axum router, handlers, error envelope, auth, metrics, admin API |
 //! | [`cli`] | the `phiguard` sub-commands |
+//! | [`logging`] | the log subscriber (third-party crates capped) and the payload-free panic hook |
 
 pub mod cli;
 pub mod cluster;
@@ -24,6 +25,7 @@ pub mod engine;
 pub mod eval;
 pub mod guard;
 pub mod inference;
+pub mod logging;
 pub mod models;
 pub mod secrets;
 pub mod server;

@@ -1,4 +1,5 @@
-//! The `phiguard` binary: parses the command line and maps errors to exit codes.
+//! The `phiguard` binary: installs the payload-free panic hook, parses the command line and
+//! maps errors to exit codes.
 //!
 //! Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
 //!
@@ -12,6 +13,8 @@ static BUNDLED_MODEL: phiguard::models::bundle::Embedded =
     phiguard::embedded_model!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/rampart"));
 
 fn main() -> ExitCode {
+    // First, so no panic (even one in argument parsing) prints its payload.
+    phiguard::logging::install_panic_hook();
     phiguard::models::bundle::embed(&BUNDLED_MODEL);
     phiguard::cli::main()
 }

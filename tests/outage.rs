@@ -197,3 +197,278 @@ async fn half_of_the_calls_fail_attempts_per_request() {
         "retry budget not holding: {per_request}"
     );
 }
+
+// Degraded mode through a real model outage: the server serves the bundled model, the fault
+// is injected at the backend boundary over HTTP (`PUT /admin/faults`), and everything is
+// seen as a client and an admin see it. No timing is asserted: conditions are polled with a
+// bounded number of requests.
+
+const ADMIN: &str = "outage-admin";
+const PHONE: &str = "617-555-0142";
+const MRN: &str = "88412345";
+
+/// A client of one server, with the tokens of [`start`].
+struct Api {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    fn new(server: &Server) -> Api {
+        Api {
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client"),
+            base: format!("http://{}", server.local_addr()),
+        }
+    }
+
+    async fn post(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
+        self.http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    async fn faults(&self, body: serde_json::Value) {
+        let r = self
+            .http
+            .put(format!("{}/admin/faults", self.base))
+            .bearer_auth(ADMIN)
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(r.status(), 200, "PUT /admin/faults");
+    }
+
+    async fn status(&self) -> serde_json::Value {
+        self.http
+            .get(format!("{}/admin/status", self.base))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("json")
+    }
+
+    /// The state of `key`'s breaker in `/admin/status` (`closed` when it has none yet).
+    async fn breaker_state(&self, key: &str) -> String {
+        let status = self.status().await;
+        status["breakers"]
+            .as_array()
+            .and_then(|b| b.iter().find(|b| b["key"] == key))
+            .and_then(|b| b["state"].as_str())
+            .unwrap_or("closed")
+            .to_string()
+    }
+
+    /// Backend attempts so far.
+    async fn attempts(&self) -> u64 {
+        self.status().await["totals"]["attempts"]
+            .as_u64()
+            .expect("totals.attempts")
+    }
+}
+
+/// A server on the bundled model (the real one, not the rules) with `env` on top.
+async fn start_model(env: &[(&str, &str)]) -> (Server, tempfile::TempDir) {
+    let mut vars = vec![
+        ("PHIGUARD_DEFAULT_MODEL", "rampart"),
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+    ];
+    vars.extend_from_slice(env);
+    start(&vars).await
+}
+
+fn note_body(fallback: Option<&str>) -> serde_json::Value {
+    let mut body = serde_json::json!({ "text": NOTE });
+    if let Some(f) = fallback {
+        body["fallback"] = serde_json::json!(f);
+    }
+    body
+}
+
+/// Checks a degraded answer: 200, marked in the body and the header, the rules' spans.
+async fn assert_degraded(r: reqwest::Response, what: &str) {
+    let status = r.status();
+    let header = r
+        .headers()
+        .get("x-phiguard-degraded")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(status, 200, "{what}: {body}");
+    assert_eq!(header.as_deref(), Some("rules"), "{what}");
+    assert_eq!(body["degraded"], true, "{what}: {body}");
+    assert_eq!(body["model_name"], "rules", "{what}: {body}");
+    if let Some(out) = body["deidentified_text"].as_str() {
+        assert!(!out.contains(PHONE) && !out.contains(MRN), "{what}: {out}");
+    } else {
+        let found: Vec<&str> = body["entities"]
+            .as_array()
+            .expect("entities")
+            .iter()
+            .filter_map(|e| e["text"].as_str())
+            .collect();
+        assert!(
+            found.contains(&PHONE) && found.contains(&MRN),
+            "{what}: {found:?}"
+        );
+    }
+}
+
+/// The model id a healthy request was answered by (the breaker's key).
+async fn healthy_model(api: &Api) -> String {
+    let r = api.post("/pii/extract", note_body(None)).await;
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("x-phiguard-degraded").is_none());
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(body["degraded"], false, "{body}");
+    body["model_name"].as_str().expect("model_name").to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn degraded_fallback_rules_answers_through_a_model_outage() {
+    let (server, _dir) = start_model(&[("PHIGUARD_DEGRADED_FALLBACK", "rules")]).await;
+    let api = Api::new(&server);
+    let key = healthy_model(&api).await;
+    assert_ne!(key, "rules");
+    api.faults(serde_json::json!({"infer": "fail"})).await;
+    // Every failure after retries is answered from the rules, and counts for the breaker:
+    // it opens after its threshold (3 by default; 20 bounds the loop).
+    let mut sent = 0;
+    while api.breaker_state(&key).await != "open" {
+        sent += 1;
+        assert!(
+            sent <= 20,
+            "the breaker did not open after {sent} failed requests"
+        );
+        assert_degraded(
+            api.post("/pii/deidentify", note_body(None)).await,
+            "a failed model call with degraded mode on",
+        )
+        .await;
+    }
+    assert!(sent >= 1);
+    // While open: the rules answer without any backend attempt, on both routes.
+    let attempts = api.attempts().await;
+    assert_degraded(
+        api.post("/pii/deidentify", note_body(None)).await,
+        "deidentify while open",
+    )
+    .await;
+    assert_degraded(
+        api.post("/pii/extract", note_body(None)).await,
+        "extract while open",
+    )
+    .await;
+    // A stream cannot set the header after its first line: its final line is marked.
+    let r = api.post("/pii/deidentify/stream", note_body(None)).await;
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.expect("stream body");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an NDJSON line"))
+        .collect();
+    let last = lines.last().expect("a final line");
+    assert_eq!(
+        (&last["type"], &last["degraded"]),
+        (&serde_json::json!("final"), &serde_json::json!(true)),
+        "{text}"
+    );
+    let redacted: String = lines
+        .iter()
+        .filter_map(|l| l["redacted_text"].as_str())
+        .collect();
+    assert!(
+        !redacted.contains(PHONE) && !redacted.contains(MRN),
+        "{redacted}"
+    );
+    assert_eq!(api.attempts().await, attempts, "an open breaker fails fast");
+    // A request may still opt out of degraded mode: then it fails fast.
+    let r = api.post("/pii/extract", note_body(Some("none"))).await;
+    assert_eq!(r.status(), 503);
+    assert!(r.headers().get("retry-after").is_some());
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_request_fallback_with_degraded_mode_off() {
+    let (server, _dir) = start_model(&[]).await;
+    let api = Api::new(&server);
+    let key = healthy_model(&api).await;
+    api.faults(serde_json::json!({"infer": "fail"})).await;
+    // The first failure, with the request's own fallback: answered from the rules, and still
+    // a failure for the breaker.
+    assert_degraded(
+        api.post("/pii/deidentify", note_body(Some("rules"))).await,
+        "a failed model call with fallback=rules",
+    )
+    .await;
+    let status = api.status().await;
+    let breaker = status["breakers"]
+        .as_array()
+        .and_then(|b| b.iter().find(|b| b["key"] == key.as_str()))
+        .cloned()
+        .expect("the model's breaker");
+    assert_eq!(breaker["consecutive_failures"], 1, "{breaker}");
+    // Without a fallback a failed model call is a 500, until the breaker opens.
+    let mut sent = 0;
+    while api.breaker_state(&key).await != "open" {
+        sent += 1;
+        assert!(
+            sent <= 20,
+            "the breaker did not open after {sent} failed requests"
+        );
+        let r = api.post("/pii/extract", note_body(None)).await;
+        assert_eq!(r.status(), 500);
+        let body: serde_json::Value = r.json().await.expect("json");
+        assert_eq!(body["error"]["code"], "inference_error", "{body}");
+    }
+    // Open, fail closed: 503 circuit_breaker_open with Retry-After, no backend attempt.
+    let attempts = api.attempts().await;
+    let r = api.post("/pii/deidentify", note_body(None)).await;
+    assert_eq!(r.status(), 503);
+    let retry_after: u64 = r
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("a whole-second Retry-After");
+    assert!(retry_after >= 1);
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "circuit_breaker_open", "{body}");
+    assert_eq!(body["error"]["details"]["state"], "open", "{body}");
+    // Open, with the request's fallback: the rules answer.
+    assert_degraded(
+        api.post("/pii/deidentify", note_body(Some("rules"))).await,
+        "deidentify with fallback=rules while open",
+    )
+    .await;
+    assert_degraded(
+        api.post("/pii/extract", note_body(Some("rules"))).await,
+        "extract with fallback=rules while open",
+    )
+    .await;
+    assert_eq!(api.attempts().await, attempts, "an open breaker fails fast");
+    // The model recovers: after a reset the model answers again, not degraded.
+    api.faults(serde_json::json!({"infer": "ok"})).await;
+    let r = api
+        .http
+        .post(format!("{}/admin/breakers/{key}/reset", api.base))
+        .bearer_auth(ADMIN)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .expect("request");
+    assert!(r.status().is_success(), "reset: {}", r.status());
+    assert_eq!(healthy_model(&api).await, key);
+    server.shutdown().await;
+}

@@ -306,23 +306,18 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Sets up logging from the settings (JSON or plain, level); logs never carry request text.
+/// Sets up logging from the settings (JSON or plain, level) on stderr. Logs never carry
+/// request text: third-party crates are capped at `warn` whatever the level or `RUST_LOG`
+/// (see [`crate::logging`]); plain lines are coloured only on a terminal.
 pub(crate) fn init_logging(s: &crate::settings::Settings) {
-    use tracing_subscriber::EnvFilter;
-    let level = match s.str("server.log_level") {
-        "warning" => "warn",
-        "" => "info",
-        l => l,
+    let rust_log = std::env::var("RUST_LOG").ok();
+    let cfg = crate::logging::LogConfig {
+        level: s.str("server.log_level"),
+        rust_log: rust_log.as_deref(),
+        json: s.str("server.log_format") == "json",
+        ansi: crate::logging::stderr_is_a_colour_terminal(),
     };
-    let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(level));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if s.str("server.log_format") == "json" {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+    crate::logging::init(&cfg, std::io::stderr);
 }
 
 /// The async runtime for sub-commands that need one.

@@ -4,8 +4,9 @@
 //! A detection request goes: resolve the requested model name (aliases, served set) →
 //! guard (breaker → bulkhead → retry with budget, bounded by the deadline) → lease the
 //! backend (loading it on first use) → worker pool (batching, panic isolation) → spans.
-//! While a model's breaker is open and degraded mode is allowed, the rules-only backend
-//! answers instead, marked degraded; nothing ever leaves the device.
+//! While a model's breaker is open, or after its call failed past the retries, and degraded
+//! mode is allowed, the rules-only backend answers instead, marked degraded; nothing ever
+//! leaves the device.
 
 pub mod evaluate;
 pub mod faults;
@@ -95,7 +96,8 @@ pub struct Detection {
 pub struct CallOptions {
     /// Request deadline.
     pub deadline: Deadline,
-    /// Answer from the rules while the model's breaker is open.
+    /// Answer from the rules (degraded) while the model's breaker is open or after its
+    /// call failed past the retries.
     pub fallback_rules: bool,
     /// Keep-alive for this model use (`Some(None)` = never unload).
     pub keep_alive: Option<Option<Duration>>,
@@ -232,34 +234,29 @@ impl Engine {
                 degraded: false,
                 model_id: id.to_string(),
             }),
-            Err(GuardError::BreakerOpen {
-                state,
-                retry_after_seconds,
-            }) => {
-                if opts.fallback_rules {
-                    let spans = self
-                        .pool
-                        .run(Arc::from(RULES_ID), self.registry.rules_backend(), text)
-                        .await
-                        .map_err(|e| match e {
-                            PoolError::Full => EngineError::Busy {
-                                retry_after: Duration::from_secs(1),
-                            },
-                            _ => EngineError::Backend,
-                        })?;
-                    return Ok(Detection {
-                        spans,
-                        degraded: true,
-                        model_id: RULES_ID.to_string(),
-                    });
-                }
-                Err(EngineError::BreakerOpen {
-                    state: state.as_str(),
-                    retry_after_seconds,
-                })
-            }
+            Err(e) if opts.fallback_rules && falls_back(&e) => self.degraded(text).await,
             Err(e) => Err(map_guard_error(e)),
         }
+    }
+
+    /// Degraded mode: the rule recognizers alone, outside the backend boundary (they do not
+    /// share the model's fault), marked degraded.
+    async fn degraded(&self, text: Arc<str>) -> Result<Detection, EngineError> {
+        let spans = self
+            .pool
+            .run_fallback(Arc::from(RULES_ID), self.registry.rules_backend(), text)
+            .await
+            .map_err(|e| match e {
+                PoolError::Full => EngineError::Busy {
+                    retry_after: Duration::from_secs(1),
+                },
+                _ => EngineError::Backend,
+            })?;
+        Ok(Detection {
+            spans,
+            degraded: true,
+            model_id: RULES_ID.to_string(),
+        })
     }
 
     async fn attempt(
@@ -289,6 +286,20 @@ impl Engine {
             PoolError::Recognizer(RecognizerError::Input(_)) => CallError::Unknown,
         })
     }
+}
+
+/// Whether a guard outcome may be answered from the rules when the caller allows degraded
+/// mode: the breaker refused the call, or the model failed after its retries (the guard has
+/// already counted that failure for the breaker). Client errors, overload (a full queue or
+/// bulkhead: the rules would queue on the same workers) and a passed deadline keep their
+/// own answers.
+fn falls_back(e: &GuardError<CallError>) -> bool {
+    matches!(
+        e,
+        GuardError::BreakerOpen { .. }
+            | GuardError::Failed(CallError::Backend)
+            | GuardError::Failed(CallError::Load)
+    )
 }
 
 fn map_guard_error(e: GuardError<CallError>) -> EngineError {

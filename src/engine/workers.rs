@@ -65,6 +65,10 @@ struct Job {
     key: Arc<str>,
     recognizer: Arc<dyn Recognizer>,
     text: Arc<str>,
+    /// A model call at the backend boundary, where injected faults apply; false for the
+    /// rules-only answer of degraded mode, which stands in for a failing model and must not
+    /// fail with it.
+    at_boundary: bool,
     reply: Reply,
 }
 
@@ -118,11 +122,36 @@ impl WorkerPool {
         recognizer: Arc<dyn Recognizer>,
         text: Arc<str>,
     ) -> Result<Vec<Span>, PoolError> {
+        self.submit(key, recognizer, text, true).await
+    }
+
+    /// Runs the rules-only answer of degraded mode: like [`run`](Self::run), but outside
+    /// the backend boundary, so an injected model fault does not fail the fallback too.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    pub async fn run_fallback(
+        &self,
+        key: Arc<str>,
+        recognizer: Arc<dyn Recognizer>,
+        text: Arc<str>,
+    ) -> Result<Vec<Span>, PoolError> {
+        self.submit(key, recognizer, text, false).await
+    }
+
+    async fn submit(
+        &self,
+        key: Arc<str>,
+        recognizer: Arc<dyn Recognizer>,
+        text: Arc<str>,
+        at_boundary: bool,
+    ) -> Result<Vec<Span>, PoolError> {
         let (reply, rx) = oneshot::channel();
         let job = Job {
             key,
             recognizer,
             text,
+            at_boundary,
             reply,
         };
         self.tx.try_send(job).map_err(|e| match e {
@@ -188,10 +217,16 @@ fn worker_loop(rx: &Mutex<Receiver<Job>>, batch: &RwLock<BatchConfig>, faults: &
 fn run_group(group: Vec<Job>, faults: &Faults) {
     // Callers that gave up (timeout, disconnect) need no work.
     let mut live: Vec<Job> = group.into_iter().filter(|j| !j.reply.is_closed()).collect();
-    // Faults are decided per job, so a batch behaves like its jobs run one by one.
-    live.retain_mut(|job| match faults.before_infer() {
-        Ok(()) => true,
-        Err(e) => {
+    // Faults are decided per job, so a batch behaves like its jobs run one by one; only
+    // model calls are at the backend boundary. An injected panic is caught like a panic in
+    // the model call itself: the worker thread must survive it.
+    let inject = || {
+        catch_unwind(AssertUnwindSafe(|| faults.before_infer()))
+            .unwrap_or_else(|_| Err(RecognizerError::Backend("panic in model call".into())))
+    };
+    live.retain_mut(|job| match job.at_boundary.then(inject) {
+        None | Some(Ok(())) => true,
+        Some(Err(e)) => {
             let (tx, _) = oneshot::channel();
             let reply = std::mem::replace(&mut job.reply, tx);
             let _ = reply.send(Err(e));
@@ -284,6 +319,39 @@ mod tests {
             .await
             .expect("pool alive");
         assert_eq!(again.len(), 2);
+    }
+
+    #[cfg(feature = "fault-injection")]
+    #[tokio::test]
+    async fn injected_faults_hit_model_calls_only_and_an_injected_panic_spares_the_worker() {
+        let faults = Arc::new(Faults::default());
+        let pool = WorkerPool::new(1, 16, BatchConfig::default(), Arc::clone(&faults));
+        let rec: Arc<dyn Recognizer> = Arc::new(Xs {
+            calls: AtomicUsize::new(0),
+        });
+        let key: Arc<str> = Arc::from("m");
+        faults.set_spec("infer=fail").expect("faults");
+        let model = pool.run(key.clone(), rec.clone(), Arc::from("X")).await;
+        assert!(matches!(
+            model,
+            Err(PoolError::Recognizer(RecognizerError::Backend(_)))
+        ));
+        let fallback = pool
+            .run_fallback(key.clone(), rec.clone(), Arc::from("X"))
+            .await;
+        assert_eq!(
+            fallback.expect("the fallback is not at the boundary").len(),
+            1
+        );
+        faults.set_spec("infer=panic:1").expect("faults");
+        let panicked = pool.run(key.clone(), rec.clone(), Arc::from("X")).await;
+        assert!(matches!(
+            panicked,
+            Err(PoolError::Recognizer(RecognizerError::Backend(_)))
+        ));
+        // The only worker survived the injected panic.
+        let again = pool.run(key, rec, Arc::from("XX")).await;
+        assert_eq!(again.expect("the worker is alive").len(), 2);
     }
 
     #[tokio::test]

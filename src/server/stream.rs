@@ -4,7 +4,8 @@
 //! the buffer asks for goes through the guarded engine; only committed text is emitted, so an
 //! identifier split across chunks is never emitted partially and the chunks joined equal the
 //! single-shot output. The admission permit travels with the stream and is released when the
-//! stream ends. Audit hashes are keyed (HMAC with the install secret), never plain SHA-256 of
+//! stream ends. A stream answered by the rules alone in degraded mode says so in its `final`
+//! line (`"degraded": true`): its headers went out before any window was detected. Audit hashes are keyed (HMAC with the install secret), never plain SHA-256 of
 //! an entity, so they cannot be reversed by guessing names.
 
 use std::sync::Arc;
@@ -96,6 +97,9 @@ struct Driver<'a> {
     buf: CarryBuffer,
     pieces: std::iter::Peekable<Box<dyn Iterator<Item = &'a str> + Send + 'a>>,
     done_feeding: bool,
+    /// Some window was answered by the rules alone (degraded mode): the final line says so,
+    /// as the headers went out before any detection.
+    degraded: bool,
 }
 
 impl<'a> Driver<'a> {
@@ -118,6 +122,7 @@ impl<'a> Driver<'a> {
             buf: CarryBuffer::new(cfg),
             pieces: pieces.peekable(),
             done_feeding: false,
+            degraded: false,
         }
     }
 
@@ -135,6 +140,7 @@ impl<'a> Driver<'a> {
                     Ok(d) => d,
                     Err(e) => return Some(Err(e.into())),
                 };
+                self.degraded |= det.degraded;
                 let spans: Vec<Span> = det
                     .spans
                     .into_iter()
@@ -235,6 +241,10 @@ pub async fn pii_extract_stream(
         if !final_spans.is_empty() {
             fin["final_spans"] = Value::Array(final_spans);
         }
+        if driver.degraded {
+            st.metrics.degraded.inc();
+            fin["degraded"] = json!(true);
+        }
         send_line(&tx, &fin, false).await;
     });
     Ok(ndjson_response(rx))
@@ -310,6 +320,7 @@ pub async fn pii_deidentify_stream(
             }
         }
         let max_buffer = driver.max_buffered();
+        let degraded = driver.degraded;
         drop(driver);
         match result {
             Ok(()) => {
@@ -334,6 +345,10 @@ pub async fn pii_deidentify_stream(
                     "stream": {"chunks": chunks, "max_buffer": 4096, "max_observed_buffer": max_buffer},
                 });
                 let mut fin = json!({"audit": audit, "spans": spans_out, "type": "final"});
+                if degraded {
+                    st.metrics.degraded.inc();
+                    fin["degraded"] = json!(true);
+                }
                 if deid.keeps_mapping() && !deid.mapping().is_empty() {
                     let m: serde_json::Map<String, Value> = deid
                         .mapping()

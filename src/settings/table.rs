@@ -104,9 +104,9 @@ pub static TABLE: &[Def] = &[
         "on SIGTERM, seconds to let in-flight work finish before exiting"),
     restart(d("server.log_level", "PHIGUARD_LOG_LEVEL", Some("OPENMED_SERVICE_LOG_LEVEL"),
         Kind::Enum(&["trace", "debug", "info", "warning", "warn", "error", "off"]), "info",
-        "log verbosity (logs never contain request text)")),
+        "log verbosity of phiguard's own logs; other crates stay at warn or quieter (logs never contain request text)")),
     restart(d("server.log_format", "PHIGUARD_LOG_FORMAT", Some("OPENMED_SERVICE_LOG_FORMAT"),
-        Kind::Enum(&["json", "plain", "text"]), "json", "log line format")),
+        Kind::Enum(&["json", "plain", "text"]), "json", "log line format (plain is coloured only on a terminal)")),
     restart(d("server.ui", "PHIGUARD_UI", None, Kind::Bool, "false",
         "serve the dashboard at /ui/ (it asks for the admin token)")),
     // timeouts
@@ -200,7 +200,7 @@ pub static TABLE: &[Def] = &[
     d("admission.coalescing_enabled", "PHIGUARD_COALESCING_ENABLED", Some("OPENMED_SERVICE_COALESCING_ENABLED"),
         Kind::Bool, "false", "identical concurrent requests share one computation (no cache)"),
     d("admission.degraded_fallback", "PHIGUARD_DEGRADED_FALLBACK", None, Kind::Enum(&["off", "rules"]), "off",
-        "while a model's breaker is open, answer from the rule recognizers alone (marked degraded)"),
+        "while a model's breaker is open, or when its call failed after the retries, answer from the rule recognizers alone (marked degraded)"),
     // security
     restart(d("security.auth", "PHIGUARD_AUTH", None, Kind::Enum(&["on", "off"]), "on",
         "require a token on inference and admin routes; off only on a loopback bind")),

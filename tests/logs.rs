@@ -1,0 +1,264 @@
+//! The real `phiguard serve` binary's output, read back from the files its stdout and stderr
+//! were redirected to: PHI-free at every level (a canary sent through the model routes at
+//! `trace` is nowhere in it, and no third-party crate logs below `warn`, not even with
+//! `RUST_LOG=trace`), no colour codes when stderr is not a terminal, and a panic logged as
+//! one JSON line with its location, never its payload.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const CLIENT: &str = "logs-client-token";
+const ADMIN: &str = "logs-admin-token";
+/// A made-up patient: a name and an MRN that occur nowhere else.
+const CANARY_NAME: &str = "Quillon Vextrabury";
+const CANARY_MRN: &str = "73920418";
+
+/// A running binary in its own temporary home, stdout and stderr going to files there.
+struct Serve {
+    child: Child,
+    dir: tempfile::TempDir,
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Serve {
+    /// Starts `phiguard serve` on a free loopback port with `env` on top of the test
+    /// defaults; waits (bounded) for its "listening on" line.
+    async fn start(env: &[(&str, &str)]) -> Serve {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stdout = std::fs::File::create(dir.path().join("stdout")).expect("stdout file");
+        let stderr = std::fs::File::create(dir.path().join("stderr")).expect("stderr file");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_phiguard"));
+        cmd.arg("serve")
+            .env_remove("RUST_LOG")
+            .env_remove("NO_COLOR")
+            .env("PHIGUARD_HOME", dir.path().join("home"))
+            .env("PHIGUARD_HOST", "127.0.0.1")
+            .env("PHIGUARD_PORT", "0")
+            .env("PHIGUARD_AUTH_TOKEN", CLIENT)
+            .env("PHIGUARD_ADMIN_TOKEN", ADMIN)
+            .env("PHIGUARD_KEYRING", "off")
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("start phiguard serve");
+        let mut serve = Serve {
+            child,
+            dir,
+            base: String::new(),
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .expect("client"),
+        };
+        let started = Instant::now();
+        loop {
+            let out = serve.read("stdout");
+            if let Some(addr) = out
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("listening on "))
+            {
+                serve.base = addr.to_string();
+                return serve;
+            }
+            if let Ok(Some(status)) = serve.child.try_wait() {
+                panic!(
+                    "phiguard serve exited with {status}: {}",
+                    serve.read("stderr")
+                );
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "phiguard serve did not start: {}",
+                serve.read("stderr")
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn read(&self, name: &str) -> String {
+        let bytes = std::fs::read(self.path(name)).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    async fn post(&self, path: &str, body: Value) -> reqwest::Response {
+        self.http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(CLIENT)
+            .json(&body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// Sends the canary through every model route; returns the statuses.
+    async fn send_canary(&self) -> Vec<u16> {
+        let note = format!(
+            "Patient {CANARY_NAME} (MRN {CANARY_MRN}) seen 03/04/2021; {CANARY_NAME} called back."
+        );
+        let mut statuses = Vec::new();
+        for (path, extra) in [
+            ("/pii/deidentify", json!({})),
+            ("/pii/extract", json!({})),
+            ("/pii/deidentify", json!({"method": "replace"})),
+            ("/pii/deidentify/stream", json!({"chunk_size": 16})),
+        ] {
+            let mut body = extra;
+            body["text"] = json!(note);
+            let r = self.post(path, body).await;
+            statuses.push(r.status().as_u16());
+            // Read the whole answer, so the request has finished before the logs are read.
+            let _ = r.bytes().await;
+        }
+        statuses
+    }
+
+    /// Stops the binary and returns (stdout, stderr).
+    fn stop(mut self) -> (String, String) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        (self.read("stdout"), self.read("stderr"))
+    }
+}
+
+fn assert_no_canary(stdout: &str, stderr: &str) {
+    for (name, out) in [("stdout", stdout), ("stderr", stderr)] {
+        for canary in [CANARY_NAME, "Vextrabury", "Quillon", CANARY_MRN] {
+            assert!(
+                !out.contains(canary),
+                "{canary:?} found in {name}:\n{}",
+                out.lines()
+                    .filter(|l| l.contains(canary))
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn trace_level_json_logs_carry_no_request_text_and_no_third_party_chatter() {
+    let serve = Serve::start(&[
+        ("PHIGUARD_LOG_LEVEL", "trace"),
+        ("PHIGUARD_LOG_FORMAT", "json"),
+    ])
+    .await;
+    let statuses = serve.send_canary().await;
+    assert_eq!(statuses, [200, 200, 200, 200]);
+    let (stdout, stderr) = serve.stop();
+    assert_no_canary(&stdout, &stderr);
+    // Every line is one JSON event; phiguard's own are there (the access log at least);
+    // no other crate logs below warn.
+    let mut own = 0;
+    for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        let event: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
+        let target = event["target"].as_str().unwrap_or_default();
+        let level = event["level"].as_str().unwrap_or_default();
+        if target.starts_with("phiguard") {
+            own += 1;
+        } else {
+            assert!(
+                matches!(level, "WARN" | "ERROR"),
+                "a third-party {level} line: {line}"
+            );
+        }
+    }
+    assert!(own >= 4, "phiguard's own events are missing:\n{stderr}");
+}
+
+#[tokio::test]
+async fn rust_log_trace_keeps_the_cap_and_plain_logs_to_a_file_have_no_colour() {
+    let serve = Serve::start(&[
+        ("PHIGUARD_LOG_LEVEL", "info"),
+        ("PHIGUARD_LOG_FORMAT", "plain"),
+        ("RUST_LOG", "trace"),
+    ])
+    .await;
+    let statuses = serve.send_canary().await;
+    assert_eq!(statuses, [200, 200, 200, 200]);
+    let (stdout, stderr) = serve.stop();
+    assert_no_canary(&stdout, &stderr);
+    assert!(
+        stderr.contains("phiguard::access"),
+        "the access log is missing:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains("\x1b["),
+        "colour codes in a redirected stderr"
+    );
+    // Plain lines read `<time> <LEVEL> <target>: …` (no spans are entered at these levels).
+    for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        let mut words = line.split_whitespace();
+        let (Some(_), Some(level), Some(target)) = (words.next(), words.next(), words.next())
+        else {
+            continue;
+        };
+        if matches!(level, "TRACE" | "DEBUG" | "INFO") {
+            assert!(
+                target.starts_with("phiguard"),
+                "a third-party {level} line: {line}"
+            );
+        }
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+#[tokio::test]
+async fn a_panic_is_one_json_log_line_with_its_location_and_no_payload() {
+    let serve = Serve::start(&[
+        ("PHIGUARD_LOG_LEVEL", "info"),
+        ("PHIGUARD_LOG_FORMAT", "json"),
+        ("PHIGUARD_FAULTS", "infer=panic:1"),
+        ("PHIGUARD_RETRY_MAX_ATTEMPTS", "1"),
+    ])
+    .await;
+    let r = serve
+        .post(
+            "/pii/deidentify",
+            json!({"text": format!("{CANARY_NAME} MRN {CANARY_MRN}")}),
+        )
+        .await;
+    assert_eq!(r.status(), 500, "the injected panic is a failed model call");
+    let _ = r.bytes().await;
+    // The server keeps serving.
+    let r = serve
+        .post("/pii/extract", json!({"text": "call 617-555-0142"}))
+        .await;
+    assert_eq!(r.status(), 200);
+    let (stdout, stderr) = serve.stop();
+    assert_no_canary(&stdout, &stderr);
+    assert!(
+        !stderr.contains("injected panic") && !stdout.contains("injected panic"),
+        "the panic payload was printed:\n{stderr}"
+    );
+    let panics: Vec<Value> = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str::<Value>(l)
+                .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {l}"))
+        })
+        .filter(|e| e["target"] == "phiguard::panic")
+        .collect();
+    assert_eq!(panics.len(), 1, "one panic line:\n{stderr}");
+    let fields = &panics[0]["fields"];
+    assert_eq!(panics[0]["level"], "ERROR");
+    let location = fields["location"].as_str().unwrap_or_default();
+    assert!(
+        location.contains("faults.rs:"),
+        "the location names the panicking line: {fields}"
+    );
+    assert!(fields["thread"].is_string(), "{fields}");
+}
