@@ -143,6 +143,18 @@ async fn status_with(http: &reqwest::Client, url: &str, token: &str) -> u16 {
         .as_u16()
 }
 
+/// `GET /admin/tokens` with the admin token.
+async fn tokens_listed(http: &reqwest::Client, url: &str, admin: &str) -> Value {
+    http.get(url)
+        .bearer_auth(admin)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json")
+}
+
 /// Polls until `url` answers 200 to `new` and 401 to `old`, or fails at [`DEADLINE`].
 async fn until_switched(http: &reqwest::Client, url: &str, old: &str, new: &str) {
     let deadline = tokio::time::Instant::now() + DEADLINE;
@@ -226,15 +238,7 @@ async fn the_primary_client_token_is_listed_and_revoked_through_the_admin_api() 
     let models = server.url("/models/loaded");
     assert_eq!(status_with(&http, &models, &old).await, 200);
 
-    let list: Value = http
-        .get(server.url("/admin/tokens"))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let list = tokens_listed(&http, &server.url("/admin/tokens"), &admin).await;
     let text = list.to_string();
     assert!(!text.contains(&old) && !text.contains("digest"), "{text}");
     let primary = list["tokens"]
@@ -265,15 +269,7 @@ async fn the_primary_client_token_is_listed_and_revoked_through_the_admin_api() 
     let new = show(home.path(), false);
     assert_ne!(new, old);
     assert_eq!(status_with(&http, &models, &new).await, 200);
-    let list: Value = http
-        .get(server.url("/admin/tokens"))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let list = tokens_listed(&http, &server.url("/admin/tokens"), &admin).await;
     assert_eq!(list["tokens"][0]["prefix"].as_str(), Some(&new[..7]));
     // A second server on the same home (a restart) agrees.
     drop(server);

@@ -25,6 +25,20 @@ use utoipa::openapi::{Content, HeaderBuilder, RefOr};
 use utoipa::{OpenApi, PartialSchema, ToSchema};
 
 use super::api::{AGGREGATIONS, FALLBACKS, METHODS};
+
+/// The operations of a path item this server can answer (GET, POST, PUT, DELETE).
+fn operations_mut(
+    item: &mut utoipa::openapi::path::PathItem,
+) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.post,
+        &mut item.put,
+        &mut item.delete,
+    ]
+    .into_iter()
+    .flatten()
+}
 use super::state::AppState;
 use super::validate::LANGS;
 
@@ -543,15 +557,7 @@ impl utoipa::Modify for Tags {
             ("admin", "admin", "the admin API (admin token)"),
         ];
         for item in openapi.paths.paths.values_mut() {
-            for op in [
-                &mut item.get,
-                &mut item.post,
-                &mut item.put,
-                &mut item.delete,
-            ]
-            .into_iter()
-            .flatten()
-            {
+            for op in operations_mut(item) {
                 for tag in op.tags.iter_mut().flatten() {
                     if let Some((_, name, _)) = GROUPS.iter().find(|(from, _, _)| from == tag) {
                         *tag = (*name).to_string();
@@ -686,15 +692,7 @@ impl utoipa::Modify for ErrorResponses {
             let model = MODEL_ROUTES.contains(&path.as_str());
             let open = OPEN_ROUTES.contains(&path.as_str());
             let admin = path.starts_with("/admin/");
-            for op in [
-                &mut item.get,
-                &mut item.post,
-                &mut item.put,
-                &mut item.delete,
-            ]
-            .into_iter()
-            .flatten()
-            {
+            for op in operations_mut(item) {
                 let has_body = op.request_body.is_some();
                 add(
                     op,
