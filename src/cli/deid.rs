@@ -249,10 +249,8 @@ fn write_output(dest: &Path, body: &[u8], force: bool) -> std::io::Result<()> {
     moved
 }
 
-/// What one file contributed to the summary.
-struct Done {
-    entities: BTreeMap<&'static str, usize>,
-}
+/// Entities transformed in one file, by wire label (for the summary).
+type LabelCounts = BTreeMap<&'static str, usize>;
 
 pub(super) fn run(args: Args) -> Result<(), Failure> {
     let method = method(&args.method)?;
@@ -335,7 +333,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 for r in &out.replacements {
                     *entities.entry(r.span.label.wire()).or_insert(0) += 1;
                 }
-                Ok::<(String, Done), String>((out.text, Done { entities }))
+                Ok::<(String, LabelCounts), String>((out.text, entities))
             }
         };
         if stdin_mode {
@@ -363,7 +361,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         );
         let parallel = engine.pool.threads().max(1) * 2;
         let force = args.force;
-        let results: Vec<(PathBuf, Result<Done, String>)> =
+        let results: Vec<(PathBuf, Result<LabelCounts, String>)> =
             futures::stream::iter(plan.jobs.clone())
                 .map(|job| {
                     let dest = out_dir.join(&job.output);
@@ -397,7 +395,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             match r {
                 Ok(done) => {
                     written += 1;
-                    for (label, n) in done.entities {
+                    for (label, n) in done {
                         *entities.entry(label).or_insert(0) += n;
                     }
                 }

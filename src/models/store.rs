@@ -130,7 +130,6 @@ impl Store {
     /// # Errors
     /// [`ModelError::Io`] if the folder cannot be created.
     pub fn open(root: PathBuf) -> Result<Store> {
-        std::fs::create_dir_all(&root).map_err(io("creating the model store"))?;
         let bundled = super::bundle::locate(&root);
         Store::with_bundled(root, bundled)
     }

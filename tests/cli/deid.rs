@@ -21,25 +21,21 @@ fn deid(home: &Path, args: &[&str]) -> std::process::Output {
     run(c, None)
 }
 
+/// The files below `dir`, as sorted relative paths.
 fn tree(dir: &Path) -> Vec<String> {
-    let mut out: Vec<String> = walk(dir)
-        .iter()
-        .map(|p| p.strip_prefix(dir).expect("below").display().to_string())
-        .collect();
-    out.sort();
-    out
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        if e.path().is_dir() {
-            out.extend(walk(&e.path()));
-        } else {
-            out.push(e.path());
-        }
-    }
-    out
+    walkdir::WalkDir::new(dir)
+        .sort_by_file_name()
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            e.path()
+                .strip_prefix(dir)
+                .expect("below")
+                .display()
+                .to_string()
+        })
+        .collect()
 }
 
 #[test]

@@ -27,26 +27,36 @@ fn host() -> String {
         .expect("host triple")
 }
 
+/// Runs `cargo ARGS… <host triple>` in the checkout and returns its stdout.
+fn cargo_for_host(args: &[&str], host: &str) -> Vec<u8> {
+    let out = Command::new(env!("CARGO"))
+        .args(args)
+        .arg(host)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo");
+    assert!(
+        out.status.success(),
+        "cargo {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 #[test]
 fn the_root_crate_needs_no_system_library() {
-    let out = Command::new(env!("CARGO"))
-        .args([
+    let host = host();
+    let metadata = cargo_for_host(
+        &[
             "metadata",
             "--format-version",
             "1",
             "--locked",
             "--filter-platform",
-        ])
-        .arg(host())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo metadata");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        &host,
     );
-    let m: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let m: serde_json::Value = serde_json::from_slice(&metadata).expect("metadata JSON");
     let packages: HashMap<&str, &serde_json::Value> = m["packages"]
         .as_array()
         .expect("packages")
@@ -56,8 +66,8 @@ fn the_root_crate_needs_no_system_library() {
     // What the root crate really builds with (normal and build dependencies, not dev) comes
     // from `cargo tree`: it applies the feature resolver, whereas `metadata`'s resolve also
     // lists weak optional dependencies that no feature turns on.
-    let tree = Command::new(env!("CARGO"))
-        .args([
+    let tree = cargo_for_host(
+        &[
             "tree",
             "--locked",
             "-p",
@@ -66,18 +76,13 @@ fn the_root_crate_needs_no_system_library() {
             "normal,build",
             "--prefix",
             "none",
-        ])
-        .args(["--format", "{p}", "--target"])
-        .arg(host())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo tree");
-    assert!(
-        tree.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tree.stderr)
+            "--format",
+            "{p}",
+            "--target",
+        ],
+        &host,
     );
-    let tree = String::from_utf8_lossy(&tree.stdout).into_owned();
+    let tree = String::from_utf8_lossy(&tree).into_owned();
     // `name vX.Y.Z (source)`; the same crate repeats, marked `(*)`.
     let built: HashSet<(String, String)> = tree
         .lines()
