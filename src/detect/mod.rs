@@ -7,6 +7,7 @@
 
 pub mod context;
 pub mod merge;
+pub mod normalize;
 pub mod protected;
 pub mod rules;
 pub mod span;

@@ -8,6 +8,8 @@
 //! The merge is recall first: model spans are filtered (per-label thresholds, protected
 //! terms), then unioned with the rule spans ([`crate::detect::resolve`]), then the safety
 //! sweep marks every other occurrence of a name found once ([`crate::detect::sweep`]).
+//! All of it runs on the normalised view of each text ([`crate::detect::normalize`]), and
+//! the spans are mapped back to the submitted text's offsets last.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -18,6 +20,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 
 use super::faults::Faults;
+use crate::detect::normalize::View;
 use crate::detect::{LabelThresholds, Recognizer, RecognizerError, Span};
 
 /// Which recognizers a detection runs (`phiguard eval --detectors`).
@@ -84,6 +87,11 @@ impl Backend {
         texts: &[&str],
         detectors: Detectors,
     ) -> Result<Vec<Vec<Span>>, RecognizerError> {
+        // Every recognizer reads the normalised view; spans go back to the submitted text's
+        // offsets at the end (see `detect::normalize`).
+        let views: Vec<View<'_>> = texts.iter().map(|t| View::new(t)).collect();
+        let texts: Vec<&str> = views.iter().map(View::text).collect();
+        let texts = texts.as_slice();
         let mut found: Vec<Vec<Span>> = if detectors == Detectors::Model {
             vec![Vec::new(); texts.len()]
         } else {
@@ -100,8 +108,11 @@ impl Backend {
         }
         Ok(found
             .into_iter()
-            .zip(texts)
-            .map(|(spans, text)| crate::detect::sweep::sweep(text, crate::detect::resolve(spans)))
+            .zip(&views)
+            .map(|(spans, view)| {
+                let spans = crate::detect::sweep::sweep(view.text(), crate::detect::resolve(spans));
+                view.to_original(spans)
+            })
             .collect())
     }
 }

@@ -270,3 +270,52 @@ async fn models_loaded_and_unload() {
     assert!(doc["paths"]["/pii/deidentify"].is_object());
     t.shutdown().await;
 }
+
+/// Identifiers typed with fullwidth digits (CJK input methods), non-breaking and soft
+/// hyphens or zero-width spaces (word processors, web pages) are found like their plain
+/// forms, and the offsets still index the text as it was sent.
+#[tokio::test]
+async fn identifiers_in_lookalike_characters_are_found_at_submitted_offsets() {
+    let t = rules_server().await;
+    let note = "ＳＳＮ １２３\u{2011}４５\u{2011}６７８９, tel 617\u{00AD}-555\u{200B}-0142, DOB ０３/１４/２０２１.";
+    let body: Value = t
+        .post("/pii/extract", json!({"text": note}))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let ents = body["entities"].as_array().expect("entities");
+    let found: Vec<(String, String)> = ents
+        .iter()
+        .map(|e| {
+            let (s, en) = (
+                e["start"].as_u64().expect("start") as usize,
+                e["end"].as_u64().expect("end") as usize,
+            );
+            assert_eq!(py_slice(note, s, en), e["text"].as_str().expect("text"));
+            (
+                e["label"].as_str().unwrap_or("").to_owned(),
+                py_slice(note, s, en),
+            )
+        })
+        .collect();
+    for (label, text) in [
+        ("ssn", "１２３\u{2011}４５\u{2011}６７８９"),
+        ("phone_number", "617\u{00AD}-555\u{200B}-0142"),
+        ("date", "０３/１４/２０２１"),
+    ] {
+        assert!(
+            found.iter().any(|(l, t)| l == label && t == text),
+            "{label} {text:?} not in {found:?}"
+        );
+    }
+    let masked: Value = t
+        .post("/pii/deidentify", json!({"text": note}))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let out = masked["deidentified_text"].as_str().expect("text");
+    assert!(!out.chars().any(|c| c.is_numeric()), "digits left in {out}");
+    t.shutdown().await;
+}

@@ -1,0 +1,243 @@
+//! The normalised view that recognizers read, and the way back to the submitted text.
+//!
+//! # Why a view
+//!
+//! The same identifier reaches the service in many spellings that look alike on screen:
+//! fullwidth digits from CJK input methods (`１２３-４５-６７８９`), non-breaking hyphens and
+//! soft hyphens from word processors, zero-width spaces pasted from web pages, ligatures
+//! and non-breaking spaces. Patterns, context words and the tokenizer all expect the plain
+//! forms, so an identifier written that way used to pass through untouched. Every
+//! recognizer therefore reads a [`View`]: the text in NFKC, with zero-width characters
+//! removed and Unicode hyphens folded to `-`. Spans found in the view are mapped back
+//! ([`View::to_original`]) so that responses, masks and offsets always index the text the
+//! client sent, never the view.
+//!
+//! # How offsets map back
+//!
+//! The text is cut into segments, each a starter (canonical combining class 0) with the
+//! combining marks after it, and each segment is normalised on its own. Every code point
+//! of the view remembers the segment it came from, so a view span maps to the range from
+//! the start of its first segment to the end of its last. The cost of working per segment
+//! is that compositions across two starters (Hangul conjoining jamo) are not made; nothing
+//! a recognizer matches depends on them. ASCII text, and text that the view leaves as it
+//! is, skip the map entirely.
+
+use unicode_normalization::char::canonical_combining_class;
+use unicode_normalization::UnicodeNormalization;
+
+use super::Span;
+
+/// Characters with no width that split identifiers invisibly: removed from the view.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}' // zero-width space
+            | '\u{200C}' // zero-width non-joiner
+            | '\u{200D}' // zero-width joiner
+            | '\u{2060}' // word joiner
+            | '\u{FEFF}' // zero-width no-break space (BOM)
+            | '\u{00AD}' // soft hyphen
+            | '\u{180E}' // Mongolian vowel separator
+    )
+}
+
+/// Unicode hyphens (after NFKC) that stand for an ASCII hyphen inside identifiers. En and
+/// em dashes are left alone: they separate ranges and clauses, not digits of one number.
+fn fold(c: char) -> char {
+    match c {
+        '\u{2010}' | '\u{2012}' | '\u{2212}' | '\u{FE63}' => '-',
+        c => c,
+    }
+}
+
+/// A text as recognizers read it (see the module docs).
+#[derive(Clone, Debug)]
+pub struct View<'t> {
+    original: &'t str,
+    /// The normalised text; `None` when it equals the original.
+    text: Option<String>,
+    /// For each code point of `text`, the original code-point range of its segment.
+    origin: Vec<(usize, usize)>,
+}
+
+impl<'t> View<'t> {
+    /// Builds the view of `text`.
+    pub fn new(text: &'t str) -> Self {
+        let identity = View {
+            original: text,
+            text: None,
+            origin: Vec::new(),
+        };
+        if text.is_ascii() {
+            return identity;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut origin = Vec::with_capacity(text.len());
+        let mut changed = false;
+        let mut segment = String::new();
+        let mut seg_start = 0usize;
+        let mut seg_len = 0usize;
+        let mut flush = |segment: &mut String, start: usize, len: usize| {
+            if len == 0 {
+                return;
+            }
+            let before = out.len();
+            for c in segment.nfkc() {
+                if is_invisible(c) {
+                    continue;
+                }
+                out.push(fold(c));
+                origin.push((start, start + len));
+            }
+            if out[before..] != **segment {
+                changed = true;
+            }
+            segment.clear();
+        };
+        for (i, c) in text.chars().enumerate() {
+            if canonical_combining_class(c) == 0 {
+                flush(&mut segment, seg_start, seg_len);
+                seg_start = i;
+                seg_len = 0;
+            }
+            segment.push(c);
+            seg_len += 1;
+        }
+        flush(&mut segment, seg_start, seg_len);
+        if !changed {
+            return identity;
+        }
+        View {
+            original: text,
+            text: Some(out),
+            origin,
+        }
+    }
+
+    /// The text recognizers read.
+    pub fn text(&self) -> &str {
+        self.text.as_deref().unwrap_or(self.original)
+    }
+
+    /// True when the view differs from the submitted text.
+    pub fn is_changed(&self) -> bool {
+        self.text.is_some()
+    }
+
+    /// Maps spans in view offsets to spans in offsets of the submitted text, resolving any
+    /// overlap the mapping creates (two view code points from one segment). Spans past the
+    /// end of the view are dropped.
+    pub fn to_original(&self, spans: Vec<Span>) -> Vec<Span> {
+        if self.text.is_none() {
+            return spans;
+        }
+        let mapped = spans
+            .into_iter()
+            .filter(|s| s.start < s.end && s.end <= self.origin.len())
+            .map(|mut s| {
+                s.start = self.origin[s.start].0;
+                s.end = self.origin[s.end - 1].1;
+                s
+            })
+            .collect();
+        super::merge::resolve(mapped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::{Label, Source};
+    use proptest::prelude::*;
+
+    fn span(start: usize, end: usize) -> Span {
+        Span::new(start, end, Label::Ssn, 0.9, Source::Rule)
+    }
+
+    fn chars(text: &str, s: &Span) -> String {
+        text.chars().skip(s.start).take(s.end - s.start).collect()
+    }
+
+    #[test]
+    fn ascii_and_already_normal_text_is_its_own_view() {
+        for text in ["SSN 123-45-6789", "Zoë Brontë, Łódź", ""] {
+            let v = View::new(text);
+            assert!(!v.is_changed(), "{text}");
+            assert_eq!(v.text(), text);
+        }
+    }
+
+    #[test]
+    fn fullwidth_digits_zero_width_and_hyphens_read_as_ascii() {
+        let text = "SSN １２３\u{2011}４５\u{200B}-６７８９ ok";
+        let v = View::new(text);
+        assert_eq!(v.text(), "SSN 123-45-6789 ok");
+        let found = v.to_original(vec![span(4, 15)]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            chars(text, &found[0]),
+            "１２３\u{2011}４５\u{200B}-６７８９"
+        );
+    }
+
+    #[test]
+    fn a_ligature_split_by_a_span_maps_to_the_whole_ligature() {
+        // "ﬁ" is one code point and two in the view.
+        let text = "Dr ﬁnn";
+        let v = View::new(text);
+        assert_eq!(v.text(), "Dr finn");
+        let found = v.to_original(vec![span(4, 7)]);
+        assert_eq!((found[0].start, found[0].end), (3, 6));
+    }
+
+    #[test]
+    fn combining_marks_stay_with_their_base() {
+        let text = "Jose\u{0301} ﹣ 1";
+        let v = View::new(text);
+        assert_eq!(v.text(), "José - 1");
+        let found = v.to_original(vec![span(0, 4)]);
+        assert_eq!(chars(text, &found[0]), "Jose\u{0301}");
+    }
+
+    proptest! {
+        /// For any text and any view span, the mapped span indexes the submitted text, is
+        /// not empty, and covers every original code point the view span came from.
+        #[test]
+        fn mapped_spans_index_the_submitted_text(
+            text in "(\\PC|[０-９\u{200B}\u{2011}\u{00AD}\u{FB01}\u{0301}\u{1100}\u{1161}a-z0-9 -]){0,40}",
+            cuts in proptest::collection::vec((0usize..64, 1usize..8), 0..6),
+        ) {
+            let v = View::new(&text);
+            let n_view = v.text().chars().count();
+            let n_orig = text.chars().count();
+            let spans: Vec<Span> = cuts
+                .iter()
+                .filter_map(|&(a, len)| {
+                    let a = a % (n_view + 1);
+                    let b = (a + len).min(n_view);
+                    (a < b).then(|| span(a, b))
+                })
+                .collect();
+            // Recognizer output is resolved (sorted, disjoint) before it is mapped.
+            let spans = crate::detect::resolve(spans);
+            let mapped = v.to_original(spans.clone());
+            for m in &mapped {
+                prop_assert!(m.start < m.end && m.end <= n_orig);
+            }
+            for w in mapped.windows(2) {
+                prop_assert!(w[0].end <= w[1].start);
+            }
+            // Every view code point inside a span maps into some mapped span.
+            if v.is_changed() {
+                for s in &spans {
+                    for j in s.start..s.end {
+                        let (a, b) = v.origin[j];
+                        prop_assert!(mapped.iter().any(|m| m.start <= a && b <= m.end));
+                    }
+                }
+            } else {
+                prop_assert_eq!(v.text(), text.as_str());
+            }
+        }
+    }
+}
