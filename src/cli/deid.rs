@@ -297,6 +297,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         keep_year: false,
         keep_mapping: false,
         policy,
+        reference_year: None,
     };
     let rt = runtime()?;
     rt.block_on(async move {

@@ -11,6 +11,19 @@
 //! or, when streaming, fragment after fragment ([`Deidentifier::apply_at`]); both give the
 //! same result.
 //!
+//! # Why Safe Harbor looks at birth dates as a whole
+//!
+//! 45 CFR 164.514(b)(2)(i)(C) removes ages over 89 *and all elements of dates, including the
+//! year, indicative of such age*. Keeping the year of every date is therefore wrong for a
+//! birth date: `DOB 02/03/1931` → `1931` says the patient is over 89 as plainly as the age
+//! would. Under a `year_only` action a birth date (labelled `DATE_OF_BIRTH`, or a date after
+//! a birth cue such as `DOB`, `born` or `date of birth` on its line) is masked instead when
+//! the text states an age over 89 anywhere (earlier fragments of a stream included) or
+//! when its year is 90 or more years before the reference year ([`DeidOptions::reference_year`],
+//! this year by default). A stream only knows what it has seen: a birth date committed
+//! before a later fragment states an age over 89 keeps its year if that year is recent
+//! enough on its own.
+//!
 //! # Why a keyed hash
 //!
 //! OpenMed's `hash` is an unkeyed SHA-256 prefix, which anyone can reverse for a short name
@@ -144,6 +157,9 @@ pub struct DeidOptions {
     pub keep_mapping: bool,
     /// A policy deciding the action per label (and possibly `keep_mapping`).
     pub policy: Option<Policy>,
+    /// The year ages are counted to when a policy keeps only years (see the module docs);
+    /// `None` is the current year.
+    pub reference_year: Option<i32>,
 }
 
 /// The per-install secret of the keyed hash: 32 bytes. `Debug` never prints it.
@@ -239,6 +255,8 @@ pub struct Deidentifier<R: Rng> {
     /// Every mapping pair handed out so far (for the final line of a stream).
     mapping: Vec<(String, String)>,
     mapping_seen: HashSet<(String, String)>,
+    /// An age over 89 has been seen in this request (Safe Harbor, see the module docs).
+    over_89_seen: bool,
 }
 
 impl<R: Rng> Deidentifier<R> {
@@ -265,6 +283,7 @@ impl<R: Rng> Deidentifier<R> {
             used: HashSet::new(),
             mapping: Vec::new(),
             mapping_seen: HashSet::new(),
+            over_89_seen: false,
         }
     }
 
@@ -311,10 +330,19 @@ impl<R: Rng> Deidentifier<R> {
             ..DeidOutput::default()
         };
         let keep_mapping = self.keeps_mapping();
+        let resolved = merge::resolve(local);
+        self.over_89_seen |= resolved
+            .iter()
+            .any(|s| s.label == Label::Age && age_over_89(idx.slice(fragment, s.start, s.end)));
         let mut pos = 0;
-        for s in merge::resolve(local) {
+        let mut prev_end = 0;
+        for s in resolved {
             let original = idx.slice(fragment, s.start, s.end);
-            let Some((replacement, action)) = self.transform(s.label, original) else {
+            let before = idx.slice(fragment, prev_end, s.start);
+            prev_end = s.end;
+            let birth =
+                s.label == Label::DateOfBirth || (s.label == Label::Date && has_birth_cue(before));
+            let Some((replacement, action)) = self.transform(s.label, original, birth) else {
                 continue;
             };
             out.text.push_str(idx.slice(fragment, pos, s.start));
@@ -353,7 +381,7 @@ impl<R: Rng> Deidentifier<R> {
     }
 
     /// The replacement and the action actually taken; `None` keeps the entity.
-    fn transform(&mut self, label: Label, original: &str) -> Option<(String, Action)> {
+    fn transform(&mut self, label: Label, original: &str, birth: bool) -> Option<(String, Action)> {
         let mask = || (format!("[{}]", label.wire()), Action::Mask);
         Some(match self.action_for(label) {
             Action::Keep => return None,
@@ -373,6 +401,7 @@ impl<R: Rng> Deidentifier<R> {
             },
             Action::YearOnly => match DateParts::parse(original)
                 .filter(|_| label.is_date())
+                .filter(|d| !(birth && self.reveals_over_89(d)))
                 .and_then(|d| d.year_only())
             {
                 Some(y) => (y, Action::YearOnly),
@@ -392,6 +421,24 @@ impl<R: Rng> Deidentifier<R> {
         })
     }
 
+    /// True when keeping the year of this birth date would tell an age over 89.
+    fn reveals_over_89(&self, date: &DateParts) -> bool {
+        if self.over_89_seen {
+            return true;
+        }
+        let reference = self
+            .opts
+            .reference_year
+            .unwrap_or_else(|| chrono::Datelike::year(&chrono::Utc::now()));
+        // A date without a year keeps nothing to reveal; a two-digit year is ambiguous
+        // about its century and is masked.
+        match date.year {
+            Some(y) if y >= 100 => reference - y > 89,
+            Some(_) => true,
+            None => false,
+        }
+    }
+
     /// The memoised surrogate of `original`: the same string always gets the same
     /// surrogate in this request, and two strings never share one.
     fn surrogate(&mut self, label: Label, original: &str) -> String {
@@ -409,6 +456,35 @@ impl<R: Rng> Deidentifier<R> {
         self.memo.insert(original.to_owned(), candidate.clone());
         candidate
     }
+}
+
+/// True for an age over 89, in digits (`92`, `92-year-old`) or words (`ninety-two`,
+/// `a hundred and one`).
+fn age_over_89(text: &str) -> bool {
+    match surrogate::age_value(text) {
+        Some(v) => v > 89,
+        None => {
+            let lower = text.to_lowercase();
+            lower.contains("ninety") || lower.contains("hundred")
+        }
+    }
+}
+
+/// True when the text just before a date (back to the previous entity, on the same line)
+/// says it is a birth date: `DOB`, `D.O.B.`, `born`, `birth`, `Geburtsdatum`, `né(e)`.
+fn has_birth_cue(before: &str) -> bool {
+    let line = before.rsplit('\n').next().unwrap_or(before);
+    let lower = line.to_lowercase();
+    let compact: String = lower
+        .chars()
+        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+        .collect();
+    compact.split_whitespace().any(|w| {
+        matches!(
+            w,
+            "dob" | "born" | "birthdate" | "birthday" | "né" | "née" | "geburtsdatum"
+        ) || w.starts_with("birth")
+    })
 }
 
 #[cfg(test)]

@@ -184,7 +184,8 @@ fn hipaa_safe_harbor_policy() -> std::result::Result<(), PolicyError> {
     let out = run(opts, text, &s);
     assert_eq!(
         out.text,
-        "[first_name], 90+-year-old, DOB 1980, age 45, ZIP [zipcode], seen 2019"
+        // The age over 89 makes the birth year telling: it goes too.
+        "[first_name], 90+-year-old, DOB [date_of_birth], age 45, ZIP [zipcode], seen 2019"
     );
     assert!(out.mapping.is_empty());
     Ok(())
@@ -276,5 +277,78 @@ proptest! {
                 prop_assert!(out.replacements.iter().any(|r| r.span.start <= p && p < r.span.end));
             }
         }
+    }
+}
+
+fn safe_harbor(reference_year: i32) -> DeidOptions {
+    DeidOptions {
+        policy: Policy::parse("hipaa_safe_harbor").ok(),
+        reference_year: Some(reference_year),
+        ..DeidOptions::default()
+    }
+}
+
+/// Runs the real rule recognizers, then the Safe Harbor transform.
+fn safe_harbor_text(text: &str, reference_year: i32) -> String {
+    let spans = crate::detect::RuleRecognizer::new().find(text);
+    run(safe_harbor(reference_year), text, &spans).text
+}
+
+#[test]
+fn safe_harbor_masks_a_birth_year_that_reveals_an_age_over_89() {
+    assert_eq!(
+        safe_harbor_text("DOB 02/03/1931, seen 04/05/2024.", 2026),
+        "DOB [date], seen 2024."
+    );
+    assert_eq!(
+        safe_harbor_text("DOB 02/03/1950, seen 04/05/2024.", 2026),
+        "DOB 1950, seen 2024."
+    );
+    // A stated age over 89 makes every birth date's year telling, wherever it stands.
+    assert_eq!(
+        safe_harbor_text("Date of birth: 02/03/1950. She is 93 years old.", 2026),
+        "Date of birth: [date]. She is 90+ years old."
+    );
+    // Dates that are not birth dates keep their year.
+    assert_eq!(
+        safe_harbor_text("93 yo, admitted 01/02/2024, DOB 01/02/1933.", 2026),
+        "90+ yo, admitted 2024, DOB [date]."
+    );
+}
+
+#[test]
+fn safe_harbor_remembers_an_age_over_89_across_stream_fragments() {
+    let mut d = Deidentifier::new(safe_harbor(2026), &key(), StdRng::seed_from_u64(1));
+    let first = "Age 95. ";
+    let second = "DOB 01/02/1960.";
+    let rules = crate::detect::RuleRecognizer::new();
+    let a = d.apply_at(first, 0, &rules.find(first));
+    let shifted: Vec<Span> = rules
+        .find(second)
+        .into_iter()
+        .map(|mut s| {
+            s.start += 8;
+            s.end += 8;
+            s
+        })
+        .collect();
+    let b = d.apply_at(second, 8, &shifted);
+    assert_eq!(format!("{}{}", a.text, b.text), "Age 90+. DOB [date].");
+}
+
+proptest! {
+    /// Under Safe Harbor a birth year survives only when neither it nor a stated age says
+    /// the patient is over 89.
+    #[test]
+    fn safe_harbor_never_keeps_a_telling_birth_year(
+        year in 1900i32..2026,
+        age in 0u32..120,
+        month in 1u32..=12,
+        day in 1u32..=28,
+    ) {
+        let text = format!("DOB {month:02}/{day:02}/{year}. Age {age}.");
+        let out = safe_harbor_text(&text, 2026);
+        let telling = age > 89 || 2026 - year > 89;
+        prop_assert_eq!(out.contains(&year.to_string()), !telling, "{}", out);
     }
 }

@@ -199,6 +199,7 @@ pub(crate) fn deid_options(req: &DeidentifyRequest) -> DeidOptions {
         keep_year: req.keep_year,
         keep_mapping: req.keep_mapping,
         policy: req.policy.as_deref().and_then(|p| Policy::parse(p).ok()),
+        reference_year: None,
     }
 }
 

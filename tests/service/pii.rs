@@ -319,3 +319,24 @@ async fn identifiers_in_lookalike_characters_are_found_at_submitted_offsets() {
     assert!(!out.chars().any(|c| c.is_numeric()), "digits left in {out}");
     t.shutdown().await;
 }
+
+/// Safe Harbor: an age over 89 and every date element that reveals it are aggregated, so
+/// the birth year goes with the age while other dates keep theirs.
+#[tokio::test]
+async fn safe_harbor_removes_the_birth_year_of_a_patient_over_89() {
+    let t = rules_server().await;
+    let note = "DOB: 02/03/1950. Admitted 04/05/2024; she is 93 years old.";
+    let body: Value = t
+        .post(
+            "/pii/deidentify",
+            json!({"text": note, "policy": "hipaa_safe_harbor"}),
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    let out = body["deidentified_text"].as_str().expect("text");
+    assert!(!out.contains("1950") && !out.contains("93"), "{out}");
+    assert!(out.contains("2024") && out.contains("90+"), "{out}");
+    t.shutdown().await;
+}
