@@ -337,6 +337,7 @@ fn deid_options() -> impl Strategy<Value = DeidOptions> {
                 keep_year,
                 keep_mapping,
                 policy,
+                reference_year: None,
             },
         )
 }

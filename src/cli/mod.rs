@@ -94,7 +94,9 @@ enum Command {
         /// Exit 1 when overall character recall is below this.
         #[arg(long)]
         min_recall: Option<f64>,
-        /// Foreign label -> canonical label map (TOML or JSON).
+        /// Foreign label -> canonical label map (TOML or JSON). phiguard's and OpenMed's
+        /// labels need none; a label no vocabulary knows is scored as its own category,
+        /// with a warning.
         #[arg(long)]
         label_map: Option<PathBuf>,
         /// Minimum confidence of model spans (as `deid` and /pii/deidentify).

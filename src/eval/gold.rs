@@ -1,6 +1,13 @@
 //! Gold readers: OpenMed golden fixtures and phiguard corpus files, and the label map that
 //! brings foreign label names onto [`Label`].
 //!
+//! A gold label is resolved in this order: the `--label-map` when one is given; phiguard's
+//! own names ([`Label::parse`]); OpenMed's PII vocabulary ([`openmed_label`], so OpenMed's
+//! fixtures need no map), where the labels that are not HIPAA Safe Harbor identifiers
+//! (`GENDER`, `OCCUPATION`, `AMOUNT`, …) are counted and left unscored. Any other name is a
+//! *foreign* label: never a refusal, it is kept as its own category ([`ForeignSpan`]),
+//! counted as PHI in the overall figures, and named in a warning.
+//!
 //! Two span shapes are accepted because both circulate: phiguard's and OpenMed's fixtures
 //! (`{"text", "gold_spans": [{"start", "end", "label"}]}`) and the begin/end shape of many
 //! annotation exports (`{"text", "spans": [{"begin", "end", "label"}]}`). A file is either
@@ -28,6 +35,17 @@ pub struct GoldSpan {
     pub label: Label,
 }
 
+/// A gold span whose label no vocabulary knows: scored as its own category.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ForeignSpan {
+    /// First code point.
+    pub start: usize,
+    /// One past the last code point.
+    pub end: usize,
+    /// The label as the file names it (withheld when it does not look like a label).
+    pub label: String,
+}
+
 /// One gold document: the text and its annotated spans, sorted by start.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GoldDoc {
@@ -37,8 +55,15 @@ pub struct GoldDoc {
     pub note_type: Option<String>,
     /// The document text.
     pub text: String,
-    /// Gold spans, sorted by `(start, end)`.
+    /// Gold spans, sorted by `(start, end)`. Foreign spans are here too, as
+    /// [`Label::Other`], so that the overall figures count them as PHI.
     pub spans: Vec<GoldSpan>,
+    /// The spans with a foreign label, under their own names.
+    #[serde(default)]
+    pub foreign: Vec<ForeignSpan>,
+    /// Spans of OpenMed labels that are not Safe Harbor identifiers, left unscored.
+    #[serde(default)]
+    pub not_scored: usize,
 }
 
 /// Maps foreign label names (`PATIENT`, `DOCTOR`, `HOSPITAL`, `B-NAME`) to canonical labels.
@@ -177,6 +202,30 @@ fn parse_target(canonical: &str) -> Result<Option<Label>> {
         })
 }
 
+/// OpenMed 3.1's PII vocabulary (the labels of its PII models and fixtures) on canonical
+/// labels. `Some(None)` marks the labels that are not HIPAA Safe Harbor identifiers: a
+/// title, a gender or a job title is not removed by Safe Harbor, so a miss is not a leak.
+/// `None` for names outside the vocabulary.
+pub fn openmed_label(name: &str) -> Option<Option<Label>> {
+    let l = |l: Label| Some(Some(l));
+    match normalise(name).as_str() {
+        "BUILDING_NUMBER" | "ORDINAL_DIRECTION" => l(Label::StreetAddress),
+        "GPS_COORDINATES" => l(Label::Location),
+        "PIN" | "API_KEY" => l(Label::Password),
+        "CVV" => l(Label::CreditCard),
+        "IBAN" | "BIC" | "BITCOIN_ADDRESS" | "ETHEREUM_ADDRESS" | "LITECOIN_ADDRESS" => {
+            l(Label::AccountNumber)
+        }
+        "MASKED_NUMBER" => l(Label::IdNum),
+        "MAC_ADDRESS" | "IMEI" => l(Label::DeviceId),
+        "VIN" | "VEHICLE_REGISTRATION" => l(Label::VehicleId),
+        "USER_AGENT" => l(Label::Other),
+        "PREFIX" | "CREDIT_CARD_ISSUER" | "AMOUNT" | "CURRENCY" | "GENDER" | "EYE_COLOR"
+        | "HEIGHT" | "JOB_TITLE" | "JOB_DEPARTMENT" | "OCCUPATION" => Some(None),
+        _ => None,
+    }
+}
+
 /// A label name fit for an error message: label-like names (letters, digits, `_`, `-`,
 /// spaces, at most 40) are shown; anything else may be misplaced text and is withheld.
 fn cut(name: &str) -> String {
@@ -276,12 +325,24 @@ fn parse_doc(value: Value, line: usize, label_map: Option<&LabelMap>) -> Result<
     };
     let chars: Vec<char> = text.chars().collect();
     let mut spans = Vec::with_capacity(raw_spans.len());
+    let mut foreign = Vec::new();
+    let mut not_scored = 0;
     for (i, s) in raw_spans.iter().enumerate() {
         let Value::Object(s) = s else {
             return Err(malformed(line, "each span must be an object"));
         };
-        if let Some(span) = parse_span(s, line, i, &chars, label_map)? {
-            spans.push(span);
+        match parse_span(s, line, i, &chars, label_map)? {
+            Parsed::Known(span) => spans.push(span),
+            Parsed::Ignored => {}
+            Parsed::NotScored => not_scored += 1,
+            Parsed::Foreign(f) => {
+                spans.push(GoldSpan {
+                    start: f.start,
+                    end: f.end,
+                    label: Label::Other,
+                });
+                foreign.push(f);
+            }
         }
     }
     spans.sort_by_key(|s| (s.start, s.end, s.label));
@@ -290,7 +351,21 @@ fn parse_doc(value: Value, line: usize, label_map: Option<&LabelMap>) -> Result<
         note_type,
         text: text.clone(),
         spans,
+        foreign,
+        not_scored,
     })
+}
+
+/// What one gold span became.
+enum Parsed {
+    /// A span of a canonical label.
+    Known(GoldSpan),
+    /// Mapped to `IGNORE` by the label map.
+    Ignored,
+    /// An OpenMed label that is not a Safe Harbor identifier.
+    NotScored,
+    /// A label no vocabulary knows.
+    Foreign(ForeignSpan),
 }
 
 fn parse_span(
@@ -299,7 +374,7 @@ fn parse_span(
     index: usize,
     chars: &[char],
     label_map: Option<&LabelMap>,
-) -> Result<Option<GoldSpan>> {
+) -> Result<Parsed> {
     let offset = |keys: &[&str]| -> Result<usize> {
         let v = keys.iter().find_map(|k| s.get(*k));
         v.and_then(Value::as_u64)
@@ -331,18 +406,23 @@ fn parse_span(
             return Err(EvalError::SpanTextMismatch { line, span: index });
         }
     }
-    let resolved = match label_map {
+    let mapped = match label_map {
         Some(map) => map.resolve(label_name),
         None => Label::parse(label_name).map(Some),
     };
-    match resolved {
-        Some(Some(label)) => Ok(Some(GoldSpan { start, end, label })),
-        Some(None) => Ok(None),
-        None => Err(EvalError::UnknownLabel {
-            line,
-            label: cut(label_name),
-        }),
-    }
+    Ok(match mapped {
+        Some(Some(label)) => Parsed::Known(GoldSpan { start, end, label }),
+        Some(None) => Parsed::Ignored,
+        None => match openmed_label(label_name) {
+            Some(Some(label)) => Parsed::Known(GoldSpan { start, end, label }),
+            Some(None) => Parsed::NotScored,
+            None => Parsed::Foreign(ForeignSpan {
+                start,
+                end,
+                label: cut(label_name),
+            }),
+        },
+    })
 }
 
 #[cfg(test)]
@@ -400,9 +480,7 @@ mod tests {
             format!("{{\"text\":\"{secret}\",\"gold_spans\":[{{\"start\":\"{secret}\",\"end\":3,\"label\":\"PERSON\"}}]}}"),
             format!("{{\"text\":\"{secret}\" \"gold_spans\":[]}}"),
             format!("{{\"text\":{secret}}}"),
-            format!("{{\"text\":\"{secret}\",\"gold_spans\":[{{\"start\":0,\"end\":3,\"label\":\"PATIENT\"}}]}}"),
             format!("{{\"text\":\"{secret}\"}}"),
-            format!("{{\"text\":\"{secret}\",\"gold_spans\":[{{\"start\":0,\"end\":3,\"label\":\"{secret}, 12 Oak St\"}}]}}"),
         ];
         for case in cases {
             let raw = format!("{{\"text\":\"ok\",\"gold_spans\":[]}}\n{case}\n");
@@ -413,6 +491,42 @@ mod tests {
             assert!(err.starts_with("line 2:"), "{err}");
             assert!(!err.contains("Quarter"), "{err}");
         }
+    }
+
+    #[test]
+    fn openmed_labels_need_no_map_and_unknown_labels_are_kept() -> TestResult {
+        let raw = concat!(
+            r#"{"text":"IBAN DE29 7798, Mr Ada Li, female, nurse, ZZ 12","gold_spans":["#,
+            r#"{"start":5,"end":14,"label":"IBAN"},{"start":16,"end":18,"label":"PREFIX"},"#,
+            r#"{"start":19,"end":22,"label":"FIRST_NAME"},{"start":23,"end":25,"label":"LAST_NAME"},"#,
+            r#"{"start":27,"end":33,"label":"GENDER"},{"start":35,"end":40,"label":"OCCUPATION"},"#,
+            r#"{"start":42,"end":47,"label":"PATIENT_CODE"}]}"#,
+            "\n",
+            r#"{"text":"Jonathan Quartermaine","gold_spans":[{"start":0,"end":8,"label":"Jonathan Quartermaine, 12 Oak St"}]}"#,
+        );
+        let docs = read_gold_str(raw, None)?;
+        let labels: Vec<Label> = docs[0].spans.iter().map(|s| s.label).collect();
+        assert_eq!(
+            labels,
+            [
+                Label::AccountNumber,
+                Label::FirstName,
+                Label::LastName,
+                Label::Other
+            ]
+        );
+        assert_eq!(docs[0].not_scored, 3);
+        assert_eq!(
+            docs[0].foreign,
+            [ForeignSpan {
+                start: 42,
+                end: 47,
+                label: "PATIENT_CODE".to_owned()
+            }]
+        );
+        // A label that is not label-like may be misplaced text: its name is withheld.
+        assert!(docs[1].foreign[0].label.starts_with("<withheld"));
+        Ok(())
     }
 
     #[test]

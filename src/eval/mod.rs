@@ -36,8 +36,8 @@ mod gold;
 mod report;
 mod score;
 
-pub use gold::{read_gold, read_gold_str, GoldDoc, GoldSpan, LabelMap};
-pub use report::{DocTiming, LabelMetrics, Leak, LeakBasis, Metrics, Prf, Report};
+pub use gold::{openmed_label, read_gold, read_gold_str, ForeignSpan, GoldDoc, GoldSpan, LabelMap};
+pub use report::{DocTiming, ForeignMetrics, LabelMetrics, Leak, LeakBasis, Metrics, Prf, Report};
 pub use score::score;
 
 use std::path::PathBuf;
@@ -89,8 +89,10 @@ pub enum EvalError {
         /// 0-based index of the span within its document.
         span: usize,
     },
-    /// Returned when a label is neither canonical nor mapped by the label map.
-    #[error("line {line}: unknown label `{label}` (add it to a label map)")]
+    /// Returned when a label map maps a name onto a label that is not canonical.
+    #[error(
+        "line {line}: unknown label `{label}` (the target of a label map must be a phiguard label)"
+    )]
     UnknownLabel {
         /// 1-based line number (0 for a label map entry).
         line: usize,

@@ -96,6 +96,23 @@ pub struct LabelMetrics {
     pub leak_rate: f64,
 }
 
+/// The figures of one foreign gold label (a name that no vocabulary knows; see
+/// [`read_gold`](super::read_gold)). Predictions never carry such a label, so only the
+/// label-agnostic figures mean something.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForeignMetrics {
+    /// The label as the gold file names it.
+    pub label: String,
+    /// Gold spans of this label.
+    pub gold_spans: usize,
+    /// Of those, the spans that some predicted span overlaps.
+    pub found_any_label: usize,
+    /// `found_any_label / gold_spans`.
+    pub recall_any_label: f64,
+    /// Share of this label's gold code points covered by some predicted span.
+    pub char_recall: f64,
+}
+
 /// How the leak rate was measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -157,6 +174,9 @@ pub struct Report {
     /// Figures per canonical label that occurs in gold or predictions, in [`Label::ALL`]
     /// order.
     pub per_label: Vec<LabelMetrics>,
+    /// Figures per foreign gold label, by name.
+    #[serde(default)]
+    pub foreign_labels: Vec<ForeignMetrics>,
     /// Gold PHI left visible.
     pub leak: Leak,
     /// The slowest documents, slowest first (empty unless timings were added).
@@ -239,6 +259,19 @@ impl Report {
             "overall character recall {:.4}",
             self.overall_char_recall()
         );
+        if !self.foreign_labels.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nforeign gold labels (scored as their own categories):"
+            );
+            for f in &self.foreign_labels {
+                let _ = writeln!(
+                    out,
+                    "  {:<30} {:>6} spans   any-label R {:.3}   char R {:.3}",
+                    f.label, f.gold_spans, f.recall_any_label, f.char_recall
+                );
+            }
+        }
         if !self.slowest.is_empty() {
             let _ = writeln!(out, "\nslowest documents:");
             for t in &self.slowest {
@@ -301,6 +334,8 @@ mod tests {
             note_type: None,
             text: "abc".to_owned(),
             spans: vec![],
+            foreign: vec![],
+            not_scored: 0,
         };
         let docs = [doc("a"), doc("b"), doc("c")];
         let timings = [
@@ -321,6 +356,7 @@ mod tests {
                 leaked_spans: 0,
                 gold_spans: 0,
             },
+            foreign_labels: vec![],
             slowest: vec![],
             warnings: vec![],
         }

@@ -6,9 +6,9 @@
 //! overall come from one pass, overlapping spans need no special case, and the cost is
 //! linear in the text. Span figures compare deduplicated `(start, end, label)` triples.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::report::{ratio, LabelMetrics, Leak, LeakBasis, Metrics, Prf, Report};
+use super::report::{ratio, ForeignMetrics, LabelMetrics, Leak, LeakBasis, Metrics, Prf, Report};
 use super::GoldDoc;
 use crate::detect::{Label, Span};
 
@@ -88,6 +88,9 @@ pub fn score(docs: &[GoldDoc], predicted: &[Vec<Span>], redacted: Option<&[Strin
     let mut characters = 0usize;
     let mut clipped = 0usize;
     let empty: Vec<Span> = Vec::new();
+    // Foreign label → (gold spans, found, gold code points, covered code points).
+    let mut foreign: BTreeMap<&str, [usize; 4]> = BTreeMap::new();
+    let mut not_scored = 0usize;
     for (i, doc) in docs.iter().enumerate() {
         let chars: Vec<char> = doc.text.chars().collect();
         let n = chars.len();
@@ -114,6 +117,18 @@ pub fn score(docs: &[GoldDoc], predicted: &[Vec<Span>], redacted: Option<&[Strin
         let gold_bits = bitmask(n, &gold);
         let pred_bits = bitmask(n, &pred);
         tally_chars(&gold_bits, &pred_bits, &mut per, &mut overall);
+        not_scored += doc.not_scored;
+        for f in doc.foreign.iter().filter(|f| f.start < f.end && f.end <= n) {
+            let t = foreign.entry(f.label.as_str()).or_default();
+            let covered = pred_bits[f.start..f.end]
+                .iter()
+                .filter(|b| **b != 0)
+                .count();
+            t[0] += 1;
+            t[1] += usize::from(covered > 0);
+            t[2] += f.end - f.start;
+            t[3] += covered;
+        }
         let leaked = match redacted.and_then(|r| r.get(i)) {
             Some(out) => leaked_in_output(&chars, &gold, out),
             None => gold_bits
@@ -146,6 +161,29 @@ pub fn score(docs: &[GoldDoc], predicted: &[Vec<Span>], redacted: Option<&[Strin
             "{clipped} predicted spans ran past the end of their text and were clipped"
         ));
     }
+    if not_scored > 0 {
+        warnings.push(format!(
+            "{not_scored} gold spans of OpenMed labels that are not Safe Harbor identifiers \
+             (titles, gender, occupation, amounts, …) were not scored"
+        ));
+    }
+    for (label, t) in &foreign {
+        warnings.push(format!(
+            "gold label `{label}` is in no known vocabulary: {} spans scored as their own \
+             category (and as OTHER); map it with --label-map to score it as a phiguard label",
+            t[0]
+        ));
+    }
+    let foreign_labels = foreign
+        .into_iter()
+        .map(|(label, t)| ForeignMetrics {
+            label: label.to_owned(),
+            gold_spans: t[0],
+            found_any_label: t[1],
+            recall_any_label: ratio(t[1], t[0]),
+            char_recall: ratio(t[3], t[2]),
+        })
+        .collect();
     let per_label = Label::ALL
         .iter()
         .zip(per.iter())
@@ -166,6 +204,7 @@ pub fn score(docs: &[GoldDoc], predicted: &[Vec<Span>], redacted: Option<&[Strin
         characters,
         overall: overall.metrics(),
         per_label,
+        foreign_labels,
         leak: Leak {
             basis,
             rate: leak_ratio(overall.leak_leaked, overall.leak_gold),
@@ -324,6 +363,8 @@ mod tests {
                     label: *label,
                 })
                 .collect(),
+            foreign: vec![],
+            not_scored: 0,
         }
     }
 

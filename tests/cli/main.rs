@@ -3,6 +3,7 @@
 //! a system library).
 
 mod deid;
+mod eval;
 mod fresh_machine;
 mod installed;
 
