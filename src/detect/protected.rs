@@ -120,15 +120,24 @@ pub fn is_protected_at(word: &str, after: &str) -> bool {
     }
     let (_, ambiguous) = terms();
     let w = strip_possessive(word.trim()).to_lowercase();
-    if !ambiguous.contains(&w) {
-        return false;
-    }
+    ambiguous.contains(&w) && followed_by_head(after)
+}
+
+/// True when the text right after a word starts with a clinical head noun, possibly after
+/// a possessive (`'s disease`, ` catheter`, ` sign`): the word names a term, not a person.
+/// This decides for any eponym, listed or not, so `Foley catheter` stays while a `Dr. Foley`
+/// in the same note is masked.
+pub fn followed_by_head(after: &str) -> bool {
     let rest = ["'s", "’s", "'", "’"]
         .iter()
         .find_map(|p| after.strip_prefix(p))
         .unwrap_or(after);
+    if !rest.starts_with([' ', '\t', '-']) {
+        return false;
+    }
     let next: String = rest
-        .split_whitespace()
+        .trim_start_matches([' ', '\t', '-'])
+        .split(|c: char| c.is_whitespace() || c == '-')
         .next()
         .unwrap_or("")
         .trim_matches(|c: char| !c.is_alphanumeric())
@@ -153,7 +162,7 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
                 .chars()
                 .filter(char::is_ascii_digit)
                 .count();
-            if digits >= 3 {
+            if digits >= 3 && !year_not_postcode(text, &idx, &s) {
                 out.push(s);
             }
             continue;
@@ -176,6 +185,25 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
     *spans = out;
 }
 
+/// True for a model postcode that is a bare year (`1998`, `2021`) after a lowercase word
+/// or at a sentence position (`in 1998`, `since 2021`): postcodes follow a place name, a
+/// region code or a comma, which are capitalised or punctuation.
+fn year_not_postcode(text: &str, idx: &CharIndex, s: &Span) -> bool {
+    let value = idx.slice(text, s.start, s.end);
+    let year_like = value.len() == 4
+        && value.chars().all(|c| c.is_ascii_digit())
+        && (value.starts_with("19") || value.starts_with("20"));
+    if !year_like {
+        return false;
+    }
+    let before = text[..idx.byte(s.start)].trim_end();
+    match before.chars().next_back() {
+        None => true,
+        Some(c) if c.is_lowercase() => true,
+        Some(c) => matches!(c, '(' | '/' | '-' | '–'),
+    }
+}
+
 /// Pushes the part `start..end` of the model name span `s` unless it is blank or protected.
 fn push_name_part(
     text: &str,
@@ -193,14 +221,76 @@ fn push_name_part(
         return;
     }
     let after: String = text[idx.byte(end)..].chars().take(40).collect();
-    if !is_protected_at(idx.slice(text, start, end), &after) {
+    let value = idx.slice(text, start, end);
+    // One capitalised word before a clinical head noun is an eponymous term (`Foley
+    // catheter`, `Bell palsy`) unless a title makes it a person (`Dr. Foley's catheter`).
+    let eponym = !value.contains(char::is_whitespace)
+        && followed_by_head(&after)
+        && !after_title(&text[..idx.byte(start)]);
+    if !eponym && !is_protected_at(value, &after) {
         out.push(Span::new(start, end, s.label, s.score, s.source));
     }
+}
+
+/// True when the text before a word ends in a personal title (`Dr.`, `Mrs `, `Prof.`).
+pub(crate) fn after_title(before: &str) -> bool {
+    let word = before
+        .trim_end()
+        .trim_end_matches('.')
+        .rsplit(|c: char| !c.is_alphabetic())
+        .next()
+        .unwrap_or("");
+    matches!(
+        word,
+        "Dr" | "Mr"
+            | "Mrs"
+            | "Ms"
+            | "Mx"
+            | "Miss"
+            | "Prof"
+            | "Doctor"
+            | "Professor"
+            | "Sir"
+            | "Dame"
+            | "Herr"
+            | "Frau"
+            | "Mme"
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_year_is_not_a_postcode_but_a_postcode_after_a_region_is() {
+        let text = "moved here in 2019. Glenelg SA 5045; since 2021";
+        let mut spans = vec![
+            Span::new(14, 18, Label::Zipcode, 0.9, Source::Model),
+            Span::new(31, 35, Label::Zipcode, 0.9, Source::Model),
+            Span::new(43, 47, Label::Zipcode, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<usize> = spans.iter().map(|s| s.start).collect();
+        assert_eq!(kept, [31]);
+    }
+
+    #[test]
+    fn a_head_noun_makes_any_eponym_a_term_and_a_title_makes_it_a_person() {
+        assert!(followed_by_head(" catheter was placed"));
+        assert!(followed_by_head("'s palsy"));
+        assert!(!followed_by_head(" agreed"));
+        assert!(!followed_by_head("son is here"));
+        let text = "Foley catheter placed; Dr. Foley reviewed. Bell palsy.";
+        let mut spans = vec![
+            Span::new(0, 5, Label::LastName, 0.9, Source::Model),
+            Span::new(27, 32, Label::LastName, 0.9, Source::Model),
+            Span::new(43, 47, Label::LastName, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<usize> = spans.iter().map(|s| s.start).collect();
+        assert_eq!(kept, [27]);
+    }
 
     #[test]
     fn eponyms_and_drugs_are_protected_with_possessives() {

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use super::protected::{is_name_label, is_protected};
+use super::protected::{followed_by_head, is_name_label, is_protected};
 use super::{merge, CharIndex, Label, Source, Span};
 
 /// Score of a swept span: below the evidence that found the first occurrence.
@@ -63,7 +63,9 @@ pub fn sweep(text: &str, spans: Vec<Span>) -> Vec<Span> {
                 .chars()
                 .next()
                 .is_none_or(|c| !joined(c) || c == '\'' || c == '’');
-            if before_ok && after_ok {
+            // `Dr. Foley` found once does not make `Foley catheter` a person.
+            let term = followed_by_head(&text[e..]);
+            if before_ok && after_ok && !term {
                 let (start, end) = (idx.char_at_byte(b), idx.char_at_byte(e));
                 if start < end {
                     out.push(Span::new(start, end, label, SWEEP, Source::Rule));
@@ -109,6 +111,14 @@ mod tests {
         let starts: Vec<usize> = out.iter().map(|s| s.start).collect();
         assert_eq!(starts, vec![5, 20, 34]);
         assert!(out.iter().all(|s| s.label == Label::LastName));
+    }
+
+    #[test]
+    fn an_eponymous_term_is_not_swept_as_the_person_of_that_name() {
+        let text = "Dr. Foley saw her. Foley catheter in place. Foley agreed.";
+        let spans = vec![Span::new(4, 9, Label::LastName, 0.8, Source::Rule)];
+        let starts: Vec<usize> = sweep(text, spans).iter().map(|s| s.start).collect();
+        assert_eq!(starts, vec![4, 44]);
     }
 
     #[test]

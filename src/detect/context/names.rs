@@ -1,7 +1,10 @@
 //! Person names after an anchor: titles (`Dr.`, `Mrs`), field labels (`Patient:`,
 //! `Attending:`), phrases (`seen by`, `discussed with`), relation words (`son`,
 //! `neighbour`; a pair of lowercase words is accepted there), signature markers (`--`, `/s/`), valedictions, credentials after a name
-//! (`, MD`) and a known first name before a capitalised word.
+//! (`, MD`), a known first name before a capitalised word, and a given name, initial and
+//! surname (`Hleb R. Tikhonov`) anywhere. After a title or a field label a protected term
+//! is a surname (`Dr. Parkinson`) unless a clinical head noun follows (`Parkinson's
+//! disease`).
 //!
 //! After the anchor at most five name tokens are read, joined by single spaces (a comma
 //! once, for `Last, First`): capitalised words, all-caps words, initials, surname
@@ -14,7 +17,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::{re, ByteSpan, STRONG, WEAK};
-use crate::detect::protected::is_protected_at;
+use crate::detect::protected::{followed_by_head, is_protected_at};
 use crate::detect::Label;
 
 const FIRST_NAMES: &str = include_str!("../lists/first_names.txt");
@@ -22,7 +25,11 @@ const FIRST_NAMES: &str = include_str!("../lists/first_names.txt");
 /// How much to trust what follows an anchor.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
-    /// Title or field label: capitalised and all-caps words, `Last, First`.
+    /// Title or field label: a person's slot. As `Strong`, and a protected term there is a
+    /// surname (`Dr. Parkinson`) unless a clinical head noun follows it.
+    Person,
+    /// Phrases, credentials, known first names: capitalised and all-caps words,
+    /// `Last, First`.
     Strong,
     /// Relation word: also two lowercase words before `(` or `,`.
     Relation,
@@ -266,6 +273,7 @@ pub(crate) struct Names {
     capword: Regex,
     nick: Regex,
     greeting: Regex,
+    initial_name: Regex,
 }
 
 fn first_names() -> &'static HashSet<&'static str> {
@@ -295,8 +303,8 @@ impl Names {
         let tok = r"[\p{L}][\p{L}\p{M}'’-]*";
         Names {
             anchors: vec![
-                (re(title), Mode::Strong),
-                (re(field), Mode::Strong),
+                (re(title), Mode::Person),
+                (re(field), Mode::Person),
                 (re(phrase), Mode::Strong),
                 (re(relation), Mode::Relation),
                 (re(signature), Mode::Signature),
@@ -308,6 +316,9 @@ impl Names {
             )),
             capword: re(r"\b\p{Lu}[\p{L}\p{M}'’-]+"),
             greeting: re(r"(?m)^(?:Hi|Hello|Dear)[ \t]+(\p{Ll}[\p{L}\p{M}'’-]*),"),
+            initial_name: re(
+                r"\b(\p{Lu}\p{Ll}[\p{L}\p{M}'’-]+)[ \t]+(\p{Lu})\.[ \t]+(\p{Lu}[\p{L}\p{M}'’-]*\p{L})",
+            ),
             nick: re(r#"^["'“‘](\p{Lu}[\p{L}\p{M}-]*)["'”’]"#),
         }
     }
@@ -342,6 +353,40 @@ impl Names {
             if toks.len() >= 2 {
                 label_tokens(text, &toks, comma, Mode::Strong, WEAK, out);
             }
+        }
+        // A given name, an initial and a surname (`Hleb R. Tikhonov`): the initial between
+        // two capitalised words is a person's shape in any layout.
+        for caps in self.initial_name.captures_iter(text) {
+            let (Some(first), Some(initial), Some(last)) = (caps.get(1), caps.get(2), caps.get(3))
+            else {
+                continue;
+            };
+            let stop = stop_words();
+            let words = [first.as_str(), last.as_str()];
+            if words
+                .iter()
+                .any(|w| stop.contains(w) || is_protected_at(w, &text[last.end()..]))
+            {
+                continue;
+            }
+            out.push(ByteSpan::new(
+                first.start(),
+                first.end(),
+                Label::FirstName,
+                WEAK,
+            ));
+            out.push(ByteSpan::new(
+                initial.start(),
+                initial.end(),
+                Label::MiddleName,
+                WEAK,
+            ));
+            out.push(ByteSpan::new(
+                last.start(),
+                last.end(),
+                Label::LastName,
+                WEAK,
+            ));
         }
         // A greeting to a lowercase first name (`Hi ingrid,`).
         for caps in self.greeting.captures_iter(text) {
@@ -390,7 +435,8 @@ impl Names {
             let stopped = stop.contains(word)
                 || word.starts_with("non-")
                 || stop.contains(word.trim_end_matches('.'))
-                || is_protected_at(word, after)
+                || (is_protected_at(word, after)
+                    && !(mode == Mode::Person && toks.is_empty() && !followed_by_head(after)))
                 || (kind == Kind::Lower && (mode != Mode::Relation || FUNCTION.contains(&word)));
             if stopped {
                 break;

@@ -126,6 +126,18 @@ impl Places {
                 STRONG,
             ),
             (
+                re(r"(?i)\b(?:at[ \t]+the[ \t]+)?age[ \t]+of[ \t]+(\d{1,3})\b"),
+                1,
+                Label::Age,
+                STRONG,
+            ),
+            (
+                re(r"(?i)\b(\d{1,3})[ \t]+(?:years?|yrs?)[ \t]+of[ \t]+age\b"),
+                1,
+                Label::Age,
+                STRONG,
+            ),
+            (
                 re(&format!(r"(?i)\b({NUMBER_WORDS})[ \t-]+years?[ \t-]+old\b")),
                 1,
                 Label::Age,
@@ -372,6 +384,13 @@ impl Places {
                 Label::StreetAddress,
                 STRONG,
             ),
+            // a free-form identifier after a bare `#` (`#A-20331`, `order #88412`)
+            (
+                re(r"(?:^|[\s(])#[ \t]*([A-Za-z0-9-]*\d[A-Za-z0-9-]{3,})"),
+                1,
+                Label::IdNum,
+                WEAK,
+            ),
             (
                 re(r"\b(\d{5})[ \t]+\p{Lu}[\p{L}\p{M}-]+\b"),
                 1,
@@ -386,7 +405,7 @@ impl Places {
         let id = |words: &str, label: Label| (re(&format!(r"(?i)\b(?:{words}){id_value}")), label);
         let ids = vec![
             id(
-                r"rx|prescription|script|specimen|accession|acc|order|requisition|req|lab|case|encounter|visit|claim|ref|reference|sample|barcode|study|report|ticket|confirmation|workstation|station|exam|image|series|episode|admission|csn|fin|har",
+                r"id|identifier|identification|rx|prescription|script|specimen|accession|acc|order|requisition|req|lab|case|encounter|visit|claim|ref|reference|sample|barcode|study|report|ticket|confirmation|workstation|station|exam|image|series|episode|admission|csn|fin|har",
                 Label::IdNum,
             ),
             id(

@@ -25,6 +25,16 @@ macro_rules! rows {
 }
 
 rows! {
+    given_initial_surname: "says Ana D. Alves in an interview", "Alves" => Some(Label::LastName);
+    given_initial_surname_first: "says Ana D. Alves in an interview", "Ana" => Some(Label::FirstName);
+    given_initial_surname_initial: "says Ana D. Alves in an interview", "D" => Some(Label::MiddleName);
+    eponym_after_title_is_a_surname: "Follow-up with Dr. Parkinson next week.", "Parkinson" => Some(Label::LastName);
+    eponym_after_title_before_head_noun_is_a_term: "Known Dr. Parkinson disease? no", "Parkinson" => None;
+    age_of: "My father retired at the age of 84", "84" => Some(Label::Age);
+    years_of_age: "a woman 47 years of age presented", "47" => Some(Label::Age);
+    id_after_id_field: "Badge ID QX-4471-B, seen", "QX-4471-B" => Some(Label::IdNum);
+    patient_id_is_a_record_number: "Patient ID: QX-4471-B, seen", "QX-4471-B" => Some(Label::MedicalRecordNumber);
+    id_after_hash: "see order #A20331 for details", "A20331" => Some(Label::IdNum);
     title_surname: "Seen by Dr. Reyes today.", "Reyes" => Some(Label::LastName);
     title_full_name: "Attending: Dr. Renée Mac an tSaoi    PCP", "Mac an tSaoi" => Some(Label::LastName);
     title_first_name: "Attending: Dr. Renée Mac an tSaoi    PCP", "Renée" => Some(Label::FirstName);
