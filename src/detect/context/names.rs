@@ -477,7 +477,17 @@ impl Names {
             let all_lower = toks
                 .iter()
                 .all(|t| matches!(t.kind, Kind::Lower | Kind::Particle));
-            if !(all_lower && (2..=4).contains(&toks.len())) {
+            // …and only where a name ends: before `(`, `,`, `;`, a function word or the end of
+            // a line, so that `mother developed rash after penicillin.` is a sentence, not a
+            // name.
+            let closes = toks.last().is_some_and(|t| {
+                let rest = text[t.end..].trim_start_matches([' ', '\t']);
+                let next = rest.split_whitespace().next().unwrap_or("");
+                rest.is_empty()
+                    || rest.starts_with(['(', ',', ';', '\n', '\r'])
+                    || FUNCTION.contains(&next)
+            });
+            if !(all_lower && closes && (2..=4).contains(&toks.len())) {
                 toks.retain(|t| t.kind != Kind::Lower);
                 if toks.iter().any(|t| t.kind == Kind::Particle) && toks.len() < 2 {
                     toks.clear();

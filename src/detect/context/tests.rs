@@ -25,6 +25,7 @@ macro_rules! rows {
 }
 
 rows! {
+    relation_then_a_sentence_is_not_a_name: "Her mother developed rash after penicillin.", "developed" => None;
     given_initial_surname: "says Ana D. Alves in an interview", "Alves" => Some(Label::LastName);
     given_initial_surname_first: "says Ana D. Alves in an interview", "Ana" => Some(Label::FirstName);
     given_initial_surname_initial: "says Ana D. Alves in an interview", "D" => Some(Label::MiddleName);
