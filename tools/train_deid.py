@@ -667,7 +667,8 @@ def render_card(rec: dict) -> str:
     ep_rows = []
     for e in rec["epochs_run"]:
         d = e.get("dev") or {}
-        ep_rows.append([e["epoch"], e["train_loss"], e["train_seconds"], e["tokens_per_second"],
+        ep_rows.append([e["epoch"], e["train_loss"], e["train_seconds"], e["train_cpu_seconds"],
+                        e["train_tokens"], e["tokens_per_second"],
                         f"{d['char_recall']:.4f}" if d else "–",
                         f"{d['char_recall_typed']:.4f}" if d else "–",
                         f"{d['char_precision']:.4f}" if d else "–"])
@@ -742,7 +743,7 @@ overlap {hp['overlap']}, {rec['data']['text_tokens']} text tokens,
 phiguard decodes it (first sub-word decides, BIO grouping; no rules, no per-label thresholds):
 recall counts a gold character found under any PHI label, typed recall under the right label.
 
-""" + _table(ep_rows, ["epoch", "train loss", "seconds", "tokens/s", "dev recall",
+""" + _table(ep_rows, ["epoch", "train loss", "wall s", "CPU s", "window tokens", "tokens/s", "dev recall",
                        "dev typed recall", "dev precision"]) + f"""
 {per_label}
 ## Limits
