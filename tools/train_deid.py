@@ -466,7 +466,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--weight-decay", type=float, default=0.01)
     ap.add_argument("--warmup", type=float, default=0.1, help="fraction of the steps spent warming up")
     ap.add_argument("--seed", type=int, default=20261201)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads (default 1: on a 2-core machine shared with other "
+                         "work, 2 threads measured 3x slower than 1, as starved threads wait "
+                         "at every barrier; use 2 on an idle machine)")
     ap.add_argument("--log-every", type=int, default=20, help="steps between progress lines")
     ap.add_argument("--sources-note", default="", help="free text for the card: where the data came from, licences")
     ap.add_argument("--sources-json", help="JSON {file name: {license, origin, note}} (else FILE.source.json beside each file)")
