@@ -721,9 +721,11 @@ Dates of birth are `DATE`. Gold spans skipped while reading the data: {skipped}.
 
 Windows: {rec['data']['windows']} of at most {hp['max_tokens']} tokens (specials included),
 overlap {hp['overlap']}, {rec['data']['text_tokens']} text tokens,
-{rec['data']['window_tokens']} window tokens. Tokens per label (B and I) in the windows:
+{rec['data']['window_tokens']} window tokens ({rec['data']['label_tokens'].get('O', 0)} of them `O`).
+Tokens per label in the windows:
 
-""" + _table([[k, v] for k, v in rec["data"]["label_tokens"].items()], ["class", "tokens"]) + f"""
+""" + _table([[l, rec["data"]["label_tokens"].get("B-" + l, 0), rec["data"]["label_tokens"].get("I-" + l, 0)]
+              for l in CANONICAL], ["label", "B tokens", "I tokens"]) + f"""
 
 ## Training
 
