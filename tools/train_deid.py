@@ -10,12 +10,24 @@ phiguard maps them to themselves), tokenizer.json, model.safetensors (float32), 
 card README.md, LICENSE, NOTICE, training.json (the card's figures, machine-readable) and
 SHA256SUMS.
 
-    tools/.venv-parity/bin/python tools/fetch_base.py --out /tmp/minilm-base
-    python3 tools/gen_corpus.py --split dev --count 400 --seed 11 --id-prefix train \\
-        --out /tmp/train-synth.jsonl
-    nice -n 10 tools/.venv-parity/bin/python tools/train_deid.py \\
-        --train /tmp/train-synth.jsonl --dev tests/fixtures/corpus/dev.jsonl \\
-        --base /tmp/minilm-base --out /tmp/phiguard-deid --epochs 1
+The whole way, from the repository root, WORK being any scratch folder (tools/.venv-parity
+from tools/requirements-parity.txt;
+training data from the dev pools only, never from the test split's):
+
+    tools/.venv-parity/bin/python tools/fetch_base.py --out $WORK/minilm-base
+    python3 tools/gen_corpus.py --split dev --count 400 --seed 11 --id-prefix train \
+        --out $WORK/train-synth.jsonl
+    nice -n 10 tools/.venv-parity/bin/python tools/train_deid.py \
+        --train $WORK/train-synth.jsonl --dev tests/fixtures/corpus/dev.jsonl \
+        --base $WORK/minilm-base --out $WORK/phiguard-deid --epochs 1
+    PHIGUARD_HOME=$(mktemp -d) sh -c 'target/release/phiguard models import $WORK/phiguard-deid \
+        --id deid && target/release/phiguard eval --gold tests/fixtures/corpus/test.jsonl \
+        --model deid --detectors model --json'
+    tools/.venv-parity/bin/python tools/check_trained.py $WORK/phiguard-deid \
+        --phiguard target/release/phiguard --classify target/release/examples/classify
+
+Licences of the sources go into the card from `--sources-json` ({file name: {"license",
+"origin"}}) or a `FILE.source.json` beside each training file, plus `--sources-note`.
 
 What it does, and why:
 - Labels: BIO over the canonical Safe Harbor labels below (`B-FIRST_NAME`, ...).
