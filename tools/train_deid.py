@@ -11,8 +11,8 @@ card README.md, LICENSE, NOTICE, training.json (the card's figures, machine-read
 SHA256SUMS.
 
 The whole way, from the repository root, WORK being any scratch folder (tools/.venv-parity
-from tools/requirements-parity.txt;
-training data from the dev pools only, never from the test split's):
+from tools/requirements-parity.txt; training data from the dev pools only, never from the
+test split's):
 
     tools/.venv-parity/bin/python tools/fetch_base.py --out $WORK/minilm-base
     python3 tools/gen_corpus.py --split dev --count 400 --seed 11 --id-prefix train \
