@@ -94,11 +94,8 @@ SERVE_OVERLAP = 64  # phiguard's default window overlap
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def read_gold(path: Path, skipped: Counter) -> list[dict]:

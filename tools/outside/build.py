@@ -247,13 +247,9 @@ OPENMED_LABELS = {
     "BODY_SITE": None, "PROCEDURE": None, "AMOUNT": None, "CURRENCY": None,
     "CREDIT_CARD_ISSUER": None, "BIC": None,
 }
-CANONICAL = {
-    "PERSON", "FIRST_NAME", "LAST_NAME", "MIDDLE_NAME", "DATE", "DATE_OF_BIRTH", "TIME", "AGE",
-    "PHONE", "FAX", "EMAIL", "URL", "IP_ADDRESS", "SSN", "MEDICAL_RECORD_NUMBER",
-    "HEALTH_PLAN_NUMBER", "ACCOUNT_NUMBER", "LICENSE_NUMBER", "VEHICLE_ID", "DEVICE_ID", "ID_NUM",
-    "CREDIT_CARD", "ZIPCODE", "STREET_ADDRESS", "CITY", "STATE", "COUNTRY", "LOCATION",
-    "ORGANIZATION", "USERNAME", "PASSWORD", "OTHER",
-}
+# The canonical labels, from the corpus checker that guards every gold file.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from check_corpus import CANONICAL  # noqa: E402
 # Fixture categories that are not de-identification gold (OpenMed keeps temporal
 # consistency out of its own de-identification set); hard negatives go to `lookalike`.
 OPENMED_SKIP_CATEGORIES = {"temporal_consistency", "hard_negatives"}
