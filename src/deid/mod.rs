@@ -257,6 +257,8 @@ pub struct Deidentifier<R: Rng> {
     mapping_seen: HashSet<(String, String)>,
     /// An age over 89 has been seen in this request (Safe Harbor, see the module docs).
     over_89_seen: bool,
+    /// The year ages are counted to: the option, or this year, read once per request.
+    reference_year: i32,
 }
 
 impl<R: Rng> Deidentifier<R> {
@@ -274,6 +276,9 @@ impl<R: Rng> Deidentifier<R> {
                 }
             }
         };
+        let opts_reference_year = opts
+            .reference_year
+            .unwrap_or_else(|| chrono::Datelike::year(&chrono::Utc::now()));
         Deidentifier {
             opts,
             key: key.clone(),
@@ -284,6 +289,7 @@ impl<R: Rng> Deidentifier<R> {
             mapping: Vec::new(),
             mapping_seen: HashSet::new(),
             over_89_seen: false,
+            reference_year: opts_reference_year,
         }
     }
 
@@ -426,10 +432,7 @@ impl<R: Rng> Deidentifier<R> {
         if self.over_89_seen {
             return true;
         }
-        let reference = self
-            .opts
-            .reference_year
-            .unwrap_or_else(|| chrono::Datelike::year(&chrono::Utc::now()));
+        let reference = self.reference_year;
         // A date without a year keeps nothing to reveal; a two-digit year is ambiguous
         // about its century and is masked.
         match date.year {

@@ -232,6 +232,30 @@ fn push_name_part(
     }
 }
 
+/// Personal titles, as written before a name (without the full stop): the name heuristics
+/// anchor on them and [`after_title`] reads them.
+pub(crate) const TITLES: &[&str] = &[
+    "Dr",
+    "Mr",
+    "Mrs",
+    "Ms",
+    "Mx",
+    "Miss",
+    "Prof",
+    "Sr",
+    "Sra",
+    "Srta",
+    "Dra",
+    "Herr",
+    "Frau",
+    "Mme",
+    "Mlle",
+    "Doctor",
+    "Professor",
+    "Sir",
+    "Dame",
+];
+
 /// True when the text before a word ends in a personal title (`Dr.`, `Mrs `, `Prof.`).
 pub(crate) fn after_title(before: &str) -> bool {
     let word = before
@@ -240,22 +264,7 @@ pub(crate) fn after_title(before: &str) -> bool {
         .rsplit(|c: char| !c.is_alphabetic())
         .next()
         .unwrap_or("");
-    matches!(
-        word,
-        "Dr" | "Mr"
-            | "Mrs"
-            | "Ms"
-            | "Mx"
-            | "Miss"
-            | "Prof"
-            | "Doctor"
-            | "Professor"
-            | "Sir"
-            | "Dame"
-            | "Herr"
-            | "Frau"
-            | "Mme"
-    )
+    TITLES.contains(&word)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::{re, ByteSpan, STRONG, WEAK};
-use crate::detect::protected::{followed_by_head, is_protected_at};
+use crate::detect::protected::{followed_by_head, is_protected_at, TITLES};
 use crate::detect::Label;
 
 const FIRST_NAMES: &str = include_str!("../lists/first_names.txt");
@@ -294,7 +294,7 @@ fn stop_words() -> &'static HashSet<&'static str> {
 
 impl Names {
     pub(crate) fn new() -> Self {
-        let title = r"\b(?:Dr|Mr|Mrs|Ms|Mx|Miss|Prof|Sr|Sra|Srta|Dra|Herr|Frau|Mme|Mlle|Doctor|Professor)\.?[ \t]+";
+        let title = format!(r"\b(?:{})\.?[ \t]+", TITLES.join("|"));
         let field = r"(?i)\b(?:patient(?:[ \t]+name)?|pt|name|re|attending(?:[ \t]+physician)?|pcp|ordering(?:[ \t]+(?:provider|physician))?|referring(?:[ \t]+(?:provider|physician|doctor))?|provider|physician|surgeon|consultant|resident|nurse|dictated[ \t]+by|signed[ \t]+by|reviewed[ \t]+by|transcribed[ \t]+by|verified[ \t]+by|cc|guarantor|emergency[ \t]+contact|next[ \t]+of[ \t]+kin|nok|to|from|author|clinician|therapist|midwife|pharmacist|gp)[ \t]*[:#][ \t]*";
         let phrase = r"(?i)\b(?:electronically[ \t]+signed[ \t]+by|signed[ \t]+by|seen[ \t]+by|seen[ \t]+with|discussed[ \t]+with|reviewed[ \t]+with|dictated[ \t]+by|referred[ \t]+by|examined[ \t]+by|spoke[ \t]+(?:with|to)|care[ \t]+of|c/o|dear|re|pt|attn\.?|called[ \t]+to|reported[ \t]+to|medical[ \t]+student|student|hi|hello|states|with|per|paged|notified|informed|contacted)[ \t]+";
         let relation = r"(?i)\b(?:son|daughter|brother|sister|wife|husband|mother|father|mom|mum|dad|partner|spouse|neighbou?r|friend|niece|nephew|aunt|uncle|cousin|grandson|granddaughter|grandmother|grandfather|guardian|caregiver|carer|fianc[ée]e?|roommate|landlord|employer|colleague|sibling)s?\b,?[ \t]+";
@@ -303,7 +303,7 @@ impl Names {
         let tok = r"[\p{L}][\p{L}\p{M}'’-]*";
         Names {
             anchors: vec![
-                (re(title), Mode::Person),
+                (re(&title), Mode::Person),
                 (re(field), Mode::Person),
                 (re(phrase), Mode::Strong),
                 (re(relation), Mode::Relation),
