@@ -12,7 +12,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
-use phiguard::server::{Server, ServerError, TrayState};
+use phiguard::server::{Server, ServerError, StartOptions, TrayState};
 use phiguard::settings::{Home, Settings, SettingsError};
 use serde::Serialize;
 use tokio::sync::Mutex;
@@ -161,7 +161,11 @@ impl Service {
 
     async fn launch(&self) -> Result<Server> {
         let settings = (self.load)(&self.home)?;
-        match Server::start(settings, self.home.clone()).await {
+        let opts = StartOptions {
+            desktop: true,
+            ..StartOptions::default()
+        };
+        match Server::start_with(settings, self.home.clone(), opts).await {
             Ok(server) => Ok(server),
             Err(source @ ServerError::Bind { .. }) if bind_addr_in_use(&source) => {
                 Err(ShellError::PortInUse { source })

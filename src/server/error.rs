@@ -148,6 +148,22 @@ pub enum ApiError {
         /// Fixed message.
         message: &'static str,
     },
+    /// Returned when the request body did not arrive within `server.body_timeout_seconds`:
+    /// 408 `request_timeout`.
+    #[error("request body timeout")]
+    RequestTimeout {
+        /// The configured limit.
+        timeout_seconds: f64,
+    },
+    /// Returned when a state-changing request carries a body that is not JSON: 415
+    /// `unsupported_media_type` (a browser can send `text/plain` across sites without a
+    /// preflight; JSON it cannot).
+    #[error("unsupported media type")]
+    UnsupportedMediaType,
+    /// Returned when the browser's `Origin` is neither this server nor an allowed origin: 403
+    /// `origin_not_allowed`.
+    #[error("origin not allowed")]
+    OriginNotAllowed,
 }
 
 impl ApiError {
@@ -161,7 +177,9 @@ impl ApiError {
             ApiError::NotFound | ApiError::NoSuchResource => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::AuthRequired | ApiError::InvalidCredentials => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            ApiError::Forbidden { .. } | ApiError::OriginNotAllowed => StatusCode::FORBIDDEN,
+            ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Backpressure { .. }
             | ApiError::Busy { .. }
@@ -199,6 +217,9 @@ impl ApiError {
             ApiError::Internal => "internal_error",
             ApiError::NoSuchResource => "not_found",
             ApiError::Conflict { .. } => "conflict",
+            ApiError::RequestTimeout { .. } => "request_timeout",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::OriginNotAllowed => "origin_not_allowed",
         }
     }
 
@@ -249,6 +270,17 @@ impl ApiError {
             ApiError::Internal => "Internal server error".into(),
             ApiError::NoSuchResource => "Resource not found".into(),
             ApiError::Conflict { message } => (*message).into(),
+            ApiError::RequestTimeout { timeout_seconds } => format!(
+                "The request body did not arrive within {timeout_seconds} seconds; send it at once, or raise {}",
+                setting_env(BODY_TIMEOUT)
+            ),
+            ApiError::UnsupportedMediaType => {
+                "Send the body as JSON with Content-Type: application/json".into()
+            }
+            ApiError::OriginNotAllowed => format!(
+                "Requests from this browser origin are refused; allow it with {}",
+                setting_env(CORS_ORIGINS)
+            ),
         }
     }
 
@@ -282,6 +314,16 @@ impl ApiError {
                 retry_after_seconds,
             } => json!({ "state": state, "retry_after_seconds": retry_after_seconds }),
             ApiError::Timeout { timeout_seconds } => json!({ "timeout_seconds": timeout_seconds }),
+            ApiError::RequestTimeout { timeout_seconds } => json!({
+                "timeout_seconds": timeout_seconds,
+                "setting": setting_env(BODY_TIMEOUT),
+                "key": BODY_TIMEOUT,
+            }),
+            ApiError::UnsupportedMediaType => json!({ "accepted": ["application/json"] }),
+            ApiError::OriginNotAllowed => json!({
+                "setting": setting_env(CORS_ORIGINS),
+                "key": CORS_ORIGINS,
+            }),
             ApiError::ModelNotServed { available } => json!({ "available_models": available }),
             ApiError::PayloadTooLarge { limit_bytes } => json!({
                 "limit_bytes": limit_bytes,
@@ -387,6 +429,10 @@ const MODELS_IN_MESSAGE: usize = 20;
 
 /// The settings key of the request body limit.
 pub(crate) const MAX_REQUEST_BYTES: &str = "limits.max_request_bytes";
+/// The settings key of the body read timeout.
+pub(crate) const BODY_TIMEOUT: &str = "server.body_timeout_seconds";
+/// The settings key of the allowed browser origins.
+const CORS_ORIGINS: &str = "security.cors_origins";
 
 /// The environment variable of a settings key, from the one settings table.
 pub(crate) fn setting_env(key: &str) -> &'static str {
@@ -582,6 +628,11 @@ mod tests {
             ApiError::Internal,
             ApiError::NoSuchResource,
             ApiError::Conflict { message: "m" },
+            ApiError::RequestTimeout {
+                timeout_seconds: 1.0,
+            },
+            ApiError::UnsupportedMediaType,
+            ApiError::OriginNotAllowed,
         ];
         let mut seen = std::collections::HashSet::new();
         for e in &all {
@@ -606,6 +657,9 @@ mod tests {
                 ApiError::Internal => "Internal",
                 ApiError::NoSuchResource => "NoSuchResource",
                 ApiError::Conflict { .. } => "Conflict",
+                ApiError::RequestTimeout { .. } => "RequestTimeout",
+                ApiError::UnsupportedMediaType => "UnsupportedMediaType",
+                ApiError::OriginNotAllowed => "OriginNotAllowed",
             };
             assert!(seen.insert(name), "{name} listed twice");
         }

@@ -28,6 +28,12 @@ pub struct Metrics {
     pub auth_failures: IntCounter,
     /// Answers from degraded mode.
     pub degraded: IntCounter,
+    /// Client connections open now.
+    pub connections_open: IntGauge,
+    /// Connections refused at the cap (`server.max_connections`).
+    pub connections_refused: IntCounter,
+    /// Streams abandoned because the client stopped reading (`server.send_timeout_seconds`).
+    pub streams_abandoned: IntCounter,
 }
 
 fn must<T>(r: prometheus::Result<T>) -> T {
@@ -66,8 +72,23 @@ impl Metrics {
             "phiguard_degraded_responses_total",
             "answers from the rule recognizers while a model breaker was open",
         ));
+        let connections_open = must(IntGauge::new(
+            "phiguard_connections_open",
+            "client connections open now",
+        ));
+        let connections_refused = must(IntCounter::new(
+            "phiguard_connections_refused_total",
+            "connections answered 503 and closed at the connection cap",
+        ));
+        let streams_abandoned = must(IntCounter::new(
+            "phiguard_streams_abandoned_total",
+            "streaming responses given up because the client stopped reading",
+        ));
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(connections_open.clone()),
+            Box::new(connections_refused.clone()),
+            Box::new(streams_abandoned.clone()),
             Box::new(duration.clone()),
             Box::new(inflight.clone()),
             Box::new(auth_failures.clone()),
@@ -82,6 +103,9 @@ impl Metrics {
             inflight,
             auth_failures,
             degraded,
+            connections_open,
+            connections_refused,
+            streams_abandoned,
         }
     }
 

@@ -1,10 +1,11 @@
-//! The request middleware, one function each: request context (id, access log, metrics),
-//! trusted Host, auth, and the admission gate of model routes (readiness, rate limits,
-//! priority admission, drain accounting). The order they run in is written down where the
-//! router is built (`router.rs`).
+//! The request middleware, one function each: request context (id, access log, metrics,
+//! the no-store and nosniff headers), trusted Host, cross-site refusal (Origin and
+//! Content-Type), auth, and the admission gate of model routes (body read first, then
+//! readiness, rate limits, priority admission, drain accounting). The order they run in is
+//! written down where the router is built (`router.rs`).
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::extract::{FromRequest, MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
@@ -44,18 +45,44 @@ fn route_of(req: &Request) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// A caller's `X-Request-Id` is kept only when it has the shape of a generated id: a UUID
+/// (`8-4-4-4-12` hex digits), a ULID (26 Crockford base-32 characters) or a W3C trace id
+/// (32 hex digits). Anything else (a name, an MRN, free text) could carry PHI into every log
+/// line and header, so it is replaced by a fresh UUID.
 fn valid_request_id(v: &HeaderValue) -> Option<String> {
     let s = v.to_str().ok()?;
-    let ok = !s.is_empty()
-        && s.len() <= 128
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
-    ok.then(|| s.to_string())
+    let hex = |part: &str| part.bytes().all(|b| b.is_ascii_hexdigit());
+    let uuid =
+        s.len() == 36 && s.split('-').map(str::len).eq([8, 4, 4, 4, 12]) && s.split('-').all(hex);
+    let ulid = s.len() == 26
+        && s.bytes().all(|b| {
+            let b = b.to_ascii_uppercase();
+            b.is_ascii_digit() || (b.is_ascii_uppercase() && !b"ILOU".contains(&b))
+        });
+    let trace = s.len() == 32 && hex(s);
+    (uuid || ulid || trace).then(|| s.to_string())
 }
 
-/// Request id (echoed when well-formed, else a fresh UUID), access log and request metrics.
-/// No log line carries a body, a path beyond its route template, or a model name.
-pub async fn context(State(st): State<AppState>, req: Request, next: Next) -> Response {
+/// Whether a response may be cached: only the fixed assets of `/docs` say so themselves.
+/// Everything else (results carrying PHI, admin state) is `no-store`.
+fn set_safety_headers(headers: &mut HeaderMap) {
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    headers
+        .entry(header::X_CONTENT_TYPE_OPTIONS)
+        .or_insert(HeaderValue::from_static("nosniff"));
+}
+
+/// Request id (echoed when well-formed, else a fresh UUID), access log and request metrics,
+/// and the `Cache-Control: no-store` / `X-Content-Type-Options: nosniff` headers on every
+/// response that does not set its own. No log line carries a body, a path beyond its route
+/// template, or a model name.
+pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
+    req.extensions_mut()
+        .insert(BodyTimeout(Duration::from_secs_f64(
+            st.settings().f64("server.body_timeout_seconds"),
+        )));
     let id = req
         .headers()
         .get("x-request-id")
@@ -77,6 +104,7 @@ pub async fn context(State(st): State<AppState>, req: Request, next: Next) -> Re
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }
+    set_safety_headers(resp.headers_mut());
     let code = resp
         .extensions()
         .get::<ErrorCode>()
@@ -151,6 +179,98 @@ pub async fn trusted_host(State(st): State<AppState>, req: Request, next: Next) 
     }
 }
 
+/// The desktop dashboard's own origins (Tauri's webview on Linux/macOS and Windows), allowed
+/// only when the server runs inside the desktop app.
+pub(crate) const DESKTOP_ORIGINS: [&str; 3] = [
+    "tauri://localhost",
+    "http://tauri.localhost",
+    "https://tauri.localhost",
+];
+
+/// Whether a browser `Origin` may call this server: the server's own origin (its authority is
+/// the request's `Host`, which [`trusted_host`] has checked), a configured CORS origin, or,
+/// in the desktop app, the webview's origins. `null` (sandboxed frames, files) never.
+fn origin_allowed(origin: &str, host: Option<&str>, allowed: &[String], desktop: bool) -> bool {
+    let origin = origin.trim_end_matches('/');
+    let authority = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    if let (Some(a), Some(h)) = (authority, host) {
+        if a.eq_ignore_ascii_case(h) {
+            return true;
+        }
+    }
+    allowed
+        .iter()
+        .any(|o| o.trim_end_matches('/').eq_ignore_ascii_case(origin))
+        || (desktop && DESKTOP_ORIGINS.contains(&origin))
+}
+
+/// Whether a method changes state (and so must not be sendable by another site's page).
+fn changes_state(m: &Method) -> bool {
+    matches!(
+        *m,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+/// A body is acceptable when it is declared JSON (`application/json`, `application/*+json`,
+/// any parameters), or when there is no body and no declared type. A page on another site can
+/// send `text/plain`, form encodings or an untyped body without a preflight, never JSON.
+fn json_or_empty(headers: &HeaderMap) -> bool {
+    match headers.get(header::CONTENT_TYPE) {
+        Some(v) => {
+            let essence = v
+                .to_str()
+                .unwrap_or("")
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            essence == "application/json"
+                || essence
+                    .strip_prefix("application/")
+                    .is_some_and(|sub| sub.ends_with("+json"))
+        }
+        None => {
+            !headers.contains_key(header::TRANSFER_ENCODING)
+                && headers
+                    .get(header::CONTENT_LENGTH)
+                    .is_none_or(|l| l.as_bytes() == b"0")
+        }
+    }
+}
+
+/// Refuses what a page on another site could make the user's browser send, with auth on or
+/// off (with auth off on loopback, such a page could otherwise force breakers open or mint
+/// tokens): a request whose `Origin` is not allowed (403 `origin_not_allowed`), and a
+/// state-changing request whose body is not declared JSON (415 `unsupported_media_type`).
+/// Requests without `Origin` (curl, SDKs, the desktop shell's own calls) pass the first check.
+pub async fn cross_site(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    if let Some(origin) = req.headers().get(header::ORIGIN) {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok());
+        let ok = origin.to_str().is_ok_and(|o| {
+            origin_allowed(
+                o,
+                host,
+                st.settings().list("security.cors_origins"),
+                st.desktop,
+            )
+        });
+        if !ok {
+            return ApiError::OriginNotAllowed.into_response();
+        }
+    }
+    if changes_state(req.method()) && !json_or_empty(req.headers()) {
+        return ApiError::UnsupportedMediaType.into_response();
+    }
+    next.run(req).await
+}
+
 /// The scope a route needs; `None` for open routes.
 fn required_scope(route: &str) -> Option<Scope> {
     if route.starts_with("/admin/") || route == "/admin" {
@@ -181,23 +301,13 @@ fn presented_token(headers: &HeaderMap) -> Option<String> {
     }
 }
 
-/// Decodes `%XX` escapes of a query value (tokens are URL-safe, but clients may encode).
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// The `token` parameter of a query string, percent-decoded (tokens are URL-safe, but
+/// clients may encode them) by `form_urlencoded`, which takes any bytes without panicking.
+pub fn query_token(query: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+        .filter(|v| !v.is_empty())
 }
 
 /// Bearer / X-API-Key check and scope; attaches [`Caller`].
@@ -222,11 +332,7 @@ pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> R
         // EventSource cannot set headers: the dashboard's event stream may carry the token
         // in the query string.
         if token.is_none() && route == "/admin/events" {
-            token = req.uri().query().and_then(|q| {
-                q.split('&')
-                    .find_map(|kv| kv.strip_prefix("token="))
-                    .map(percent_decode)
-            });
+            token = req.uri().query().and_then(query_token);
         }
         let Some(token) = token else {
             return ApiError::AuthRequired.into_response();
@@ -286,8 +392,16 @@ impl Drop for HeldAdmission {
     }
 }
 
-/// The gate of model routes: not while draining, rate limits, then priority admission.
-pub async fn admission(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
+/// The gate of model routes: the body is read first (within the body timeout, holding
+/// nothing), then: not while draining, rate limits, then priority admission. A client that
+/// stalls mid-upload therefore never holds an admission slot.
+pub async fn admission(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let body = match Body::from_request(Request::from_parts(parts.clone(), body), &()).await {
+        Ok(Body(b)) => b,
+        Err(e) => return e.into_response(),
+    };
+    let mut req = Request::from_parts(parts, axum::body::Body::from(body));
     if st.draining.load(Ordering::SeqCst) {
         return ApiError::NotReady {
             message: "Service is shutting down and not accepting new requests",
@@ -340,7 +454,13 @@ pub async fn admission(State(st): State<AppState>, mut req: Request, next: Next)
 #[derive(Clone, Copy, Debug)]
 pub struct BodyLimit(pub usize);
 
-/// The request body as bytes, with the body limit mapped to 413 `payload_too_large`.
+/// The body read timeout in force (`server.body_timeout_seconds`), attached to every request
+/// by [`context`] from the live settings.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyTimeout(pub Duration);
+
+/// The request body as bytes, read within the body timeout (408 `request_timeout`), with the
+/// body limit mapped to 413 `payload_too_large`.
 pub struct Body(pub Bytes);
 
 impl<S: Send + Sync> FromRequest<S> for Body {
@@ -351,7 +471,16 @@ impl<S: Send + Sync> FromRequest<S> for Body {
             return Ok(Body(Bytes::new()));
         }
         let limit = req.extensions().get::<BodyLimit>().map_or(0, |l| l.0);
-        match Bytes::from_request(req, state).await {
+        let timeout = req
+            .extensions()
+            .get::<BodyTimeout>()
+            .map_or(Duration::from_secs(30), |t| t.0);
+        let Ok(read) = tokio::time::timeout(timeout, Bytes::from_request(req, state)).await else {
+            return Err(ApiError::RequestTimeout {
+                timeout_seconds: timeout.as_secs_f64(),
+            });
+        };
+        match read {
             Ok(b) => Ok(Body(b)),
             Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
                 Err(ApiError::PayloadTooLarge {

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod api;
 pub mod error;
 pub mod front;
+mod listen;
 pub mod metrics;
 pub mod middleware;
 pub mod models_api;
@@ -75,6 +76,8 @@ pub struct StartOptions {
     pub extra_backends: Vec<(String, Arc<dyn crate::detect::Recognizer>)>,
     /// Keep secrets in the 0600 file even where a keychain answers (tests).
     pub file_secrets: bool,
+    /// Hosted by the desktop app: the webview's origins (`tauri://localhost`, …) may call.
+    pub desktop: bool,
 }
 
 /// Builds the guard configuration from settings.
@@ -325,6 +328,7 @@ impl Server {
             }
         };
         let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
+        let desktop = opts.desktop;
         let engine = build_engine(&settings, &home, opts)?;
         let guard = Arc::clone(&engine.guard);
         let port = settings.i64("server.port") as u16;
@@ -345,7 +349,7 @@ impl Server {
             }
         };
         let state = AppState::new(
-            settings, engine, tokens, hash_key, clock, home, auth_off, cluster,
+            settings, engine, tokens, hash_key, clock, home, auth_off, desktop, cluster,
         );
         apply_live(&state, &state.settings());
         {
@@ -371,19 +375,26 @@ impl Server {
         let _ = state.addr.set(addr);
         let router = app(state.clone(), max_body);
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(
-                listener,
-                router.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(async move {
-                let _ = stop_rx.await;
-            })
-            .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "server stopped");
+        let limits = {
+            let s = state.settings();
+            listen::ConnLimits {
+                max_connections: s.i64("server.max_connections") as usize,
+                header_timeout: Duration::from_secs_f64(s.f64("server.header_timeout_seconds")),
             }
-        });
+        };
+        let conn_metrics = listen::ConnMetrics {
+            open: state.metrics.connections_open.clone(),
+            refused: state.metrics.connections_refused.clone(),
+        };
+        let task = tokio::spawn(listen::serve(
+            listener,
+            router,
+            limits,
+            conn_metrics,
+            async move {
+                let _ = stop_rx.await;
+            },
+        ));
         {
             let st = state.clone();
             tokio::spawn(async move {

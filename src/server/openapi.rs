@@ -692,7 +692,16 @@ impl utoipa::Modify for ErrorResponses {
             let model = MODEL_ROUTES.contains(&path.as_str());
             let open = OPEN_ROUTES.contains(&path.as_str());
             let admin = path.starts_with("/admin/");
-            for op in operations_mut(item) {
+            let ops = [
+                (&mut item.get, false),
+                (&mut item.post, true),
+                (&mut item.put, true),
+                (&mut item.delete, true),
+            ];
+            for (op, changes) in ops
+                .into_iter()
+                .filter_map(|(op, changes)| op.as_mut().map(|op| (op, changes)))
+            {
                 let has_body = op.request_body.is_some();
                 add(
                     op,
@@ -714,11 +723,25 @@ impl utoipa::Modify for ErrorResponses {
                         &[WWW_AUTH],
                     );
                 }
-                if admin {
+                let forbidden = if admin {
+                    "a client token on an admin route (`forbidden`), or a browser `Origin` that is not allowed (`origin_not_allowed`)"
+                } else {
+                    "a browser `Origin` that is not allowed (`origin_not_allowed`)"
+                };
+                add(op, "403", forbidden, &[]);
+                if changes {
                     add(
                         op,
-                        "403",
-                        "a client token on an admin route (`forbidden`)",
+                        "415",
+                        "a body not declared JSON (`unsupported_media_type`)",
+                        &[],
+                    );
+                }
+                if has_body {
+                    add(
+                        op,
+                        "408",
+                        "the body did not arrive within `server.body_timeout_seconds` (`request_timeout`)",
                         &[],
                     );
                 }
@@ -925,7 +948,7 @@ mod tests {
         let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
         let responses = &doc["paths"]["/pii/deidentify"]["post"]["responses"];
         for status in [
-            "200", "400", "401", "413", "422", "429", "500", "503", "504",
+            "200", "400", "401", "403", "408", "413", "415", "422", "429", "500", "503", "504",
         ] {
             assert!(responses.get(status).is_some(), "missing {status}");
         }

@@ -6,11 +6,14 @@
 //! 2. request context — request id, access log, request metrics;
 //! 3. body limit — `limits.max_request_bytes` (413 `payload_too_large`);
 //! 4. trusted Host — 400 `bad_request` for any other Host;
-//! 5. CORS — only the configured exact origins;
-//! 6. auth — token and scope (401 / 403);
-//! 7. on model routes only: admission — draining (503 `not_ready`), rate limits (429),
-//!    priority admission with watermarks (503 `backpressure`);
-//! 8. the handler — validation (422), then the engine: breaker, bulkhead, deadline, retries.
+//! 5. cross-site refusal — an `Origin` that is not this server or an allowed origin (403
+//!    `origin_not_allowed`), a state-changing body not declared JSON (415);
+//! 6. CORS — only the configured exact origins (and the webview's in the desktop app);
+//! 7. auth — token and scope (401 / 403);
+//! 8. on model routes only: admission — the body read within its timeout (408), then
+//!    draining (503 `not_ready`), rate limits (429), priority admission with watermarks (503
+//!    `backpressure`);
+//! 9. the handler — validation (422), then the engine: breaker, bulkhead, deadline, retries.
 //!
 //! axum applies `.layer` calls bottom-up, so the code below lists them in reverse.
 
@@ -27,22 +30,18 @@ use super::error::ApiError;
 use super::state::AppState;
 use super::{admin, front, middleware, models_api, ops, pii, stream};
 
-/// The desktop dashboard's own origins (Tauri's webview on Linux/macOS and Windows). They
-/// are always allowed: a browser page cannot claim them, and every admin call still needs
-/// the admin token.
-const DESKTOP_ORIGINS: [&str; 3] = [
-    "tauri://localhost",
-    "http://tauri.localhost",
-    "https://tauri.localhost",
-];
-
 fn cors(st: &AppState) -> CorsLayer {
     let origins: Vec<axum::http::HeaderValue> = st
         .settings()
         .list("security.cors_origins")
         .iter()
         .map(|o| o.trim_end_matches('/'))
-        .chain(DESKTOP_ORIGINS)
+        .chain(
+            st.desktop
+                .then_some(middleware::DESKTOP_ORIGINS)
+                .into_iter()
+                .flatten(),
+        )
         .filter_map(|o| o.parse().ok())
         .collect();
     CorsLayer::new()
@@ -143,6 +142,7 @@ pub fn app(st: AppState, max_body: usize) -> Router {
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(mw(st.clone(), middleware::auth))
         .layer(cors(&st))
+        .layer(mw(st.clone(), middleware::cross_site))
         .layer(mw(st.clone(), middleware::trusted_host))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::Extension(middleware::BodyLimit(max_body)))

@@ -67,6 +67,8 @@ pub struct Inner {
     pub draining: AtomicBool,
     /// Auth disabled (`PHIGUARD_AUTH=off` on loopback).
     pub auth_off: bool,
+    /// Hosted by the desktop app: its webview's origins are allowed (nowhere else).
+    pub desktop: bool,
     /// The cluster-wide admission limit (when `PHIGUARD_REDIS_URL` is set).
     pub cluster: Option<crate::cluster::ClusterLimiter>,
     /// Model downloads started from the admin API.
@@ -97,6 +99,7 @@ impl AppState {
         clock: Arc<dyn Clock>,
         home: Home,
         auth_off: bool,
+        desktop: bool,
         cluster: Option<crate::cluster::ClusterLimiter>,
     ) -> Self {
         let (events, _) = broadcast::channel(256);
@@ -121,6 +124,7 @@ impl AppState {
             inflight: AtomicUsize::new(0),
             draining: AtomicBool::new(false),
             auth_off,
+            desktop,
             cluster,
             coalesce: SingleFlight::new(),
             downloads: Default::default(),

@@ -175,10 +175,44 @@ impl<'a> Driver<'a> {
     }
 }
 
-async fn send_line(tx: &mpsc::Sender<Bytes>, v: &Value, compact: bool) -> bool {
-    tx.send(Bytes::from(format!("{}\n", dumps(v, compact))))
-        .await
-        .is_ok()
+/// The sending side of a stream's body. A line the client does not take within
+/// `server.send_timeout_seconds` (it stopped reading, and the socket and this channel are
+/// full) abandons the stream: the producer ends, and with it the admission it holds.
+struct Lines {
+    tx: mpsc::Sender<Bytes>,
+    timeout: std::time::Duration,
+    abandoned: prometheus::IntCounter,
+}
+
+impl Lines {
+    fn new(st: &AppState) -> (Lines, mpsc::Receiver<Bytes>) {
+        let (tx, rx) = mpsc::channel::<Bytes>(32);
+        let timeout =
+            std::time::Duration::from_secs_f64(st.settings().f64("server.send_timeout_seconds"));
+        let abandoned = st.metrics.streams_abandoned.clone();
+        (
+            Lines {
+                tx,
+                timeout,
+                abandoned,
+            },
+            rx,
+        )
+    }
+
+    /// Sends one line; false when the stream is over (the client left or stopped reading).
+    async fn send(&self, v: &Value, compact: bool) -> bool {
+        let line = Bytes::from(format!("{}\n", dumps(v, compact)));
+        match self.tx.send_timeout(line, self.timeout).await {
+            Ok(()) => true,
+            Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
+                self.abandoned.inc();
+                tracing::warn!("a stream's client stopped reading; stream abandoned");
+                false
+            }
+            Err(mpsc::error::SendTimeoutError::Closed(_)) => false,
+        }
+    }
 }
 
 /// `POST /pii/extract/stream`.
@@ -192,7 +226,7 @@ pub async fn pii_extract_stream(
     let (req, so): (ExtractRequest, StreamOptions) =
         ExtractRequest::parse_stream(&map, limits(&st))?;
     let model_id = st.resolve_model(req.model_name.as_deref())?;
-    let (tx, rx) = mpsc::channel::<Bytes>(32);
+    let (lines, rx) = Lines::new(&st);
     let held = held.map(|h| h.0);
     tokio::spawn(async move {
         let _held = held;
@@ -231,7 +265,7 @@ pub async fn pii_extract_stream(
                 let event = json!({"audit": {"entity_id": id, "span": audit_span, "type": "emit"},
                     "entity_id": id, "span": span, "type": "emit"});
                 final_spans.push(event["span"].clone());
-                if !send_line(&tx, &event, false).await {
+                if !lines.send(&event, false).await {
                     return;
                 }
             }
@@ -245,7 +279,7 @@ pub async fn pii_extract_stream(
             st.metrics.degraded.inc();
             fin["degraded"] = json!(true);
         }
-        send_line(&tx, &fin, false).await;
+        lines.send(&fin, false).await;
     });
     Ok(ndjson_response(rx))
 }
@@ -262,7 +296,7 @@ pub async fn pii_deidentify_stream(
         DeidentifyRequest::parse(&map, limits(&st), true)?;
     let chunk_size = chunk.unwrap_or(1024);
     let model_id = st.resolve_model(req.model_name.as_deref())?;
-    let (tx, rx) = mpsc::channel::<Bytes>(32);
+    let (lines, rx) = Lines::new(&st);
     let held = held.map(|h| h.0);
     tokio::spawn(async move {
         let _held = held;
@@ -314,7 +348,7 @@ pub async fn pii_deidentify_stream(
                 let line = json!({"index": index, "redacted_text": out.text, "type": "chunk"});
                 index += 1;
                 chunks += 1;
-                if !send_line(&tx, &line, true).await {
+                if !lines.send(&line, true).await {
                     return;
                 }
             }
@@ -357,7 +391,7 @@ pub async fn pii_deidentify_stream(
                         .collect();
                     fin["mapping"] = Value::Object(m);
                 }
-                send_line(&tx, &fin, true).await;
+                lines.send(&fin, true).await;
             }
             Err(e) => {
                 let (code, message, details) = match &e {
@@ -373,7 +407,7 @@ pub async fn pii_deidentify_stream(
                     ),
                 };
                 let line = json!({"error": {"code": code, "details": details, "message": message}, "type": "error"});
-                send_line(&tx, &line, true).await;
+                lines.send(&line, true).await;
             }
         }
     });

@@ -281,22 +281,23 @@ impl Settings {
         let mut errors = Vec::new();
         for (key, raw) in changes {
             let Some(def) = table::def(key) else {
+                // The key came from the request: it is counted, never echoed.
                 errors.push(FieldError {
-                    field: key.clone(),
-                    message: "unknown setting".into(),
+                    field: "body".into(),
+                    message: "unknown setting key; GET /admin/settings lists every key".into(),
                 });
                 continue;
             };
             if def.secret {
                 errors.push(FieldError {
-                    field: key.clone(),
+                    field: def.key.into(),
                     message: format!("secret; set it with {} or the token commands", def.env),
                 });
                 continue;
             }
             if self.source(def.key) == SettingSource::Env {
                 errors.push(FieldError {
-                    field: key.clone(),
+                    field: def.key.into(),
                     message: format!("set by environment variable {}", def.env),
                 });
                 continue;
@@ -306,7 +307,7 @@ impl Settings {
                     next.values.insert(def.key, (v, SettingSource::File));
                 }
                 Err(rule) => errors.push(FieldError {
-                    field: key.clone(),
+                    field: def.key.into(),
                     message: format!("must be {rule}"),
                 }),
             }

@@ -109,6 +109,18 @@ pub static TABLE: &[Def] = &[
         Kind::Enum(&["json", "plain", "text"]), "json", "log line format (plain is coloured only on a terminal)")),
     restart(d("server.ui", "PHIGUARD_UI", None, Kind::Bool, "false",
         "serve the dashboard at /ui/ (it asks for the admin token)")),
+    // slow and stalled clients (docs/architecture.md, "Connections")
+    restart(d("server.max_connections", "PHIGUARD_MAX_CONNECTIONS", None, Kind::Int { min: 1, max: 1_000_000 }, "1024",
+        "open client connections at most; one more is answered 503 and closed")),
+    restart(d("server.header_timeout_seconds", "PHIGUARD_HEADER_TIMEOUT_SECONDS", None,
+        Kind::Float { min: 0.1, max: 3600.0 }, "15",
+        "seconds a client has to send a request's headers, counted from the connection's start or its previous response (so also how long an idle connection stays open)")),
+    d("server.body_timeout_seconds", "PHIGUARD_BODY_TIMEOUT_SECONDS", None,
+        Kind::Float { min: 0.1, max: 3600.0 }, "30",
+        "seconds a client has to send a whole request body (408 after); no admission is held meanwhile"),
+    d("server.send_timeout_seconds", "PHIGUARD_SEND_TIMEOUT_SECONDS", None,
+        Kind::Float { min: 0.1, max: 3600.0 }, "30",
+        "seconds a streaming response waits for the client to take its next line before the stream is abandoned"),
     // timeouts
     d("timeouts.profile", "PHIGUARD_PROFILE", Some("OPENMED_PROFILE"), Kind::Enum(PROFILES), "prod",
         "runtime profile; sets the request timeout (prod 300 s, dev 600, test 60, fast 120, low_resource 900)"),
@@ -209,7 +221,7 @@ pub static TABLE: &[Def] = &[
     auto("generated at first start, kept in the keychain", secret(d("security.admin_token", "PHIGUARD_ADMIN_TOKEN", None, Kind::Str, "",
         "admin token (default: generated and kept in the keychain)"))),
     d("security.trusted_hosts", "PHIGUARD_TRUSTED_HOSTS", Some("OPENMED_SERVICE_TRUSTED_HOSTS"), Kind::Hosts,
-        "localhost,127.0.0.1,[::1]", "Host headers accepted (400 otherwise); *.domain patterns allowed"),
+        "localhost,127.0.0.1,[::1]", "Host headers accepted (400 otherwise); *.example.org patterns allowed (not * or *.tld)"),
     none("none (only the desktop app's own origins)", d("security.cors_origins", "PHIGUARD_CORS_ORIGINS", Some("OPENMED_SERVICE_CORS_ORIGINS"), Kind::Origins, "",
         "browser origins allowed to call the API (exact origins, no *)")),
     // cluster (docs/deploy.md): one admission limit shared by replicas through Redis

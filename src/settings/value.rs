@@ -75,7 +75,7 @@ impl Kind {
             Kind::Enum(words) => format!("one of: {}", words.join(", ")),
             Kind::Str => "any text".into(),
             Kind::List => "a comma-separated list".into(),
-            Kind::Hosts => "comma-separated host names or *.domain patterns (not *)".into(),
+            Kind::Hosts => "comma-separated host names or *.domain patterns under a domain of two labels or more (not *, not *.tld)".into(),
             Kind::Origins => "comma-separated origins like http://localhost:3000 (not *)".into(),
             Kind::KeepAlive => "a duration like 30s, 5m, 1h30m, 500ms, seconds, or never".into(),
         }
@@ -137,7 +137,7 @@ impl Kind {
             Kind::List => Ok(Value::List(split_list(s))),
             Kind::Hosts => {
                 let list = split_list(s);
-                if list.iter().any(|h| h == "*" || h.contains(['/', ' '])) {
+                if !list.iter().all(|h| host_pattern_ok(h)) {
                     return bad();
                 }
                 Ok(Value::List(list))
@@ -161,6 +161,24 @@ impl Kind {
                 None => bad(),
             },
         }
+    }
+}
+
+/// A trusted-host entry: a host name or address, or `*.` and a domain of at least two labels.
+/// A wildcard over a top-level domain (`*.com`) or everything (`*`) would make the Host check
+/// (DNS-rebinding protection) a no-op; a public suffix of two labels (`*.co.uk`) cannot be
+/// told from a domain without the public-suffix list, and stays the admin's responsibility.
+fn host_pattern_ok(h: &str) -> bool {
+    let plain = |n: &str| {
+        !n.is_empty()
+            && !n.contains(['*', '/', ' ', '?', '#', '@'])
+            && !n.starts_with('.')
+            && !n.ends_with('.')
+            && !n.contains("..")
+    };
+    match h.strip_prefix("*.") {
+        Some(domain) => plain(domain) && domain.contains('.') && !domain.starts_with('['),
+        None => plain(h),
     }
 }
 
@@ -246,6 +264,26 @@ mod tests {
         assert!(f.parse("inf").is_err());
         assert_eq!(Kind::OptInt { min: 1, max: 2 }.parse(""), Ok(Value::Unset));
         assert!(Kind::Hosts.parse("*").is_err());
+        for bad in [
+            "*.com",
+            "*.",
+            "a.*.org",
+            "*.*.org",
+            "*example.org",
+            "..",
+            "a b",
+        ] {
+            assert!(Kind::Hosts.parse(bad).is_err(), "{bad}");
+        }
+        for good in [
+            "*.example.org",
+            "*.corp.example.org",
+            "localhost",
+            "[::1]",
+            "10.0.0.7",
+        ] {
+            assert!(Kind::Hosts.parse(good).is_ok(), "{good}");
+        }
         assert!(Kind::Origins.parse("*").is_err());
         assert!(Kind::Origins.parse("http://localhost:3000").is_ok());
         assert_eq!(

@@ -7,5 +7,6 @@ mod admin;
 mod errors;
 mod front;
 mod guard;
+mod hostile_clients;
 mod lifecycle;
 mod pii;

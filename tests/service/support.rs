@@ -146,6 +146,7 @@ impl TestServer {
                 Arc::new(Scripted(script.clone())) as Arc<dyn Recognizer>,
             )],
             file_secrets: true,
+            desktop: false,
         };
         let server = Server::start_with(settings, home, opts)
             .await

@@ -1,0 +1,199 @@
+//! The accept loop: one HTTP/1.1 connection per accepted socket, with a header timeout and a
+//! cap on open connections, and a graceful stop.
+//!
+//! Written out instead of `axum::serve` because that offers neither: a client that never
+//! finished its headers kept its connection (and a task) forever, and any number of them
+//! could be open at once. hyper's own `header_read_timeout` does the timing; it starts when
+//! the connection waits for a request head, so it also closes a kept-alive connection that
+//! stays idle that long. The body read timeout and the streams' send timeout are per request
+//! (`middleware::Body`, `stream.rs`). HTTP/1.1 only, as OpenMed's uvicorn: every client of
+//! this API speaks it, and HTTP/2's streams would need their own stall limits.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tower::ServiceExt;
+
+use super::error::ApiError;
+
+/// The connection limits, from `server.max_connections` and `server.header_timeout_seconds`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ConnLimits {
+    /// Open connections at most.
+    pub max_connections: usize,
+    /// Time allowed for a request's headers, from the connection's start or its previous
+    /// response.
+    pub header_timeout: Duration,
+}
+
+/// The loop's metric handles (clones of the server's families).
+#[derive(Clone)]
+pub(crate) struct ConnMetrics {
+    /// Connections open now.
+    pub open: prometheus::IntGauge,
+    /// Connections refused at the cap.
+    pub refused: prometheus::IntCounter,
+}
+
+/// Serves `router` on `listener` until `stop` resolves, then stops accepting and waits for the
+/// open connections to finish their requests (the caller bounds that wait).
+pub(crate) async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnLimits,
+    metrics: ConnMetrics,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(true);
+    tokio::pin!(stop);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of file descriptors or a reset before accept: wait a moment rather
+                    // than spin, and keep serving the connections that are open.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            metrics.refused.inc();
+            tokio::spawn(refuse(stream));
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let svc = router
+            .clone()
+            .map_request(move |mut req: axum::http::Request<Incoming>| {
+                req.extensions_mut().insert(ConnectInfo(peer));
+                req
+            });
+        let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc));
+        let conn = graceful.watch(conn);
+        let open = metrics.open.clone();
+        open.inc();
+        tokio::spawn(async move {
+            // A connection's end (a timeout, a reset, the client leaving) is routine: nothing
+            // about it is worth a log line, and its error could only name the peer.
+            let _ = conn.await;
+            open.dec();
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+/// Answers a connection over the cap with one `503 service_busy` and closes it, without
+/// reading its request: a client told to retry does better than one whose connection is reset.
+async fn refuse(mut stream: TcpStream) {
+    let body = ApiError::Busy { retry_after: 1.0 }.body(None).to_string();
+    let reply = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\ncache-control: no-store\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let write = async {
+        stream.write_all(reply.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
+}
+
+/// The peer address a request came from, for tests of the loop itself.
+#[cfg(test)]
+fn peer_of(req: &axum::http::Request<axum::body::Body>) -> Option<std::net::SocketAddr> {
+    req.extensions()
+        .get::<ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    async fn start(limits: ConnLimits) -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        let router = Router::new().route(
+            "/",
+            axum::routing::get(|req: axum::http::Request<axum::body::Body>| async move {
+                peer_of(&req)
+                    .map(|p| p.ip().to_string())
+                    .unwrap_or_default()
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let metrics = ConnMetrics {
+            open: prometheus::IntGauge::new("open", "open").expect("gauge"),
+            refused: prometheus::IntCounter::new("refused", "refused").expect("counter"),
+        };
+        tokio::spawn(serve(listener, router, limits, metrics, async {
+            let _ = rx.await;
+        }));
+        (addr, tx)
+    }
+
+    async fn get(addr: std::net::SocketAddr) -> String {
+        let mut s = TcpStream::connect(addr).await.expect("connect");
+        s.write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .expect("write");
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.expect("read");
+        out
+    }
+
+    #[tokio::test]
+    async fn connections_over_the_cap_get_503_and_the_peer_is_known() {
+        let limits = ConnLimits {
+            max_connections: 2,
+            header_timeout: Duration::from_secs(30),
+        };
+        let (addr, _stop) = start(limits).await;
+        assert!(get(addr).await.ends_with("127.0.0.1"));
+        let _a = TcpStream::connect(addr).await.expect("a");
+        let _b = TcpStream::connect(addr).await.expect("b");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let third = get(addr).await;
+        assert!(third.starts_with("HTTP/1.1 503"), "{third}");
+        assert!(third.contains("\"service_busy\""), "{third}");
+        drop((_a, _b));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(get(addr).await.starts_with("HTTP/1.1 200"));
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_never_finishes_its_headers_is_closed() {
+        let limits = ConnLimits {
+            max_connections: 8,
+            header_timeout: Duration::from_millis(300),
+        };
+        let (addr, _stop) = start(limits).await;
+        let mut s = TcpStream::connect(addr).await.expect("connect");
+        s.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n")
+            .await
+            .expect("write");
+        let mut buf = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await;
+        assert!(read.is_ok(), "the server kept a half-sent request open");
+    }
+}

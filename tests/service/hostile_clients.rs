@@ -1,0 +1,385 @@
+//! Hostile clients against the real server: stalled headers, bodies and readers, a connection
+//! flood, cross-site requests a browser page could send, request ids that could carry PHI,
+//! and the headers that keep results out of caches. Traffic stays on loopback, bounded in
+//! count and time.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::support::{expect_error, TestServer, ADMIN, CLIENT};
+
+/// A raw connection to the server.
+async fn connect(t: &TestServer) -> TcpStream {
+    let addr = t.base.trim_start_matches("http://");
+    TcpStream::connect(addr).await.expect("connect")
+}
+
+/// Reads what the server sends until it closes the connection (bounded).
+async fn read_until_closed(s: &mut TcpStream, within: Duration) -> Option<String> {
+    let mut buf = Vec::new();
+    match tokio::time::timeout(within, s.read_to_end(&mut buf)).await {
+        Ok(_) => Some(String::from_utf8_lossy(&buf).into_owned()),
+        Err(_) => None,
+    }
+}
+
+/// The head of an authenticated upload to `/pii/extract` announcing `len` bytes of body.
+fn upload_head(len: usize) -> String {
+    format!(
+        "POST /pii/extract HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {CLIENT}\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n"
+    )
+}
+
+#[tokio::test]
+async fn stalled_uploads_hold_no_admission_and_get_408() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_ADMISSION_CAPACITY", "1"),
+        ("PHIGUARD_BODY_TIMEOUT_SECONDS", "1.5"),
+    ])
+    .await;
+    // Twelve uploads that stall after a few bytes of a 1000-byte body.
+    let mut stalled = Vec::new();
+    for _ in 0..12 {
+        let mut s = connect(&t).await;
+        s.write_all(upload_head(1000).as_bytes())
+            .await
+            .expect("head");
+        s.write_all(b"{\"text\": \"Ze").await.expect("some body");
+        stalled.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // With admission capacity 1, a normal request still gets through.
+    let ok = t
+        .post("/pii/extract", json!({"text": "Zed was here"}))
+        .await;
+    assert_eq!(ok.status(), 200, "a stalled upload held admission");
+    // Each stalled upload is answered 408 and closed once the body timeout passes.
+    for mut s in stalled {
+        let out = read_until_closed(&mut s, Duration::from_secs(10))
+            .await
+            .expect("the server kept a stalled upload open");
+        assert!(out.starts_with("HTTP/1.1 408"), "{out}");
+        assert!(out.contains("\"request_timeout\""), "{out}");
+        assert!(out.contains("PHIGUARD_BODY_TIMEOUT_SECONDS"), "{out}");
+    }
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_connection_that_never_finishes_its_headers_is_closed() {
+    let t = TestServer::start(&[("PHIGUARD_HEADER_TIMEOUT_SECONDS", "0.5")]).await;
+    let mut s = connect(&t).await;
+    s.write_all(b"POST /pii/extract HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+        .await
+        .expect("part of a head");
+    assert!(
+        read_until_closed(&mut s, Duration::from_secs(10))
+            .await
+            .is_some(),
+        "the server kept a half-sent head open"
+    );
+    // An idle kept-alive connection is closed the same way.
+    let mut idle = connect(&t).await;
+    assert!(read_until_closed(&mut idle, Duration::from_secs(10))
+        .await
+        .is_some());
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn connections_over_the_cap_are_answered_503() {
+    let t = TestServer::start(&[("PHIGUARD_MAX_CONNECTIONS", "3")]).await;
+    let held = [connect(&t).await, connect(&t).await, connect(&t).await];
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut extra = connect(&t).await;
+    let out = read_until_closed(&mut extra, Duration::from_secs(5))
+        .await
+        .expect("refused connection closed");
+    assert!(out.starts_with("HTTP/1.1 503"), "{out}");
+    assert!(out.contains("\"service_busy\""), "{out}");
+    assert!(out.to_ascii_lowercase().contains("retry-after: 1"), "{out}");
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let ok = t.post("/pii/extract", json!({"text": "Zed"})).await;
+    assert_eq!(ok.status(), 200);
+    let metrics = t
+        .http
+        .get(t.url("/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.contains("phiguard_connections_refused_total 1"),
+        "{metrics}"
+    );
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stream_whose_reader_stops_releases_its_admission() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_ADMISSION_CAPACITY", "1"),
+        ("PHIGUARD_SEND_TIMEOUT_SECONDS", "0.5"),
+    ])
+    .await;
+    // A client with a small receive window that reads nothing after the request.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("rcvbuf");
+    let addr = t.base.trim_start_matches("http://").parse().expect("addr");
+    let mut s = socket.connect(addr).await.expect("connect");
+    let text = "Zed ".repeat(20_000);
+    let body = json!({"text": text, "include_text": true}).to_string();
+    let head = format!(
+        "POST /pii/extract/stream HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {CLIENT}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.expect("head");
+    s.write_all(body.as_bytes()).await.expect("body");
+    // The stream fills the socket and its channel, then is abandoned; admission frees up.
+    let mut ok = false;
+    for _ in 0..100 {
+        let r = t.post("/pii/extract", json!({"text": "Zed"})).await;
+        if r.status() == 200 {
+            ok = true;
+            break;
+        }
+        assert_eq!(r.status(), 503, "only admission may refuse meanwhile");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ok, "a stalled stream reader kept its admission");
+    let metrics = t
+        .http
+        .get(t.url("/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.contains("phiguard_streams_abandoned_total 1"),
+        "{metrics}"
+    );
+    drop(s);
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn cross_site_requests_are_refused_with_auth_off_too() {
+    let t = TestServer::start(&[("PHIGUARD_AUTH", "off")]).await;
+    // A page on another site: a simple (no-preflight) POST with text/plain.
+    let forged = t
+        .http
+        .post(t.url("/admin/breakers/scripted/open"))
+        .header("origin", "http://evil.example")
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .expect("request");
+    expect_error(forged, 403, "origin_not_allowed").await;
+    // The same without an Origin (old browsers, forms from file:) is refused by its type.
+    for ct in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+    ] {
+        let r = t
+            .http
+            .post(t.url("/admin/tokens"))
+            .header("content-type", ct)
+            .body("{\"label\":\"x\"}")
+            .send()
+            .await
+            .expect("request");
+        expect_error(r, 415, "unsupported_media_type").await;
+    }
+    // An untyped body (a Blob with no type) too.
+    let r = t
+        .http
+        .post(t.url("/pii/extract"))
+        .body("{\"text\":\"Zed\"}")
+        .send()
+        .await
+        .expect("request");
+    expect_error(r, 415, "unsupported_media_type").await;
+    // `Origin: null` (sandboxed frames) and the desktop webview's origin on a headless server.
+    for origin in ["null", "tauri://localhost", "http://tauri.localhost"] {
+        let r = t
+            .http
+            .post(t.url("/pii/extract"))
+            .header("origin", origin)
+            .json(&json!({"text": "Zed"}))
+            .send()
+            .await
+            .expect("request");
+        expect_error(r, 403, "origin_not_allowed").await;
+    }
+    // The server's own origin (the dashboard at /ui/) and clients without Origin pass.
+    let own = format!("http://{}", t.base.trim_start_matches("http://"));
+    let r = t
+        .http
+        .post(t.url("/pii/extract"))
+        .header("origin", own)
+        .json(&json!({"text": "Zed"}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 200);
+    let r = t
+        .http
+        .post(t.url("/pii/extract"))
+        .json(&json!({"text": "Zed"}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 200);
+    // A body-less admin POST needs no type.
+    let r = t
+        .http
+        .post(t.url("/admin/breakers/scripted/reset"))
+        .send()
+        .await
+        .expect("request");
+    assert_ne!(r.status(), 415);
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn configured_origins_pass_and_others_do_not() {
+    let t = TestServer::start(&[("PHIGUARD_CORS_ORIGINS", "http://ehr.example:3000")]).await;
+    for (origin, status) in [
+        ("http://ehr.example:3000", 200),
+        ("http://ehr.example:3001", 403),
+        ("https://ehr.example:3000", 403),
+    ] {
+        let r = t
+            .http
+            .post(t.url("/pii/extract"))
+            .bearer_auth(CLIENT)
+            .header("origin", origin)
+            .json(&json!({"text": "Zed"}))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(r.status().as_u16(), status, "{origin}");
+    }
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn request_ids_that_could_carry_phi_are_replaced() {
+    let t = TestServer::start(&[]).await;
+    let uuid = "5b0c0b0e-2f7c-4d0e-9a55-3c1f2b0b7d41";
+    let ulid = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    for (sent, kept) in [
+        (uuid, true),
+        (ulid, true),
+        (trace, true),
+        ("John-Smith", false),
+        ("MRN-00482913", false),
+        ("patient.jane.doe:1980", false),
+    ] {
+        let r = t
+            .http
+            .post(t.url("/pii/extract"))
+            .bearer_auth(CLIENT)
+            .header("x-request-id", sent)
+            .json(&json!({"text": "Zed"}))
+            .send()
+            .await
+            .expect("request");
+        let got = r.headers()["x-request-id"]
+            .to_str()
+            .expect("ascii")
+            .to_string();
+        assert_eq!(got == sent, kept, "{sent} -> {got}");
+        if !kept {
+            assert_eq!(got.len(), 36, "a fresh UUID replaces {sent}");
+        }
+    }
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn results_and_errors_are_not_cacheable_and_not_sniffed() {
+    let t = TestServer::start(&[]).await;
+    let ok = t
+        .post("/pii/deidentify", json!({"text": "Zed", "method": "mask"}))
+        .await;
+    let bad = t.post("/pii/extract", json!({"text": 1})).await;
+    let stream = t.post("/pii/extract/stream", json!({"text": "Zed"})).await;
+    let admin = t.admin_get("/admin/status").await;
+    for r in [&ok, &bad, &stream, &admin] {
+        assert_eq!(r.headers()["cache-control"], "no-store", "{}", r.url());
+        assert_eq!(
+            r.headers()["x-content-type-options"],
+            "nosniff",
+            "{}",
+            r.url()
+        );
+    }
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_query_token_with_broken_escapes_is_an_invalid_token_not_a_panic() {
+    let t = TestServer::start(&[]).await;
+    for q in [
+        "token=%a\u{e9}\u{e9}",
+        "token=%\u{e9}",
+        "token=%",
+        "token=%zz%f0%9f",
+    ] {
+        let r = t
+            .http
+            .get(t.url(&format!("/admin/events?{q}")))
+            .send()
+            .await
+            .expect("request");
+        expect_error(r, 401, "invalid_credentials").await;
+    }
+    // Raw bytes after an escape, as the request line carries them (no client re-encoding).
+    let mut s = connect(&t).await;
+    s.write_all("GET /admin/events?token=%a\u{e9}\u{e9} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n".as_bytes())
+        .await
+        .expect("request line");
+    let out = read_until_closed(&mut s, Duration::from_secs(10))
+        .await
+        .expect("answered");
+    assert!(
+        out.starts_with("HTTP/1.1 401") || out.starts_with("HTTP/1.1 400"),
+        "{out}"
+    );
+    let r = t
+        .http
+        .get(t.url(&format!("/admin/events?token={ADMIN}")))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 200);
+    t.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_unknown_settings_key_is_not_echoed() {
+    let t = TestServer::start(&[]).await;
+    let r = t
+        .http
+        .put(t.url("/admin/settings"))
+        .bearer_auth(ADMIN)
+        .json(&json!({"Zqx Canary Smith": "1"}))
+        .send()
+        .await
+        .expect("request");
+    let (body, _) = expect_error(r, 422, "validation_error").await;
+    assert!(!body.to_string().contains("Canary"), "{body}");
+    t.shutdown().await;
+}
