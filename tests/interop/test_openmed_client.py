@@ -173,11 +173,17 @@ def test_deidentify_rejects_conflicting_fields(client):
 
 
 def test_unknown_lang_is_a_validation_error_with_request_id(client):
+    # A UUID-shaped id is echoed. Unlike OpenMed, which echoes any value, phiguard replaces an
+    # id of any other shape (it could carry a name into every log line): see docs/errors.md.
+    sent = "5b0c0b0e-2f7c-4d0e-9a55-3c1f2b0b7d41"
     with pytest.raises(OpenMedAPIError) as err:
-        client.extract_pii(TEXT, lang="xx", request_id="interop-lang-check")
+        client.extract_pii(TEXT, lang="xx", request_id=sent)
     assert err.value.status_code == 422 and err.value.code == "validation_error"
-    assert err.value.request_id == "interop-lang-check"
+    assert err.value.request_id == sent
     assert [d["field"] for d in err.value.details] == ["body.lang"]
+    with pytest.raises(OpenMedAPIError) as err:
+        client.extract_pii(TEXT, lang="xx", request_id="Jane-Doe-MRN-1234")
+    assert err.value.request_id != "Jane-Doe-MRN-1234" and len(err.value.request_id) == 36
 
 
 def test_extract_pii_stream_events(client):
