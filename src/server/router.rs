@@ -91,6 +91,7 @@ pub fn app(st: AppState, max_body: usize) -> Router {
         )
         .route("/admin/tokens/{id}", delete(admin::admin_tokens_revoke))
         .route("/admin/events", get(admin::admin_events))
+        .route("/admin/audit", get(admin::admin_audit))
         .route("/admin/eval", post(admin::admin_eval))
         .route("/admin/models", get(models_api::admin_models))
         .route("/admin/models/pull", post(models_api::admin_models_pull))

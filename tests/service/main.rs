@@ -9,3 +9,4 @@ mod front;
 mod guard;
 mod lifecycle;
 mod pii;
+mod security;
