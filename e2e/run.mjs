@@ -128,6 +128,35 @@ test('a client token created in Access works, and once revoked the API refuses i
   assert.equal(refused.json.error.code, 'invalid_credentials');
 });
 
+test('the Audit view lists admin actions newest first, with actor and old/new value', async () => {
+  const { page } = browser;
+  await signIn(page, server);
+  const changed = await server.api('PUT', '/admin/settings', { 'breaker.failure_threshold': 7 });
+  assert.equal(changed.status, 200);
+  await page.click('#tab-access');
+  await page.fill('#token-label', 'e2e expiring');
+  await page.selectOption('#token-expiry', '86400');
+  await page.click('#token-form button[type=submit]');
+  await page.waitForSelector('#new-token:not([hidden])');
+  const list = await server.api('GET', '/admin/tokens');
+  const created = list.json.tokens.find((t) => t.label === 'e2e expiring');
+  assert.ok(created && created.expires_at && !created.expired, 'created with an expiry');
+  await page.waitForSelector(`tr[data-token-id="${created.id}"]`);
+  assert.ok(!/never/.test(await page.textContent(`tr[data-token-id="${created.id}"] td:nth-child(5)`)));
+  await page.click('#tab-audit');
+  await page.waitForSelector('#audit tr[data-action]');
+  const rows = await page.$$eval('#audit tr[data-action]', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  const audit = await server.api('GET', '/admin/audit?limit=200');
+  assert.equal(rows.length, audit.json.entries.length, 'one row per record');
+  assert.equal(rows[0][3], 'token.create', 'newest first');
+  assert.equal(rows[0][4], created.id);
+  assert.equal(rows[0][1], 'admin');
+  const setting = rows.find((r) => r[3] === 'settings.update' && r[4] === 'breaker.failure_threshold');
+  assert.ok(setting, 'the settings change is listed');
+  assert.match(setting[5], /→ 7$/);
+  assert.equal(setting[6], 'ok');
+});
+
 test('a model download from the local hub fixture reaches 100 %', async (t) => {
   const hub = await startHubFixture();
   if (!hub) {

@@ -1,4 +1,4 @@
-// phiguard dashboard: renders the admin API (status, settings, models, tokens) and keeps the
+// phiguard dashboard: renders the admin API (status, settings, models, tokens, the audit log) and keeps the
 // Status view live through the `GET /admin/events` server-sent events stream.
 //
 // Why no framework and no build step: the same three files are bundled into the desktop shell
@@ -585,7 +585,7 @@
   function renderTokens(tokens) {
     const body = $('tokens');
     if (!tokens.length) {
-      body.replaceChildren(h('tr', {}, h('td', { colspan: 5, class: 'muted' }, 'No tokens.')));
+      body.replaceChildren(h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No tokens.')));
       return;
     }
     body.replaceChildren(...tokens.map((t) => {
@@ -609,6 +609,8 @@
         h('td', {}, t.scope),
         h('td', { class: 'mono' }, t.prefix ? `${t.prefix}…` : ''),
         h('td', {}, t.created_at ? new Date(t.created_at).toLocaleString() : ''),
+        h('td', { class: t.expired ? 'expired' : '' },
+          t.expires_at ? `${t.expired ? 'expired ' : ''}${new Date(t.expires_at).toLocaleString()}` : 'never'),
         h('td', { class: 'actions' }, revoke));
     }));
   }
@@ -637,7 +639,10 @@
     const label = $('token-label').value.trim();
     if (!label) return;
     try {
-      const res = await api('POST', '/admin/tokens', { label, scope: $('token-scope').value });
+      const body = { label, scope: $('token-scope').value };
+      const expiry = $('token-expiry').value;
+      if (expiry) body.expires_in_seconds = Number(expiry);
+      const res = await api('POST', '/admin/tokens', body);
       $('new-token-label').textContent = res.label;
       $('new-token-value').textContent = res.token;
       $('new-token').hidden = false;
@@ -783,6 +788,54 @@
     }
   }
 
+  // ---------------------------------------------------------------- audit
+
+  /** A value of an audit record's change, short: lists joined, objects as k=v. */
+  function fmtAuditValue(v) {
+    if (v === null || v === undefined) return '–';
+    if (Array.isArray(v)) return v.join(', ') || '(empty)';
+    if (typeof v === 'object') return Object.entries(v).map(([k, x]) => `${k}=${x}`).join(', ') || '(none)';
+    return String(v);
+  }
+
+  function auditChange(e) {
+    if (e.old !== undefined || e.new !== undefined) return `${fmtAuditValue(e.old)} → ${fmtAuditValue(e.new)}`;
+    if (e.details) {
+      const d = e.details;
+      const parts = [d.label ? `“${d.label}”` : null, d.scope, d.expires_at ? `expires ${new Date(d.expires_at).toLocaleString()}` : null];
+      return parts.filter(Boolean).join(', ');
+    }
+    return '';
+  }
+
+  async function loadAudit() {
+    $('audit-status').textContent = 'loading…';
+    try {
+      const res = await api('GET', '/admin/audit?limit=200');
+      renderAudit(res.entries || []);
+      $('audit-status').textContent = '';
+    } catch (e) {
+      $('audit-status').textContent = '';
+      if (e.status !== 401) toast(`Audit: ${e.message}`, 'error');
+    }
+  }
+
+  function renderAudit(entries) {
+    const body = $('audit');
+    if (!entries.length) {
+      body.replaceChildren(h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No admin actions recorded yet.')));
+      return;
+    }
+    body.replaceChildren(...entries.map((e) => h('tr', { 'data-action': e.action, 'data-result': e.result },
+      h('td', {}, new Date(e.time).toLocaleString()),
+      h('td', { class: 'mono' }, e.actor),
+      h('td', { class: 'mono' }, e.peer || ''),
+      h('td', { class: 'mono' }, e.action),
+      h('td', { class: 'mono' }, e.target || '–'),
+      h('td', {}, auditChange(e)),
+      h('td', { class: e.result === 'ok' ? 'ok' : 'refused' }, e.result))));
+  }
+
   // ---------------------------------------------------------------- tabs
 
   function selectTab(tab) {
@@ -798,6 +851,7 @@
     if (name === 'settings' || name === 'access') loadSettings();
     if (name === 'models') loadModels();
     if (name === 'access') loadTokens();
+    if (name === 'audit') loadAudit();
   }
 
   function wireTabs() {
@@ -891,6 +945,7 @@
     $('settings-revert').addEventListener('click', () => { clearFieldErrors(); renderSettings(app.settings); $('settings-status').textContent = ''; });
     $('default-form').addEventListener('submit', setDefault);
     $('token-form').addEventListener('submit', createToken);
+    $('audit-refresh').addEventListener('click', loadAudit);
     $('new-token-copy').addEventListener('click', () => copyText($('new-token-value').textContent));
     $('new-token-dismiss').addEventListener('click', () => { $('new-token').hidden = true; $('new-token-value').textContent = ''; });
     $('logout').addEventListener('click', () => signOut(''));

@@ -115,7 +115,7 @@ enum Command {
         #[command(subcommand)]
         action: ModelsAction,
     },
-    /// Show or rotate the API token.
+    /// Show, rotate, create or list API tokens.
     Token {
         #[command(subcommand)]
         action: TokenAction,
@@ -174,6 +174,24 @@ enum TokenAction {
         #[arg(long)]
         admin: bool,
     },
+    /// Create a labelled token and print it (it is shown this once).
+    ///
+    /// Running services on this home accept it within a few seconds. With --expires-in it
+    /// is refused from then on (`invalid_credentials`) and listed as expired.
+    Create {
+        /// A name for people (at most 80 characters).
+        #[arg(long, default_value = "")]
+        label: String,
+        /// An admin token instead of a client (inference) one.
+        #[arg(long)]
+        admin: bool,
+        /// Lifetime: `30d`, `12h`, `1h30m`, `90s`, or seconds (at most ten years); without
+        /// it the token does not expire.
+        #[arg(long, value_name = "DURATION")]
+        expires_in: Option<String>,
+    },
+    /// List the tokens: id, scope, expiry and label (never the tokens themselves).
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -291,6 +309,12 @@ pub fn main() -> ExitCode {
         Command::Token { action } => match action {
             TokenAction::Show { admin } => token::show(admin),
             TokenAction::Rotate { admin } => token::rotate(admin),
+            TokenAction::Create {
+                label,
+                admin,
+                expires_in,
+            } => token::create(&label, admin, expires_in.as_deref()),
+            TokenAction::List => token::list(),
         },
         Command::Settings { action } => match action {
             SettingsAction::List { json } => settings_cmd::list(json),

@@ -1,11 +1,19 @@
-//! `phiguard token show|rotate [--admin]`.
+//! `phiguard token show|rotate [--admin]`, `phiguard token create [--label L] [--admin]
+//! [--expires-in 30d]` and `phiguard token list`.
 //!
 //! Rotation writes the new token to the secret store and bumps the token registry's
 //! generation; running servers on the same home switch to it within about a second (see
-//! `secrets/tokens.rs`), refusing the old one from then on.
+//! `secrets/tokens.rs`), refusing the old one from then on. Creation adds a labelled token
+//! to the same registry. Rotations and creations are written to the home's audit log with
+//! the actor `cli` (`server/audit.rs`).
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::Failure;
-use crate::secrets::{generate_token, registry_file, Primary, SecretStore};
+use crate::secrets::{generate_token, registry_file, Primary, Scope, SecretStore, TokenRegistry};
+use crate::server::admin::MAX_TOKEN_LIFETIME_SECONDS;
+use crate::server::audit::{audit_file, Action, AuditLog};
 use crate::settings::{Home, Settings};
 
 fn which(admin: bool) -> (Primary, &'static str, &'static str) {
@@ -21,6 +29,17 @@ fn pinned(home: &Home, key: &str) -> Result<Option<String>, Failure> {
     let settings = Settings::load(home)?;
     let v = settings.str(key);
     Ok((!v.is_empty()).then(|| v.to_string()))
+}
+
+/// Appends a record by the CLI to the home's audit log; a failure is a warning only.
+fn audit(home: &Home, action: Action) {
+    let max = Settings::load(home)
+        .map(|s| s.i64("security.audit_max_bytes").max(0) as u64)
+        .unwrap_or(10 << 20);
+    let rec = action.into_record("cli", None, "ok");
+    if AuditLog::new(audit_file(home), max).append(&rec).is_err() {
+        eprintln!("phiguard: warning: could not write the audit log");
+    }
 }
 
 pub(super) fn show(admin: bool) -> Result<(), Failure> {
@@ -51,10 +70,100 @@ pub(super) fn rotate(admin: bool) -> Result<(), Failure> {
     let store = SecretStore::open(home.secrets_file());
     let t = crate::secrets::rotate(&store, &registry_file(&home), primary)
         .map_err(|e| Failure::runtime(e.to_string()))?;
+    let mut action = Action::new("token.rotate");
+    action.target(if admin { "admin" } else { "client" });
+    audit(&home, action);
     println!("{t}");
     eprintln!(
         "phiguard: the {} token was replaced; running services on this home refuse the old one within a few seconds",
         if admin { "admin" } else { "client" }
     );
     Ok(())
+}
+
+/// A lifetime as `--expires-in` takes it: the keep-alive duration syntax, at least a second.
+fn lifetime(text: &str) -> Result<Duration, Failure> {
+    let bad = || {
+        Failure::usage(format!(
+            "--expires-in must be a duration like 30d, 12h, 1h30m or 90s, from 1 second to {} days",
+            MAX_TOKEN_LIFETIME_SECONDS / 86_400
+        ))
+    };
+    match crate::settings::value::parse_keep_alive(text) {
+        Some(Some(secs)) if (1.0..=MAX_TOKEN_LIFETIME_SECONDS as f64).contains(&secs) => {
+            Ok(Duration::from_secs_f64(secs))
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn registry(home: &Home) -> Result<TokenRegistry, Failure> {
+    TokenRegistry::open(
+        Arc::new(SecretStore::open(home.secrets_file())),
+        registry_file(home),
+        pinned(home, "security.auth_token")?,
+        pinned(home, "security.admin_token")?,
+    )
+    .map_err(|e| Failure::runtime(e.to_string()))
+}
+
+pub(super) fn create(label: &str, admin: bool, expires_in: Option<&str>) -> Result<(), Failure> {
+    let label = label.trim();
+    if label.chars().count() > 80 {
+        return Err(Failure::usage("--label must be at most 80 characters"));
+    }
+    let lifetime = expires_in.map(lifetime).transpose()?;
+    let home = Home::from_env();
+    let scope = if admin { Scope::Admin } else { Scope::Client };
+    let t = registry(&home)?
+        .create(label, scope, lifetime)
+        .map_err(|e| Failure::runtime(e.to_string()))?;
+    let mut action = Action::new("token.create");
+    action.target(t.id.clone()).details(
+        serde_json::json!({"label": t.label, "scope": t.scope, "expires_at": t.expires_at}),
+    );
+    audit(&home, action);
+    println!("{}", t.token);
+    eprintln!(
+        "phiguard: created {} ({}){}; it is not shown again",
+        t.id,
+        if admin { "admin" } else { "client" },
+        t.expires_at
+            .as_deref()
+            .map(|at| format!(", expires {at}"))
+            .unwrap_or_default()
+    );
+    Ok(())
+}
+
+pub(super) fn list() -> Result<(), Failure> {
+    let home = Home::from_env();
+    for t in registry(&home)?.list() {
+        let scope = match t.scope {
+            Scope::Admin => "admin",
+            Scope::Client => "client",
+        };
+        let expiry = match (&t.expires_at, t.expired) {
+            (Some(at), true) => format!("expired {at}"),
+            (Some(at), false) => format!("expires {at}"),
+            (None, _) => "no expiry".into(),
+        };
+        println!("{:<17} {:<6} {:<32} {}", t.id, scope, expiry, t.label);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifetimes_take_the_duration_syntax_within_range() {
+        assert_eq!(lifetime("30d").ok(), Some(Duration::from_secs(30 * 86_400)));
+        assert_eq!(lifetime("1h30m").ok(), Some(Duration::from_secs(5400)));
+        assert_eq!(lifetime("90").ok(), Some(Duration::from_secs(90)));
+        for bad in ["0", "never", "soon", "20000d", ""] {
+            assert!(lifetime(bad).is_err(), "{bad}");
+        }
+    }
 }

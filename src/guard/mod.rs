@@ -39,6 +39,7 @@ pub mod clock;
 pub mod coalesce;
 pub mod deadline;
 pub mod error;
+pub mod failures;
 pub mod rate;
 pub mod registry;
 pub mod retry;
@@ -66,6 +67,7 @@ pub use clock::{
 pub use coalesce::{Role, SingleFlight};
 pub use deadline::{with_deadline, Deadline, Elapsed};
 pub use error::{GuardConfigError, GuardError};
+pub use failures::{FailureConfig, FailureLimiter};
 pub use rate::{RateConfig, RateLimited, RateLimiter, Scope};
 pub use registry::{BreakerRegistry, StateCounts};
 pub use retry::{Backoff, BudgetConfig, Classify, JitterMode, RetryBudget, RetryConfig};

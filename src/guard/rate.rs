@@ -123,28 +123,29 @@ impl RateConfig {
     }
 }
 
+/// One token bucket (shared with the failed-authentication limit in `failures.rs`).
 #[derive(Debug, Clone, Copy)]
-struct Bucket {
-    tokens: f64,
-    last: Instant,
+pub(super) struct Bucket {
+    pub(super) tokens: f64,
+    pub(super) last: Instant,
 }
 
 impl Bucket {
-    fn full(burst: u32, now: Instant) -> Self {
+    pub(super) fn full(burst: u32, now: Instant) -> Self {
         Self {
             tokens: f64::from(burst),
             last: now,
         }
     }
 
-    fn refill(&mut self, rps: f64, burst: u32, now: Instant) {
+    pub(super) fn refill(&mut self, rps: f64, burst: u32, now: Instant) {
         let dt = now.saturating_duration_since(self.last).as_secs_f64();
         self.tokens = (self.tokens + dt * rps).min(f64::from(burst));
         self.last = now;
     }
 
     /// Time until one token is there (zero if one is there now).
-    fn wait(&self, rps: f64) -> Duration {
+    pub(super) fn wait(&self, rps: f64) -> Duration {
         if self.tokens >= 1.0 {
             Duration::ZERO
         } else {

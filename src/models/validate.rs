@@ -200,7 +200,7 @@ pub fn check_safetensors(path: &Path) -> Result<()> {
 }
 
 /// Checks a safetensors JSON header against the size of the data section.
-pub(crate) fn check_safetensors_header(header: &[u8], data_len: u64) -> Result<()> {
+pub fn check_safetensors_header(header: &[u8], data_len: u64) -> Result<()> {
     let bad = |why: &str| ModelError::invalid("model.safetensors", why);
     let v: Value = serde_json::from_slice(header).map_err(|_| bad("header is not JSON"))?;
     let map = v

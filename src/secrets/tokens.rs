@@ -19,6 +19,10 @@
 //! `phiguard token show` (or the desktop app's "Copy API token") prints the new one. A
 //! primary token pinned by the environment or `settings.toml` (`PHIGUARD_AUTH_TOKEN`,
 //! `PHIGUARD_ADMIN_TOKEN`) cannot be replaced here: it is changed where it is set.
+//!
+//! A labelled token may carry an expiry (`expires_at`, whole seconds, never earlier than
+//! asked): from then on it authenticates as no token at all, and listings mark it expired
+//! until it is revoked. The primary tokens never expire; they are rotated.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
@@ -94,6 +98,10 @@ pub struct TokenInfo {
     pub prefix: String,
     /// True for the primary client token: revoking it replaces it with a fresh one.
     pub primary: bool,
+    /// RFC 3339 expiry; `null` for a token that does not expire.
+    pub expires_at: Option<String>,
+    /// True once `expires_at` has passed: the token is refused.
+    pub expired: bool,
 }
 
 /// A labelled token as stored in the registry file.
@@ -106,6 +114,23 @@ struct Entry {
     prefix: String,
     #[serde(with = "hex_digest")]
     digest: [u8; 32],
+    /// RFC 3339; absent for a token that does not expire (and in files of earlier releases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<String>,
+}
+
+impl Entry {
+    /// Whether the token has expired at `now`; an expiry that does not parse counts as
+    /// passed (a damaged file must not make a token immortal).
+    fn expired(&self, now: SystemTime) -> bool {
+        let Some(at) = &self.expires_at else {
+            return false;
+        };
+        match chrono::DateTime::parse_from_rfc3339(at) {
+            Ok(t) => SystemTime::from(t) <= now,
+            Err(_) => true,
+        }
+    }
 }
 
 mod hex_digest {
@@ -234,6 +259,8 @@ pub struct NewToken {
     pub scope: Scope,
     /// The token itself.
     pub token: String,
+    /// RFC 3339 expiry; `null` when it does not expire.
+    pub expires_at: Option<String>,
 }
 
 /// A primary token in memory, with its digest computed once.
@@ -399,9 +426,15 @@ impl TokenRegistry {
         self.snapshot.read().admin.token.clone()
     }
 
-    /// Checks a presented token: `Some((token id, scope))` when it matches. Every candidate
-    /// is compared (constant time per comparison, no early exit on the first match).
+    /// Checks a presented token: `Some((token id, scope))` when it matches a current token.
+    /// Every candidate is compared (constant time per comparison, no early exit on the first
+    /// match); an expired token matches nothing.
     pub fn authenticate(&self, presented: &str) -> Option<(String, Scope)> {
+        self.authenticate_at(presented, SystemTime::now())
+    }
+
+    /// [`authenticate`](Self::authenticate) at the wall-clock time `now`.
+    pub fn authenticate_at(&self, presented: &str, now: SystemTime) -> Option<(String, Scope)> {
         let d = digest(presented);
         let snap = self.snapshot.read();
         let mut found: Option<(String, Scope)> = None;
@@ -412,7 +445,7 @@ impl TokenRegistry {
             found = Some((PRIMARY_CLIENT_ID.into(), Scope::Client));
         }
         for e in &snap.file.tokens {
-            if bool::from(d.ct_eq(&e.digest)) && found.is_none() {
+            if bool::from(d.ct_eq(&e.digest)) && found.is_none() && !e.expired(now) {
                 found = Some((e.id.clone(), e.scope));
             }
         }
@@ -421,6 +454,11 @@ impl TokenRegistry {
 
     /// Listed tokens: the primary client token first, then the labelled ones.
     pub fn list(&self) -> Vec<TokenInfo> {
+        self.list_at(SystemTime::now())
+    }
+
+    /// [`list`](Self::list), with `expired` decided at `now`.
+    pub fn list_at(&self, now: SystemTime) -> Vec<TokenInfo> {
         let snap = self.snapshot.read();
         let pinned = self.pinned_client.is_some();
         let mut out = vec![TokenInfo {
@@ -441,6 +479,8 @@ impl TokenRegistry {
             },
             prefix: prefix_of(&snap.client.token),
             primary: true,
+            expires_at: None,
+            expired: false,
         }];
         out.extend(snap.file.tokens.iter().map(|e| TokenInfo {
             id: e.id.clone(),
@@ -449,24 +489,35 @@ impl TokenRegistry {
             created_at: Some(e.created_at.clone()),
             prefix: e.prefix.clone(),
             primary: false,
+            expires_at: e.expires_at.clone(),
+            expired: e.expired(now),
         }));
         out
     }
 
-    /// Creates a labelled token; the returned secret is shown once.
+    /// Creates a labelled token, valid for `lifetime` when given (else until revoked); the
+    /// returned secret is shown once.
     ///
     /// # Errors
     /// [`SecretsError::Storage`] when the registry cannot be written.
-    pub fn create(&self, label: &str, scope: Scope) -> Result<NewToken> {
+    pub fn create(
+        &self,
+        label: &str,
+        scope: Scope,
+        lifetime: Option<Duration>,
+    ) -> Result<NewToken> {
         let token = generate_token();
         let id = format!("tok_{}", &hex::encode(rand::random::<[u8; 6]>()));
+        let now = SystemTime::now();
+        let expires_at = lifetime.map(|d| rfc3339(expiry_after(now, d)));
         let entry = Entry {
             id: id.clone(),
             label: label.to_string(),
             scope,
-            created_at: rfc3339(SystemTime::now()),
+            created_at: rfc3339(now),
             prefix: prefix_of(&token),
             digest: digest(&token),
+            expires_at: expires_at.clone(),
         };
         self.modify(|f| {
             f.tokens.push(entry);
@@ -477,6 +528,7 @@ impl TokenRegistry {
             label: label.to_string(),
             scope,
             token,
+            expires_at,
         })
     }
 
@@ -581,6 +633,19 @@ fn bytes_digest(b: &[u8]) -> [u8; 32] {
     sha2::Sha256::digest(b).into()
 }
 
+/// `now + lifetime`, rounded up to a whole second (the registry keeps whole seconds, and a
+/// token must never expire before it was asked to).
+fn expiry_after(now: SystemTime, lifetime: Duration) -> SystemTime {
+    let at = now
+        .checked_add(lifetime)
+        .unwrap_or(now + Duration::from_secs(100 * 365 * 86_400));
+    let since = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let whole = since.as_secs() + u64::from(since.subsec_nanos() > 0);
+    SystemTime::UNIX_EPOCH + Duration::from_secs(whole)
+}
+
 fn rfc3339(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
@@ -611,7 +676,7 @@ mod tests {
             reg.authenticate(&reg.client_token()).map(|t| t.1),
             Some(Scope::Client)
         );
-        let t = reg.create("ehr", Scope::Client).expect("create");
+        let t = reg.create("ehr", Scope::Client, None).expect("create");
         assert!(reg.authenticate(&t.token).is_some());
         let text = std::fs::read_to_string(&file).expect("read");
         assert!(!text.contains(&t.token), "registry must not hold the token");
@@ -660,10 +725,12 @@ mod tests {
         let (store, file, a) = fresh(dir.path(), None);
         let b = TokenRegistry::open(Arc::clone(&store), file.clone(), None, None).expect("b");
         assert_eq!(a.client_token(), b.client_token(), "one home, one token");
-        let t = b.create("script", Scope::Client).expect("create in b");
+        let t = b
+            .create("script", Scope::Client, None)
+            .expect("create in b");
         assert!(a.authenticate(&t.token).is_none(), "not yet refreshed");
         // A write in `a` re-reads the file under the lock: b's token survives it.
-        let u = a.create("other", Scope::Admin).expect("create in a");
+        let u = a.create("other", Scope::Admin, None).expect("create in a");
         assert!(a.authenticate(&t.token).is_some());
         assert!(b.refresh().expect("refresh b"));
         assert_eq!(b.authenticate(&u.token).map(|t| t.1), Some(Scope::Admin));
@@ -724,7 +791,7 @@ mod tests {
     fn a_legacy_array_file_is_read_and_a_broken_file_keeps_the_snapshot() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (_store, file, reg) = fresh(dir.path(), None);
-        let t = reg.create("x", Scope::Client).expect("create");
+        let t = reg.create("x", Scope::Client, None).expect("create");
         let current: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&file).expect("read")).expect("json");
         std::fs::write(&file, serde_json::to_vec(&current["tokens"]).expect("ser")).expect("w");
@@ -739,10 +806,86 @@ mod tests {
     }
 
     #[test]
+    fn a_token_expires_at_its_time_and_is_listed_as_expired() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (_store, file, reg) = fresh(dir.path(), None);
+        let t = reg
+            .create(
+                "batch",
+                Scope::Client,
+                Some(Duration::from_secs(30 * 86_400)),
+            )
+            .expect("create");
+        let forever = reg.create("ehr", Scope::Client, None).expect("create");
+        let at = t.expires_at.clone().expect("an expiry");
+        let expiry = SystemTime::from(chrono::DateTime::parse_from_rfc3339(&at).expect("rfc3339"));
+        let now = SystemTime::now();
+        let days = expiry
+            .duration_since(now)
+            .expect("in the future")
+            .as_secs_f64()
+            / 86_400.0;
+        assert!((29.99..=30.01).contains(&days), "{days} days");
+        assert!(std::fs::read_to_string(&file).expect("read").contains(&at));
+
+        let just_before = expiry - Duration::from_millis(1);
+        assert_eq!(
+            reg.authenticate_at(&t.token, just_before),
+            Some((t.id.clone(), Scope::Client))
+        );
+        assert_eq!(
+            reg.authenticate_at(&t.token, expiry),
+            None,
+            "expired at its time"
+        );
+        let later = expiry + Duration::from_secs(86_400 * 365);
+        assert!(reg.authenticate_at(&forever.token, later).is_some());
+        assert!(reg.authenticate_at(&reg.client_token(), later).is_some());
+
+        let listed = |now| {
+            reg.list_at(now)
+                .into_iter()
+                .find(|i| i.id == t.id)
+                .expect("listed")
+        };
+        assert!(!listed(just_before).expired);
+        let info = listed(expiry);
+        assert!(info.expired);
+        assert_eq!(info.expires_at.as_deref(), Some(&*at));
+        let json = serde_json::to_value(reg.list()).expect("ser");
+        assert_eq!(json[0]["expires_at"], serde_json::Value::Null);
+        assert_eq!(json[0]["expired"], false);
+    }
+
+    #[test]
+    fn an_expiry_is_whole_seconds_never_early_and_a_broken_one_is_passed() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_millis(10_250);
+        assert_eq!(
+            expiry_after(t0, Duration::from_secs(1)),
+            SystemTime::UNIX_EPOCH + Duration::from_secs(12)
+        );
+        let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(10);
+        assert_eq!(
+            expiry_after(whole, Duration::from_secs(5)),
+            SystemTime::UNIX_EPOCH + Duration::from_secs(15)
+        );
+        let e = Entry {
+            id: "tok_x".into(),
+            label: String::new(),
+            scope: Scope::Client,
+            created_at: String::new(),
+            prefix: String::new(),
+            digest: [0; 32],
+            expires_at: Some("not a time".into()),
+        };
+        assert!(e.expired(SystemTime::UNIX_EPOCH));
+    }
+
+    #[test]
     fn listings_carry_no_digest() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (_store, _file, reg) = fresh(dir.path(), None);
-        reg.create("x", Scope::Client).expect("create");
+        reg.create("x", Scope::Client, None).expect("create");
         let json = serde_json::to_string(&reg.list()).expect("ser");
         assert!(!json.contains("digest"));
         assert!(!json.contains(&hex::encode(digest(&reg.client_token()))));

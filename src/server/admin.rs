@@ -1,12 +1,13 @@
 //! The admin API under `/admin/` (admin scope): status, settings, breakers, tokens, faults,
-//! models and the dashboard's server-sent events. Handlers parse, call the core and shape
-//! JSON; the logic lives in `settings`, `guard`, `secrets`, `engine` and `models`.
+//! models, the audit log and the dashboard's server-sent events. Handlers parse, call the
+//! core and shape JSON; the logic lives in `settings`, `guard`, `secrets`, `engine` and
+//! `models`. Every handler that changes something writes an audit record (`audit.rs`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -14,6 +15,7 @@ use futures::Stream;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::audit::{self, Action, Actor};
 use super::error::{ApiError, FieldProblem};
 use super::middleware::Body;
 use super::state::{AppState, Phase};
@@ -158,9 +160,37 @@ pub async fn admin_settings_get(State(st): State<AppState>) -> Response {
 #[utoipa::path(put, path = "/admin/settings", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::SettingsPatch, content_type = "application/json"), responses((status = 200, description = "the settings after the change", body = serde_json::Value)))]
 pub async fn admin_settings_put(
     State(st): State<AppState>,
+    actor: Actor,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let map = parse_object(&body)?;
+    let before = st.settings();
+    let outcome = settings_put(&st, &before, &body);
+    match &outcome {
+        Ok(keys) => {
+            let after = st.settings();
+            // One record per key, old and new value (a secret one masked).
+            for key in keys {
+                let mut action = Action::new("settings.update");
+                action.target(*key).change(
+                    audit::setting_value(key, before.value(key)),
+                    audit::setting_value(key, after.value(key)),
+                );
+                audit::record(&st, &actor, action, &Ok::<(), ApiError>(())).await;
+            }
+        }
+        // Refused: nothing changed, and the submitted keys may be unknown names.
+        Err(_) => audit::record(&st, &actor, Action::new("settings.update"), &outcome).await,
+    }
+    outcome.map(|_| axum::Json(settings_json(&st)).into_response())
+}
+
+/// Validates, persists and applies a settings patch on top of `before`; the changed keys.
+fn settings_put(
+    st: &AppState,
+    before: &crate::settings::Settings,
+    body: &[u8],
+) -> Result<Vec<&'static str>, ApiError> {
+    let map = parse_object(body)?;
     let changes: Vec<(String, String)> = map
         .iter()
         .map(|(k, v)| {
@@ -181,7 +211,7 @@ pub async fn admin_settings_put(
             (k.clone(), text)
         })
         .collect();
-    let mut next = (*st.settings()).clone();
+    let mut next = before.clone();
     next.apply(&changes).map_err(|errs| {
         ApiError::Validation(
             errs.into_iter()
@@ -193,36 +223,62 @@ pub async fn admin_settings_put(
         tracing::error!(error = %e, "could not persist settings");
         ApiError::Internal
     })?;
-    super::apply_live(&st, &next);
+    super::apply_live(st, &next);
     *st.settings.write() = std::sync::Arc::new(next);
     st.publish(
         "status",
-        serde_json::to_value(status(&st)).unwrap_or(Value::Null),
+        serde_json::to_value(status(st)).unwrap_or(Value::Null),
     );
-    Ok(axum::Json(settings_json(&st)).into_response())
+    // Every key was found in the table by `apply`.
+    Ok(changes
+        .iter()
+        .filter_map(|(k, _)| crate::settings::table::def(k).map(|d| d.key))
+        .collect())
 }
 
 /// `POST /admin/breakers/{key}/{action}` with action `reset`, `force-open`, `disable`.
 #[utoipa::path(post, path = "/admin/breakers/{key}/{action}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("key" = String, Path, description = "an installed model id"), ("action" = String, Path, description = "`reset`, `force-open` or `disable`")), responses((status = 200, description = "the breaker after the action", body = serde_json::Value), (status = 404, description = "no such model or action (`not_found`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_breaker_action(
     State(st): State<AppState>,
+    actor: Actor,
     Path((key, action)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
+    let name = match action.as_str() {
+        "reset" => "breaker.reset",
+        "force-open" => "breaker.force_open",
+        "disable" => "breaker.disable",
+        _ => "breaker.unknown_action",
+    };
+    let mut record = Action::new(name);
+    let outcome = breaker_action(&st, &key, &action, &mut record);
+    audit::record(&st, &actor, record, &outcome).await;
+    outcome
+}
+
+fn breaker_action(
+    st: &AppState,
+    key: &str,
+    action: &str,
+    record: &mut Action,
+) -> Result<Response, ApiError> {
     // Only keys of installed models: a request-derived name never reaches the guard.
-    if !st.engine.registry.contains(&key) {
+    if !st.engine.registry.contains(key) {
         return Err(ApiError::NoSuchResource);
     }
+    record.target(key);
     let guard = &st.engine.guard;
-    match action.as_str() {
-        "reset" => guard.reset_breaker(&key),
-        "force-open" => guard.force_open_breaker(&key),
-        "disable" => guard.disable_breaker(&key),
+    let before = guard.breaker(key).snapshot().state;
+    match action {
+        "reset" => guard.reset_breaker(key),
+        "force-open" => guard.force_open_breaker(key),
+        "disable" => guard.disable_breaker(key),
         _ => return Err(ApiError::NotFound),
     }
-    let snap = guard.breaker(&key).snapshot();
+    let snap = guard.breaker(key).snapshot();
+    record.change(json!(before.as_str()), json!(snap.state.as_str()));
     st.publish(
         "status",
-        serde_json::to_value(status(&st)).unwrap_or(Value::Null),
+        serde_json::to_value(status(st)).unwrap_or(Value::Null),
     );
     Ok(axum::Json(json!({"key": snap.key, "model_id": snap.key, "state": snap.state.as_str(),
         "consecutive_failures": snap.consecutive_failures, "retry_after_seconds": snap.retry_after_seconds,
@@ -245,28 +301,49 @@ pub async fn admin_tokens_list(State(st): State<AppState>) -> Response {
 #[utoipa::path(post, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::TokenCreateBody, content_type = "application/json"), responses((status = 201, description = "the new token, its secret shown this once", body = serde_json::Value)))]
 pub async fn admin_tokens_create(
     State(st): State<AppState>,
+    actor: Actor,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let map = parse_object(&body)?;
+    let mut record = Action::new("token.create");
+    let outcome = tokens_create(&st, &body, &mut record).await;
+    audit::record(&st, &actor, record, &outcome).await;
+    outcome
+}
+
+/// The longest token lifetime accepted: ten years.
+pub const MAX_TOKEN_LIFETIME_SECONDS: i64 = 10 * 365 * 86_400;
+
+async fn tokens_create(
+    st: &AppState,
+    body: &[u8],
+    record: &mut Action,
+) -> Result<Response, ApiError> {
+    let map = parse_object(body)?;
     let mut f = super::validate::Fields::new(&map);
     let label = f.opt_str("label").unwrap_or_default();
     let scope = match f.opt_choice("scope", &["client", "admin"]) {
         Some("admin") => Scope::Admin,
         _ => Scope::Client,
     };
+    let lifetime = f
+        .opt_i64_in("expires_in_seconds", 1, MAX_TOKEN_LIFETIME_SECONDS)
+        .map(|s| Duration::from_secs(s.unsigned_abs()));
     if label.chars().count() > 80 {
         f.body_problem("label must be at most 80 characters");
     }
     f.finish()?;
     let tokens = Arc::clone(&st.tokens);
     let label = label.trim().to_string();
-    let t = tokio::task::spawn_blocking(move || tokens.create(&label, scope))
+    let t = tokio::task::spawn_blocking(move || tokens.create(&label, scope, lifetime))
         .await
         .map_err(|_| ApiError::Internal)?
         .map_err(|e| {
             tracing::error!(error = %e, "could not create a token");
             ApiError::Internal
         })?;
+    record
+        .target(t.id.clone())
+        .details(json!({"label": t.label, "scope": t.scope, "expires_at": t.expires_at}));
     Ok((StatusCode::CREATED, axum::Json(t)).into_response())
 }
 
@@ -275,20 +352,39 @@ pub async fn admin_tokens_create(
 #[utoipa::path(delete, path = "/admin/tokens/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "token id; `client` is the primary client token, replaced by a fresh one when revoked")), responses((status = 204, description = "revoked"), (status = 404, description = "no such token", body = super::openapi::ErrorEnvelope), (status = 409, description = "the primary client token is set by PHIGUARD_AUTH_TOKEN and cannot be replaced here", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_tokens_revoke(
     State(st): State<AppState>,
+    actor: Actor,
     Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let mut record = Action::new("token.revoke");
+    let outcome = tokens_revoke(&st, id, &mut record).await;
+    audit::record(&st, &actor, record, &outcome).await;
+    outcome
+}
+
+async fn tokens_revoke(
+    st: &AppState,
+    id: String,
+    record: &mut Action,
 ) -> Result<Response, ApiError> {
     // Ids are only ever compared with the registry's; revoking the primary client token
     // replaces it (the store may be the keychain: off the async workers).
     let tokens = Arc::clone(&st.tokens);
-    let outcome = tokio::task::spawn_blocking(move || tokens.revoke(&id))
+    let revoked = id.clone();
+    let outcome = tokio::task::spawn_blocking(move || tokens.revoke(&revoked))
         .await
         .map_err(|_| ApiError::Internal)?;
     match outcome {
-        Ok(()) => Ok(StatusCode::NO_CONTENT.into_response()),
+        Ok(()) => {
+            record.target(id);
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
         Err(crate::secrets::SecretsError::NoSuchToken) => Err(ApiError::NoSuchResource),
-        Err(crate::secrets::SecretsError::Pinned { .. }) => Err(ApiError::Conflict {
-            message: "The primary client token is set by PHIGUARD_AUTH_TOKEN (or security.auth_token in settings.toml); change it there and restart",
-        }),
+        Err(crate::secrets::SecretsError::Pinned { .. }) => {
+            record.target(crate::secrets::PRIMARY_CLIENT_ID);
+            Err(ApiError::Conflict {
+                message: "The primary client token is set by PHIGUARD_AUTH_TOKEN (or security.auth_token in settings.toml); change it there and restart",
+            })
+        }
         Err(e) => {
             tracing::error!(error = %e, "could not revoke a token");
             Err(ApiError::Internal)
@@ -304,9 +400,17 @@ pub async fn admin_faults_get(State(st): State<AppState>) -> Response {
 /// `PUT /admin/faults` `{"infer":"fail","load":"ok"}` (fault-injection builds).
 pub async fn admin_faults_put(
     State(st): State<AppState>,
+    actor: Actor,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let map = parse_object(&body)?;
+    let mut record = Action::new("faults.set");
+    let outcome = faults_put(&st, &body, &mut record);
+    audit::record(&st, &actor, record, &outcome).await;
+    outcome
+}
+
+fn faults_put(st: &AppState, body: &[u8], record: &mut Action) -> Result<Response, ApiError> {
+    let map = parse_object(body)?;
     let mut parts = Vec::new();
     for (k, v) in &map {
         let Some(mode) = v.as_str() else {
@@ -318,11 +422,55 @@ pub async fn admin_faults_put(
         };
         parts.push(format!("{k}={mode}"));
     }
+    let before = serde_json::to_value(st.engine.faults.snapshot()).unwrap_or(Value::Null);
     st.engine
         .faults
         .set_spec(&parts.join(","))
         .map_err(|m| ApiError::Validation(vec![FieldProblem::new("body", m, "value_error")]))?;
-    Ok(axum::Json(st.engine.faults.snapshot()).into_response())
+    // The snapshots hold the fault points and modes only: closed vocabularies.
+    let after = serde_json::to_value(st.engine.faults.snapshot()).unwrap_or(Value::Null);
+    record.change(before, after.clone());
+    Ok(axum::Json(after).into_response())
+}
+
+/// The most records `GET /admin/audit` returns at once, and how many without `limit`.
+const AUDIT_LIMIT_MAX: usize = 1000;
+const AUDIT_LIMIT_DEFAULT: usize = 100;
+
+/// `GET /admin/audit?limit=N`: the latest audit records, newest first.
+#[utoipa::path(get, path = "/admin/audit", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "how many records, newest first (default 100)")), responses((status = 200, description = "the latest admin actions, newest first: time, actor (token id), peer, action, target, old/new values, result", body = super::openapi::AuditList), (status = 422, description = "`limit` is not an integer from 1 to 1000 (`validation_error`)", body = super::openapi::ErrorEnvelope)))]
+pub async fn admin_audit(
+    State(st): State<AppState>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let limit = audit_limit(query.as_deref())?;
+    let entries = tokio::task::spawn_blocking(move || st.audit.latest(limit))
+        .await
+        .map_err(|_| ApiError::Internal)?
+        .map_err(|e| {
+            tracing::error!(error = %e, "could not read the audit log");
+            ApiError::Internal
+        })?;
+    Ok(axum::Json(json!({ "entries": entries })).into_response())
+}
+
+/// `limit` from the query string: absent → the default; else an integer in range.
+fn audit_limit(query: Option<&str>) -> Result<usize, ApiError> {
+    let raw = query
+        .unwrap_or("")
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("limit="));
+    match raw {
+        None => Ok(AUDIT_LIMIT_DEFAULT),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=AUDIT_LIMIT_MAX).contains(&n) => Ok(n),
+            _ => Err(ApiError::Validation(vec![FieldProblem::new(
+                "query.limit",
+                format!("Input should be an integer from 1 to {AUDIT_LIMIT_MAX}"),
+                "value_error",
+            )])),
+        },
+    }
 }
 
 /// `GET /admin/events`: server-sent events for the dashboard: `status` every second and on

@@ -73,12 +73,14 @@ pub enum ApiError {
         /// The scope the route needs.
         required: &'static str,
     },
-    /// Returned by the per-token or global rate limit: 429 `rate_limited`.
+    /// Returned by the per-token, global or cluster rate limit, or while the caller's address
+    /// has spent its failed authentications: 429 `rate_limited`.
     #[error("rate limited")]
     RateLimited {
         /// Seconds until a request would be admitted.
         retry_after: f64,
-        /// `global`, `token` or `cluster`.
+        /// `global`, `token`, `cluster`, or `auth` (too many failed authentications from
+        /// the caller's address).
         key: &'static str,
     },
     /// Returned when the admission queue sheds: 503 `backpressure`.

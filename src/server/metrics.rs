@@ -26,6 +26,9 @@ pub struct Metrics {
     pub inflight: IntGauge,
     /// Failed authentications.
     pub auth_failures: IntCounter,
+    /// Requests refused before their token was compared: their peer address had spent its
+    /// failed authentications (`security.auth_failure_burst`).
+    pub auth_refused: IntCounter,
     /// Answers from degraded mode.
     pub degraded: IntCounter,
     /// Client connections open now.
@@ -68,6 +71,10 @@ impl Metrics {
             "phiguard_auth_failures_total",
             "requests refused for invalid credentials",
         ));
+        let auth_refused = must(IntCounter::new(
+            "phiguard_auth_refused_total",
+            "requests refused with 429 before their token was compared: too many failed authentications from their address",
+        ));
         let degraded = must(IntCounter::new(
             "phiguard_degraded_responses_total",
             "answers from the rule recognizers while a model breaker was open",
@@ -92,6 +99,7 @@ impl Metrics {
             Box::new(duration.clone()),
             Box::new(inflight.clone()),
             Box::new(auth_failures.clone()),
+            Box::new(auth_refused.clone()),
             Box::new(degraded.clone()),
         ] {
             must(registry.register(c));
@@ -102,6 +110,7 @@ impl Metrics {
             duration,
             inflight,
             auth_failures,
+            auth_refused,
             degraded,
             connections_open,
             connections_refused,

@@ -310,7 +310,9 @@ pub fn query_token(query: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// Bearer / X-API-Key check and scope; attaches [`Caller`].
+/// Bearer / X-API-Key check and scope; attaches [`Caller`]. A peer address that has spent
+/// its failed authentications (`security.auth_failure_*`) gets 429 `rate_limited` before
+/// its token is compared; a wrong token counts against it, a missing one does not.
 pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
     let route = route_of(&req);
     // The dashboard's static files are open (the page asks for the admin token); nested
@@ -337,10 +339,28 @@ pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> R
         let Some(token) = token else {
             return ApiError::AuthRequired.into_response();
         };
+        let peer = peer_of(&req);
+        let limit = failure_config(&st);
+        if let Some(ip) = peer {
+            if let Err(wait) = st.failed_auth.check(ip, &limit) {
+                st.metrics.auth_refused.inc();
+                return ApiError::RateLimited {
+                    retry_after: wait.as_secs_f64(),
+                    key: "auth",
+                }
+                .into_response();
+            }
+        }
         // Checked against the registry's snapshot in memory, no I/O: changes made by another
         // process (the CLI) arrive through the registry's background refresh.
         let Some((token_id, scope)) = st.tokens.authenticate(&token) else {
             st.metrics.auth_failures.inc();
+            if peer.is_some_and(|ip| st.failed_auth.record_failure(ip, &limit)) {
+                // Neither the address nor the token: only that the limit was reached.
+                tracing::warn!(
+                    "a peer address spent its failed authentications; its requests answer 429 until one is forgiven"
+                );
+            }
             return ApiError::InvalidCredentials.into_response();
         };
         Caller { token_id, scope }
@@ -352,6 +372,23 @@ pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> R
     let mut resp = next.run(req).await;
     resp.extensions_mut().insert(caller);
     resp
+}
+
+/// The peer address of the connection (absent when the router is driven without a socket).
+fn peer_of(req: &Request) -> Option<std::net::IpAddr> {
+    req.extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip())
+}
+
+/// The failed-authentication limit in force, read live from the settings.
+fn failure_config(st: &AppState) -> crate::guard::FailureConfig {
+    let s = st.settings();
+    crate::guard::FailureConfig {
+        burst: u32::try_from(s.i64("security.auth_failure_burst")).unwrap_or(0),
+        per_minute: s.f64("security.auth_failures_per_minute"),
+        ..crate::guard::FailureConfig::default()
+    }
 }
 
 /// OpenMed's priority header values (`X-OpenMed-Priority`, and ours `X-Phiguard-Priority`).

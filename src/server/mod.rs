@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod audit;
 pub mod error;
 pub mod front;
 mod listen;

@@ -1,5 +1,7 @@
 //! The admin API of the model store: list, pull with progress (events on the dashboard bus),
-//! cancel, verify, delete, choose the default. Downloads run only when an admin asks.
+//! cancel, verify, delete, choose the default. Downloads run only when an admin asks. Pulls,
+//! cancellations, deletions and default changes are audited (`audit.rs`) under the catalog
+//! or installed id, never under a name that matched nothing.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::audit::{self, Action, Actor};
 use super::error::{ApiError, FieldProblem};
 use super::middleware::Body;
 use super::state::AppState;
@@ -109,9 +112,17 @@ pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiErr
 #[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = serde_json::Value), (status = 409, description = "already downloading (`conflict`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_pull(
     State(st): State<AppState>,
+    actor: Actor,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let requested = id_field(&body)?;
+    let mut record = Action::new("model.pull");
+    let outcome = models_pull(&st, &body, &mut record);
+    audit::record(&st, &actor, record, &outcome).await;
+    outcome
+}
+
+fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Response, ApiError> {
+    let requested = id_field(body)?;
     let catalog = catalog()?;
     // Only catalog ids go further: a request-derived name never reaches a log or the disk.
     let Some(id) = catalog.resolve(&requested).map(str::to_string) else {
@@ -119,6 +130,7 @@ pub async fn admin_models_pull(
             available: catalog.entries().iter().map(|e| e.id.clone()).collect(),
         });
     };
+    record.target(id.clone());
     let cancel = CancellationToken::new();
     {
         let mut d = st.downloads.0.lock();
@@ -143,7 +155,7 @@ pub async fn admin_models_pull(
         tracing::error!(error = %e, "downloader unavailable");
         ApiError::Internal
     })?;
-    let store = store(&st)?;
+    let store = store(st)?;
     let st2 = st.clone();
     let id2 = id.clone();
     tokio::spawn(async move {
@@ -219,16 +231,26 @@ pub async fn admin_models_pull(
 #[utoipa::path(delete, path = "/admin/models/pull/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "catalog id; may contain `/`")), responses((status = 202, description = "cancelling"), (status = 404, description = "no such download", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_cancel(
     State(st): State<AppState>,
+    actor: Actor,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let d = st.downloads.0.lock();
-    match d.get(&id).and_then(|e| e.cancel.clone()) {
+    let mut record = Action::new("model.cancel");
+    let cancel = st
+        .downloads
+        .0
+        .lock()
+        .get(&id)
+        .and_then(|e| e.cancel.clone());
+    let outcome = match cancel {
         Some(c) => {
             c.cancel();
+            record.target(id);
             Ok(StatusCode::ACCEPTED.into_response())
         }
         None => Err(ApiError::NoSuchResource),
-    }
+    };
+    audit::record(&st, &actor, record, &outcome).await;
+    outcome
 }
 
 /// `POST /admin/models/verify {"id"}`.
@@ -259,13 +281,23 @@ pub async fn admin_models_verify(
 #[utoipa::path(post, path = "/admin/models/default", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "the new default", body = serde_json::Value), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_default(
     State(st): State<AppState>,
+    actor: Actor,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let id = id_field(&body)?;
+    let mut record = Action::new("model.default");
+    let outcome = models_default(&st, &body, &mut record);
+    audit::record(&st, &actor, record, &outcome).await;
+    outcome
+}
+
+fn models_default(st: &AppState, body: &[u8], record: &mut Action) -> Result<Response, ApiError> {
+    let id = id_field(body)?;
     if !st.engine.registry.contains(&id) {
         return Err(ApiError::NoSuchResource);
     }
-    let mut next = (*st.settings()).clone();
+    record.target(id.clone());
+    let before = st.settings();
+    let mut next = (*before).clone();
     next.apply(&[("models.default".into(), id.clone())])
         .map_err(|errs| {
             ApiError::Validation(
@@ -275,8 +307,9 @@ pub async fn admin_models_default(
             )
         })?;
     next.persist().map_err(|_| ApiError::Internal)?;
-    super::apply_live(&st, &next);
+    super::apply_live(st, &next);
     *st.settings.write() = Arc::new(next);
+    record.change(json!(before.str("models.default")), json!(id));
     Ok(axum::Json(json!({"default": id})).into_response())
 }
 
@@ -284,21 +317,36 @@ pub async fn admin_models_default(
 #[utoipa::path(delete, path = "/admin/models/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "model id; may contain `/`")), responses((status = 204, description = "removed"), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope), (status = 409, description = "in use or not removable (`conflict`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_delete(
     State(st): State<AppState>,
+    actor: Actor,
     Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let mut record = Action::new("model.delete");
+    let outcome = models_delete(&st, id, &mut record).await;
+    audit::record(&st, &actor, record, &outcome).await;
+    outcome
+}
+
+async fn models_delete(
+    st: &AppState,
+    id: String,
+    record: &mut Action,
 ) -> Result<Response, ApiError> {
     let st2 = st.clone();
     let id2 = id.clone();
-    tokio::task::spawn_blocking(move || {
+    let removed = tokio::task::spawn_blocking(move || {
         let store = store(&st2)?;
         if store.get(&id2).is_none() {
             return Err(ApiError::NoSuchResource);
         }
-        store.remove(&id2).map_err(|_| ApiError::Conflict {
+        Ok(store.remove(&id2).map_err(|_| ApiError::Conflict {
             message: "This model cannot be removed (bundled or busy)",
-        })
+        }))
     })
     .await
     .map_err(|_| ApiError::Internal)??;
+    // Installed: from here on the id is a known one, refused or not.
+    record.target(id.clone());
+    removed?;
     st.engine.registry.remove(&id);
     Ok(StatusCode::NO_CONTENT.into_response())
 }

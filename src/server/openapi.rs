@@ -55,7 +55,7 @@ use super::validate::LANGS;
         super::admin::admin_status, super::admin::admin_settings_get, super::admin::admin_settings_put,
         super::admin::admin_breaker_action, super::admin::admin_tokens_list,
         super::admin::admin_tokens_create, super::admin::admin_tokens_revoke,
-        super::admin::admin_events, super::admin::admin_eval,
+        super::admin::admin_events, super::admin::admin_eval, super::admin::admin_audit,
         super::models_api::admin_models, super::models_api::admin_models_pull,
         super::models_api::admin_models_cancel, super::models_api::admin_models_verify,
         super::models_api::admin_models_default, super::models_api::admin_models_delete,
@@ -64,7 +64,7 @@ use super::validate::LANGS;
         ExtractBody, ExtractStreamBody, DeidentifyBody, DeidentifyStreamBody, AnalyzeBody, UnloadBody,
         PredictionResponse, Entity, DeidentifyResponse, PiiEntity, HealthResponse, ProbeResponse,
         ModelsLoadedResponse, LoadedModel, UnloadResponse, Released, ErrorEnvelope, ErrorBody, KeepAlive,
-        SettingsPatch, TokenCreateBody, ModelIdBody, EvalBody,
+        SettingsPatch, TokenCreateBody, ModelIdBody, EvalBody, AuditList, AuditEntry,
     )),
     modifiers(&Security, &Choices, &ErrorResponses, &Tags),
 )]
@@ -130,6 +130,46 @@ pub struct TokenCreateBody {
     /// `client` (inference routes, the default) or `admin`.
     #[schema(default = "client")]
     scope: Option<String>,
+    /// Seconds until the token expires (rounded up to a whole second; at most ten years);
+    /// omitted or `null`: it does not expire. An expired token is refused as
+    /// `invalid_credentials`.
+    #[schema(minimum = 1, maximum = 315_360_000)]
+    expires_in_seconds: Option<i64>,
+}
+
+/// `GET /admin/audit`: the latest audit records, newest first.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct AuditList {
+    /// Newest first.
+    entries: Vec<AuditEntry>,
+}
+
+/// One admin action as the audit log (`audit.jsonl`) records it. Never request text or a
+/// token; a secret setting's value is masked.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct AuditEntry {
+    /// RFC 3339 UTC, milliseconds.
+    time: String,
+    /// Token id of the caller (`admin`, `tok_…`; `anonymous` with auth off; `cli`).
+    actor: String,
+    /// The caller's address; `null` for the CLI.
+    peer: Option<String>,
+    /// `settings.update`, `token.create`, `token.revoke`, `breaker.reset`,
+    /// `breaker.force_open`, `breaker.disable`, `faults.set`, `model.pull`, `model.cancel`,
+    /// `model.delete`, `model.default`, `model.unload`.
+    action: String,
+    /// Setting key, token id or model id; `null` when refused for an unknown one.
+    target: Option<String>,
+    /// The value before (settings, breaker state, default model, faults).
+    old: Option<serde_json::Value>,
+    /// The value after.
+    new: Option<serde_json::Value>,
+    /// A created token's label, scope and expiry.
+    details: Option<serde_json::Value>,
+    /// `ok`, or the error code the action was refused with.
+    result: String,
 }
 
 /// Body of `POST /admin/models/pull`, `/admin/models/verify` and `/admin/models/default`.
@@ -722,6 +762,19 @@ impl utoipa::Modify for ErrorResponses {
                         "no or bad token (`authentication_required`, `invalid_credentials`)",
                         &[WWW_AUTH],
                     );
+                    // Every authenticated route: too many failed authentications from the
+                    // caller's address (`details.key` `auth`); model routes also meet the
+                    // request rate limits.
+                    add(
+                        op,
+                        "429",
+                        if model {
+                            "rate limited (`rate_limited`): a request rate limit, or too many failed authentications from this address"
+                        } else {
+                            "too many failed authentications from this address (`rate_limited`, `details.key` `auth`)"
+                        },
+                        &[RETRY_AFTER],
+                    );
                 }
                 let forbidden = if admin {
                     "a client token on an admin route (`forbidden`), or a browser `Origin` that is not allowed (`origin_not_allowed`)"
@@ -998,10 +1051,11 @@ mod tests {
             ("/admin/models/verify", "post"),
             ("/admin/models/default", "post"),
             ("/admin/models/{id}", "delete"),
+            ("/admin/audit", "get"),
         ] {
             let op = &doc["paths"][path][method];
             assert!(op.is_object(), "{method} {path} is not documented");
-            for status in ["401", "403"] {
+            for status in ["401", "403", "429"] {
                 assert!(
                     op["responses"].get(status).is_some(),
                     "{method} {path} lacks {status}"

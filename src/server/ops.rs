@@ -102,9 +102,21 @@ pub async fn models_loaded(State(st): State<AppState>) -> Response {
 #[utoipa::path(post, path = "/models/unload", request_body = super::openapi::UnloadBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "unload result", body = super::openapi::UnloadResponse)))]
 pub async fn models_unload(
     State(st): State<AppState>,
+    actor: super::audit::Actor,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let map = parse_object(&body)?;
+    let mut record = super::audit::Action::new("model.unload");
+    let outcome = unload(&st, &body, &mut record);
+    super::audit::record(&st, &actor, record, &outcome).await;
+    outcome
+}
+
+fn unload(
+    st: &AppState,
+    body: &[u8],
+    record: &mut super::audit::Action,
+) -> Result<Response, ApiError> {
+    let map = parse_object(body)?;
     let req = UnloadRequest::parse(&map)?;
     let reg = &st.engine.registry;
     let id = match &req.model_name {
@@ -112,6 +124,7 @@ pub async fn models_unload(
         None => None,
     };
     if req.all {
+        record.target("all");
         let (n, busy) = reg.unload_all();
         return Ok(axum::Json(
             json!({"unloaded": n > 0, "released": {"models": n, "tokenizers": n, "pipelines": 0},
@@ -120,6 +133,9 @@ pub async fn models_unload(
         .into_response());
     }
     let id = id.unwrap_or_default();
+    if !id.is_empty() {
+        record.target(id.clone());
+    }
     let (unloaded, active) = reg.unload(&id);
     let n = usize::from(unloaded);
     Ok(axum::Json(

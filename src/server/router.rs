@@ -9,7 +9,8 @@
 //! 5. cross-site refusal — an `Origin` that is not this server or an allowed origin (403
 //!    `origin_not_allowed`), a state-changing body not declared JSON (415);
 //! 6. CORS — only the configured exact origins (and the webview's in the desktop app);
-//! 7. auth — token and scope (401 / 403);
+//! 7. auth — a peer over its failed-authentication limit first (429, key `auth`), then token
+//!    and scope (401 / 403);
 //! 8. on model routes only: admission — the body read within its timeout (408), then
 //!    draining (503 `not_ready`), rate limits (429), priority admission with watermarks (503
 //!    `backpressure`);
@@ -90,6 +91,7 @@ pub fn app(st: AppState, max_body: usize) -> Router {
         )
         .route("/admin/tokens/{id}", delete(admin::admin_tokens_revoke))
         .route("/admin/events", get(admin::admin_events))
+        .route("/admin/audit", get(admin::admin_audit))
         .route("/admin/eval", post(admin::admin_eval))
         .route("/admin/models", get(models_api::admin_models))
         .route("/admin/models/pull", post(models_api::admin_models_pull))

@@ -1,5 +1,6 @@
 //! Shared state of the HTTP service: settings (live), the engine, tokens, secrets, metrics,
-//! lifecycle flags and the dashboard event bus.
+//! lifecycle flags, the dashboard event bus, the failed-authentication limit and the audit
+//! log.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,7 +14,7 @@ use super::error::ApiError;
 use super::metrics::Metrics;
 use crate::deid::HashKey;
 use crate::engine::Engine;
-use crate::guard::{Clock, SingleFlight};
+use crate::guard::{Clock, FailureLimiter, SingleFlight};
 use crate::secrets::TokenRegistry;
 use crate::settings::{Home, Settings};
 
@@ -75,6 +76,10 @@ pub struct Inner {
     pub downloads: super::models_api::Downloads,
     /// Single-flight of identical concurrent requests (when coalescing is on).
     pub coalesce: SingleFlight<[u8; 32], Result<(serde_json::Value, bool), ApiError>>,
+    /// Failed authentications per peer address (`security.auth_failure_*`).
+    pub failed_auth: FailureLimiter,
+    /// The admin audit log.
+    pub audit: super::audit::AuditLog,
 }
 
 /// Cheaply cloneable handle.
@@ -109,6 +114,11 @@ impl AppState {
                 tracing::warn!(error = %e, "cluster metrics not registered");
             }
         }
+        let audit = super::audit::AuditLog::new(
+            super::audit::audit_file(&home),
+            settings.i64("security.audit_max_bytes").max(0) as u64,
+        );
+        let failed_auth = FailureLimiter::new(Arc::clone(&clock));
         AppState(Arc::new(Inner {
             settings: RwLock::new(Arc::new(settings)),
             engine,
@@ -128,6 +138,8 @@ impl AppState {
             cluster,
             coalesce: SingleFlight::new(),
             downloads: Default::default(),
+            failed_auth,
+            audit,
         }))
     }
 

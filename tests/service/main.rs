@@ -10,3 +10,4 @@ mod guard;
 mod hostile_clients;
 mod lifecycle;
 mod pii;
+mod security;
