@@ -383,3 +383,105 @@ async fn an_unknown_settings_key_is_not_echoed() {
     assert!(!body.to_string().contains("Canary"), "{body}");
     t.shutdown().await;
 }
+
+/// A bounded load test: while slow clients hold connections (heads dripped a byte at a time,
+/// uploads stalled mid-body, stream readers that stopped), ordinary requests from several
+/// concurrent clients are all answered, and the slow ones are closed by their timeouts.
+#[tokio::test]
+async fn ordinary_traffic_is_served_while_slow_clients_hold_connections() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_ADMISSION_CAPACITY", "2"),
+        ("PHIGUARD_HEADER_TIMEOUT_SECONDS", "2"),
+        ("PHIGUARD_BODY_TIMEOUT_SECONDS", "2"),
+        ("PHIGUARD_SEND_TIMEOUT_SECONDS", "1"),
+    ])
+    .await;
+    let mut slow = Vec::new();
+    // Thirty heads sent one byte every 100 ms: they never finish within the header timeout.
+    for _ in 0..30 {
+        let mut s = connect(&t).await;
+        slow.push(tokio::spawn(async move {
+            for b in upload_head(10).bytes() {
+                if s.write_all(&[b]).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }));
+    }
+    // Twelve uploads stalled mid-body.
+    let mut stalled = Vec::new();
+    for _ in 0..12 {
+        let mut s = connect(&t).await;
+        s.write_all(upload_head(500).as_bytes())
+            .await
+            .expect("head");
+        s.write_all(b"{\"text\"").await.expect("some body");
+        stalled.push(s);
+    }
+    // Two stream readers that never read.
+    let text = "Zed ".repeat(20_000);
+    let body = json!({"text": text, "include_text": true}).to_string();
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.set_recv_buffer_size(4096).expect("rcvbuf");
+        let addr = t.base.trim_start_matches("http://").parse().expect("addr");
+        let mut s = socket.connect(addr).await.expect("connect");
+        let head = format!(
+            "POST /pii/extract/stream HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {CLIENT}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).await.expect("head");
+        s.write_all(body.as_bytes()).await.expect("body");
+        readers.push(s);
+    }
+    // Four clients, ten requests each, retrying only what admission sheds.
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        let http = t.http.clone();
+        let url = t.url("/pii/extract");
+        clients.push(tokio::spawn(async move {
+            let mut shed = 0;
+            let mut ok = 0;
+            while ok < 10 {
+                let r = http
+                    .post(&url)
+                    .bearer_auth(CLIENT)
+                    .json(&json!({"text": "Zed called"}))
+                    .send()
+                    .await
+                    .expect("request");
+                match r.status().as_u16() {
+                    200 => ok += 1,
+                    503 => {
+                        shed += 1;
+                        assert!(shed < 200, "shed for too long");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    other => panic!("unexpected status {other}"),
+                }
+            }
+        }));
+    }
+    for c in clients {
+        tokio::time::timeout(Duration::from_secs(60), c)
+            .await
+            .expect("ordinary clients were served in time")
+            .expect("client task");
+    }
+    for mut s in stalled {
+        let out = read_until_closed(&mut s, Duration::from_secs(10))
+            .await
+            .expect("a stalled upload was closed");
+        assert!(out.starts_with("HTTP/1.1 408"), "{out}");
+    }
+    for h in slow {
+        tokio::time::timeout(Duration::from_secs(10), h)
+            .await
+            .expect("dripped heads were cut off")
+            .expect("drip task");
+    }
+    drop(readers);
+    t.shutdown().await;
+}
