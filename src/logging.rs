@@ -90,6 +90,9 @@ where
     let layer: Box<dyn Layer<Registry> + Send + Sync> = if cfg.json {
         layer
             .json()
+            // The request span's fields (its id) on every line logged inside it.
+            .with_current_span(true)
+            .with_span_list(false)
             .with_ansi(false)
             .with_filter(filter(cfg))
             .boxed()

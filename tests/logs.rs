@@ -198,13 +198,18 @@ async fn rust_log_trace_keeps_the_cap_and_plain_logs_to_a_file_have_no_colour() 
         !stderr.contains("\x1b["),
         "colour codes in a redirected stderr"
     );
-    // Plain lines read `<time> <LEVEL> <target>: …` (no spans are entered at these levels).
+    // Plain lines read `<time> <LEVEL> [<span>{…}: ]<target>: …`; inside a request the
+    // request span comes before the target.
     for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
         let mut words = line.split_whitespace();
-        let (Some(_), Some(level), Some(target)) = (words.next(), words.next(), words.next())
+        let (Some(_), Some(level), Some(mut target)) = (words.next(), words.next(), words.next())
         else {
             continue;
         };
+        if target.starts_with("request{") {
+            let Some(next) = words.next() else { continue };
+            target = next;
+        }
         if matches!(level, "TRACE" | "DEBUG" | "INFO") {
             assert!(
                 target.starts_with("phiguard"),
@@ -261,4 +266,45 @@ async fn a_panic_is_one_json_log_line_with_its_location_and_no_payload() {
         "the location names the panicking line: {fields}"
     );
     assert!(fields["thread"].is_string(), "{fields}");
+}
+
+#[tokio::test]
+async fn the_request_id_follows_a_request_onto_the_inference_workers() {
+    let serve = Serve::start(&[
+        ("PHIGUARD_LOG_LEVEL", "debug"),
+        ("PHIGUARD_LOG_FORMAT", "json"),
+    ])
+    .await;
+    let id = "0b5f7c3e-9a41-4d2b-8c6e-1f2a3b4c5d6e";
+    let r = serve
+        .http
+        .post(format!("{}/pii/extract", serve.base))
+        .bearer_auth(CLIENT)
+        .header("x-request-id", id)
+        .json(&json!({"text": format!("Patient {CANARY_NAME} seen today.")}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 200);
+    let _ = r.bytes().await;
+    let (stdout, stderr) = serve.stop();
+    assert_no_canary(&stdout, &stderr);
+    let events: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let inference = events
+        .iter()
+        .find(|e| e["fields"]["message"] == "inference done")
+        .unwrap_or_else(|| panic!("no inference event:\n{stderr}"));
+    assert_eq!(
+        inference["span"]["request_id"], id,
+        "the worker's line lacks the request id: {inference}"
+    );
+    assert!(
+        events.iter().any(|e| e["target"] == "phiguard::access"
+            && e["span"]["request_id"] == id
+            && e["fields"]["request_id"] == id),
+        "the access line and its span disagree:\n{stderr}"
+    );
 }

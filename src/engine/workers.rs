@@ -70,6 +70,8 @@ struct Job {
     /// fail with it.
     at_boundary: bool,
     reply: Reply,
+    /// The submitting request's span: the worker thread logs the job's events inside it.
+    span: tracing::Span,
 }
 
 /// A handle to the worker threads; cheap to clone.
@@ -153,6 +155,7 @@ impl WorkerPool {
             text,
             at_boundary,
             reply,
+            span: tracing::Span::current(),
         };
         self.tx.try_send(job).map_err(|e| match e {
             TrySendError::Full(_) => PoolError::Full,
@@ -239,9 +242,14 @@ fn run_group(group: Vec<Job>, faults: &Faults) {
     let recognizer = Arc::clone(&live[0].recognizer);
     if live.len() > 1 {
         let texts: Vec<&str> = live.iter().map(|j| &*j.text).collect();
+        let started = Instant::now();
         if let Ok(Ok(results)) = call(&*recognizer, &texts) {
             if results.len() == live.len() {
+                let (batch, ms) = (live.len(), started.elapsed().as_secs_f64() * 1000.0);
                 for (job, spans) in live.into_iter().zip(results) {
+                    job.span.in_scope(|| {
+                        tracing::debug!(model = %job.key, batch, elapsed_ms = ms, "inference done");
+                    });
                     let _ = job.reply.send(Ok(spans));
                 }
                 return;
@@ -249,6 +257,7 @@ fn run_group(group: Vec<Job>, faults: &Faults) {
         }
     }
     for job in live {
+        let started = Instant::now();
         let result = match call(&*recognizer, &[&*job.text]) {
             Ok(Ok(mut r)) if r.len() == 1 => Ok(r.pop().unwrap_or_default()),
             Ok(Ok(_)) => Err(RecognizerError::Backend(
@@ -257,6 +266,14 @@ fn run_group(group: Vec<Job>, faults: &Faults) {
             Ok(Err(e)) => Err(e),
             Err(()) => Err(RecognizerError::Backend("panic in model call".into())),
         };
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        job.span.in_scope(|| match &result {
+            // The error's words stay out of the log: only that it failed.
+            Err(_) => tracing::warn!(model = %job.key, elapsed_ms = ms, "inference failed"),
+            Ok(_) => {
+                tracing::debug!(model = %job.key, batch = 1, elapsed_ms = ms, "inference done")
+            }
+        });
         let _ = job.reply.send(result);
     }
 }

@@ -267,6 +267,11 @@ impl Guard {
                 Ok(p) => Some(p),
                 Err(BreakerError::CallNotPermitted { state, retry_after }) => {
                     bump(&self.stats.breaker_rejected);
+                    tracing::debug!(
+                        model = key,
+                        state = state.as_str(),
+                        "breaker refused the call"
+                    );
                     return Err(GuardError::BreakerOpen {
                         state,
                         retry_after_seconds: retry_after.as_secs(),
@@ -284,6 +289,7 @@ impl Guard {
             Ok(slot) => slot,
             Err(full) => {
                 bump(&self.stats.bulkhead_rejected);
+                tracing::debug!(model = key, "bulkhead full");
                 return Err(GuardError::Busy {
                     retry_after: full.retry_after,
                 });
@@ -361,7 +367,11 @@ impl Guard {
                 Ok(v) => return Ok(v),
                 Err(e) => e,
             };
-            if !err.is_retryable() || attempt >= max_attempts {
+            if !err.is_retryable() {
+                return Err(GuardError::Failed(err));
+            }
+            if attempt >= max_attempts {
+                tracing::warn!(attempts = attempt, "model call failed after its retries");
                 return Err(GuardError::Failed(err));
             }
             let delay = backoff.next_delay(self.jitter.unit());
@@ -375,8 +385,17 @@ impl Guard {
             }
             if !self.budget.try_withdraw() {
                 bump(&self.stats.budget_exhausted);
+                tracing::warn!(
+                    attempts = attempt,
+                    "model call failed; the retry budget is spent"
+                );
                 return Err(GuardError::Failed(err));
             }
+            tracing::info!(
+                attempt,
+                backoff_ms = delay.as_secs_f64() * 1000.0,
+                "model call failed; retrying"
+            );
             if !delay.is_zero() {
                 self.sleeper.sleep(delay).await;
             }
@@ -385,6 +404,10 @@ impl Guard {
 
     fn timed_out<E>(&self, timeout: Duration) -> GuardError<E> {
         bump(&self.stats.timeouts);
+        tracing::debug!(
+            timeout_seconds = timeout.as_secs_f64(),
+            "request deadline passed"
+        );
         GuardError::Timeout { timeout }
     }
 

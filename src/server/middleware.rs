@@ -5,7 +5,9 @@
 //! written down where the router is built (`router.rs`).
 
 use std::sync::atomic::Ordering;
+
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 use axum::extract::{FromRequest, MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method};
@@ -95,7 +97,14 @@ pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -
     if count {
         st.metrics.inflight.inc();
     }
-    let mut resp = REQUEST_ID.scope(id.clone(), next.run(req)).await;
+    // Every event of this request, in the guard and on the inference workers too, is logged
+    // inside this span, so it carries the request id.
+    let span = tracing::info_span!(target: "phiguard::request", "request", request_id = %id);
+    let mut resp = REQUEST_ID
+        .scope(id.clone(), next.run(req))
+        .instrument(span.clone())
+        .await;
+    let _in_request = span.enter();
     let elapsed = started.elapsed();
     if count {
         st.metrics.inflight.dec();
