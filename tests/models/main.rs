@@ -550,6 +550,50 @@ fn import_refuses_broken_folders_and_leaves_nothing_behind() -> TestResult {
     Ok(())
 }
 
+#[cfg(unix)]
+#[test]
+fn import_refuses_files_that_are_symlinks_out_of_the_folder() -> TestResult {
+    let (tmp, store) = new_store();
+    let src = tmp.path().join("src/linked");
+    copy_fixture(&src)?;
+    let outside = tmp.path().join("outside-secret.txt");
+    std::fs::write(&outside, "hf_not_for_the_store")?;
+
+    // An optional file (copied along) and a model file, each a link to a file elsewhere.
+    for name in ["LICENSE", "tokenizer.json"] {
+        let link = src.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&outside, &link)?;
+        let err = store.import(&src, None).expect_err("a symlink is refused");
+        assert!(
+            matches!(&err, ModelError::InvalidModel { file, .. } if file == name),
+            "{err}"
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("symbolic link"), "{msg}");
+        assert!(
+            !msg.contains("outside-secret") && !msg.contains("hf_not_for_the_store"),
+            "the error names the link's target or content: {msg}"
+        );
+        std::fs::remove_file(&link)?;
+        copy_fixture(&src)?;
+    }
+    assert!(store.installed()?.is_empty());
+    let leftovers: Vec<_> = std::fs::read_dir(store.root())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".partial")
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+
+    // The folder itself may be reached through a link: only its files must be regular.
+    let via = tmp.path().join("via-link");
+    std::os::unix::fs::symlink(&src, &via)?;
+    let m = store.import(&via, Some("local/linked"))?;
+    assert!(store.verify(&m.id)?.ok());
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_partial_of_another_file_version_is_discarded_not_resumed() -> TestResult {
     let hub = Hub::start(&[]);
