@@ -19,6 +19,10 @@ Fault options for the tests:
 * `--throttle BPS`: send bodies at about BPS bytes per second, in small chunks.
 * `--token TOKEN`: require `Authorization: Bearer TOKEN` on resolve routes (else 401).
 * `--log FILE`: append one JSON line per request: method, path, range, status, bytes sent.
+* `--cdn BASE`: large files redirect to `BASE/_cdn/{sha256}` (another server: the hub's CDN
+  is another host) instead of this server's `/_cdn/`.
+* `--redirect-to BASE`: every resolve request answers `307` to the same path under `BASE`,
+  with none of the hub's headers (a mirror that moved).
 
 It prints `listening on http://127.0.0.1:PORT` once ready (`--port 0` picks a free port) and
 exits when its standard input closes, so a test that dies does not leave it behind.
@@ -52,6 +56,8 @@ class Options:
         self.token = args.token
         self.sha256_etags = args.sha256_etags
         self.log_path = args.log
+        self.cdn = (args.cdn or "").rstrip("/")
+        self.redirect_to = (args.redirect_to or "").rstrip("/")
         self.lock = threading.Lock()
 
     def take_cut(self, body_len: int) -> bool:
@@ -141,6 +147,8 @@ class Handler(BaseHTTPRequestHandler):
         o = self.opts
         if o.token and self.headers.get("Authorization") != f"Bearer {o.token}":
             return self.simple(401, head, {"X-Error-Code": "GatedRepo"})
+        if o.redirect_to:
+            return self.simple(307, head, {"Location": o.redirect_to + urlsplit(self.path).path})
         if not (o.root / org / repo).is_dir():
             return self.simple(404, head, {"X-Error-Code": "RepoNotFound"})
         if revision not in ("main", o.commit):
@@ -156,7 +164,7 @@ class Handler(BaseHTTPRequestHandler):
             advertised = hashlib.sha256(data + b"wrong").hexdigest()
         if name.endswith(LFS_SUFFIXES):
             return self.simple(302, head, {
-                "Location": f"/_cdn/{sha256}?name={name}",
+                "Location": f"{o.cdn}/_cdn/{sha256}?name={name}",
                 "X-Repo-Commit": o.commit,
                 "X-Linked-Etag": f'"{advertised}"',
                 "X-Linked-Size": str(len(data)),
@@ -242,6 +250,8 @@ def main() -> None:
     p.add_argument("--token", default=None)
     p.add_argument("--sha256-etags", action="store_true")
     p.add_argument("--log", default=None)
+    p.add_argument("--cdn", default=None, metavar="BASE")
+    p.add_argument("--redirect-to", default=None, metavar="BASE")
     args = p.parse_args()
 
     Handler.opts = Options(args)

@@ -12,8 +12,22 @@
 //!   answers `X-Repo-Commit`, and for large-file-storage files a 302 to the CDN carrying
 //!   `X-Linked-Etag` (the file's sha256) and `X-Linked-Size`; small files answer 200 with
 //!   `ETag` = the git blob sha1 and `Content-Length`.
-//! * `GET` of the same URL (redirects followed; reqwest drops the `Authorization` header
-//!   when a redirect leaves the host) with `Range: bytes=N-` resumes a cut download.
+//! * `GET` of the same URL (redirects followed, see below) with `Range: bytes=N-` resumes a
+//!   cut download.
+//!
+//! # Why redirects are followed by hand
+//! The hub answers a weights file with a redirect to its CDN, another host. reqwest's own
+//! redirect policy (0.12) drops `Authorization` when the host or port changes, but not when
+//! only the scheme does, and it follows a redirect from https to plain http. Both matter
+//! here: the token is `HF_TOKEN`, and a downgrade lets anyone on the path swap the weights
+//! (the hub's sha256 still catches that, but the token would already have travelled in the
+//! clear on a same-host downgrade). So the client follows no redirects itself, and every hop
+//! goes through [`next_hop`] and [`sends_token`]:
+//!
+//! * the token goes only to the endpoint's own origin (scheme, host and port); any hop to
+//!   another origin is sent without it, and so is every later hop of that chain;
+//! * a redirect from https to http is refused ([`ModelError::InsecureRedirect`]), as is any
+//!   scheme other than http(s); at most [`MAX_REDIRECTS`] hops are followed.
 //!
 //! # What happens on disk
 //! Every file goes to `<store>/.partial/<folder>/<file>.partial` (with a `.etag` note of the
@@ -52,6 +66,9 @@ use super::store::{Installed, ModelSource, Store};
 
 /// Default hub.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
+
+/// Redirects followed for one request before it fails.
+const MAX_REDIRECTS: usize = 10;
 
 /// One progress report of a pull.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -114,9 +131,11 @@ struct FileMeta {
 /// Fetches catalog models into a [`Store`].
 #[derive(Clone)]
 pub struct Downloader {
+    /// Follows no redirects: [`Downloader::send`] does, hop by hop.
     client: reqwest::Client,
-    head_client: reqwest::Client,
     endpoint: String,
+    /// The endpoint parsed, whose origin alone receives the token.
+    origin: Url,
     token: Option<String>,
     catalog: Catalog,
     max_attempts: u32,
@@ -149,19 +168,17 @@ impl Downloader {
             .filter(|t| !t.trim().is_empty())
             .filter(|_| url.scheme() == "https" || loopback);
         let agent = concat!("phiguard/", env!("CARGO_PKG_VERSION"));
-        let build = |redirects: reqwest::redirect::Policy| {
-            reqwest::Client::builder()
-                .user_agent(agent)
-                .redirect(redirects)
-                .connect_timeout(Duration::from_secs(30))
-                .read_timeout(Duration::from_secs(60))
-                .build()
-                .map_err(|_| ModelError::Endpoint("cannot build an http client".into()))
-        };
+        let client = reqwest::Client::builder()
+            .user_agent(agent)
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(30))
+            .read_timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|_| ModelError::Endpoint("cannot build an http client".into()))?;
         Ok(Downloader {
-            client: build(reqwest::redirect::Policy::limited(10))?,
-            head_client: build(reqwest::redirect::Policy::none())?,
+            client,
             endpoint: endpoint.trim_end_matches('/').to_owned(),
+            origin: url,
             token,
             catalog,
             max_attempts: 5,
@@ -374,11 +391,46 @@ impl Downloader {
         format!("{}/{repo}/resolve/{revision}/{file}", self.endpoint)
     }
 
-    fn authorized(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        match &self.token {
-            Some(t) => req.header(AUTHORIZATION, format!("Bearer {t}")),
-            None => req,
+    /// One request to `url`, without following redirects; the token is attached only when
+    /// `authorized` and `url` is on the endpoint's origin.
+    async fn send_once(
+        &self,
+        method: reqwest::Method,
+        url: &Url,
+        authorized: bool,
+        range_from: Option<u64>,
+    ) -> Result<reqwest::Response> {
+        let mut req = self.client.request(method, url.clone());
+        if let Some(t) = self.token.as_ref().filter(|_| authorized) {
+            if sends_token(&self.origin, url) {
+                req = req.header(AUTHORIZATION, format!("Bearer {t}"));
+            }
         }
+        if let Some(from) = range_from.filter(|n| *n > 0) {
+            req = req.header(RANGE, format!("bytes={from}-"));
+        }
+        req.send().await.map_err(transport)
+    }
+
+    /// A GET that follows redirects by [`next_hop`]; once a hop leaves the endpoint's
+    /// origin, no later hop carries the token.
+    async fn get(&self, url: &str, range_from: Option<u64>) -> Result<reqwest::Response> {
+        let mut url = Url::parse(url).map_err(|_| ModelError::Endpoint("not a URL".into()))?;
+        let mut authorized = true;
+        for _ in 0..=MAX_REDIRECTS {
+            let resp = self
+                .send_once(reqwest::Method::GET, &url, authorized, range_from)
+                .await?;
+            if !is_followed_redirect(resp.status()) {
+                return Ok(resp);
+            }
+            let Some(location) = header(resp.headers(), LOCATION.as_str()) else {
+                return Ok(resp);
+            };
+            url = next_hop(&url, &location)?;
+            authorized &= sends_token(&self.origin, &url);
+        }
+        Err(ModelError::Transport("too many redirects".into()))
     }
 
     /// HEAD of one file, following only redirects that do not carry the hub's headers.
@@ -386,12 +438,11 @@ impl Downloader {
         let mut url = Url::parse(&self.url(repo, revision, file))
             .map_err(|_| ModelError::Endpoint("not a URL".into()))?;
         let mut commit = None;
-        for _ in 0..5 {
+        let mut authorized = true;
+        for _ in 0..=MAX_REDIRECTS {
             let resp = self
-                .authorized(self.head_client.head(url.clone()))
-                .send()
-                .await
-                .map_err(transport)?;
+                .send_once(reqwest::Method::HEAD, &url, authorized, None)
+                .await?;
             let status = resp.status();
             let h = resp.headers();
             commit = commit.or_else(|| header(h, "x-repo-commit"));
@@ -410,9 +461,8 @@ impl Downloader {
                     status: status.as_u16(),
                     file: file.to_owned(),
                 })?;
-                url = url
-                    .join(&next)
-                    .map_err(|_| ModelError::Transport("bad redirect".into()))?;
+                url = next_hop(&url, &next)?;
+                authorized &= sends_token(&self.origin, &url);
                 continue;
             }
             if !status.is_success() {
@@ -524,11 +574,7 @@ impl Downloader {
         if have == meta.size {
             return Ok(());
         }
-        let mut req = self.authorized(self.client.get(url));
-        if have > 0 {
-            req = req.header(RANGE, format!("bytes={have}-"));
-        }
-        let resp = req.send().await.map_err(transport)?;
+        let resp = self.get(url, Some(have)).await?;
         let status = resp.status();
         let mut file = tokio::fs::OpenOptions::new()
             .create(true)
@@ -611,6 +657,34 @@ impl Downloader {
         }
         Ok(())
     }
+}
+
+/// True for the redirect statuses a download follows (301, 302, 303, 307, 308).
+fn is_followed_redirect(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
+}
+
+/// The URL a redirect from `from` to `location` leads to.
+///
+/// # Errors
+/// [`ModelError::InsecureRedirect`] for a hop from https to http, or to any scheme other
+/// than http(s); [`ModelError::Transport`] when `location` is not a URL.
+fn next_hop(from: &Url, location: &str) -> Result<Url> {
+    let next = from
+        .join(location)
+        .map_err(|_| ModelError::Transport("bad redirect".into()))?;
+    match (from.scheme(), next.scheme()) {
+        (_, "https") | ("http", "http") if next.host_str().is_some() => Ok(next),
+        _ => Err(ModelError::InsecureRedirect),
+    }
+}
+
+/// True when `url` is on the endpoint's origin (scheme, host and port), the only place the
+/// token is sent.
+fn sends_token(origin: &Url, url: &Url) -> bool {
+    url.scheme() == origin.scheme()
+        && url.host_str() == origin.host_str()
+        && url.port_or_known_default() == origin.port_or_known_default()
 }
 
 /// A header as text.
@@ -746,6 +820,61 @@ mod tests {
         let d = Downloader::new("http://127.0.0.1:9", Some("secret".into()), c)?;
         assert!(d.token.is_some());
         assert!(!format!("{d:?}").contains("secret"));
+        Ok(())
+    }
+
+    #[test]
+    fn redirects_never_downgrade_to_plain_http() -> Result<()> {
+        let https = Url::parse("https://hub.example/org/m/resolve/main/model.safetensors")
+            .map_err(|_| ModelError::InvalidId)?;
+        let http = Url::parse("http://127.0.0.1:8080/org/m/resolve/main/config.json")
+            .map_err(|_| ModelError::InvalidId)?;
+        let ok = |from: &Url, to: &str| next_hop(from, to).map(|u| u.to_string());
+        assert_eq!(
+            ok(&https, "https://cdn.example/blob?x=1")?,
+            "https://cdn.example/blob?x=1"
+        );
+        assert_eq!(ok(&https, "/_cdn/abc")?, "https://hub.example/_cdn/abc");
+        assert_eq!(ok(&http, "/_cdn/abc")?, "http://127.0.0.1:8080/_cdn/abc");
+        assert_eq!(ok(&http, "https://cdn.example/b")?, "https://cdn.example/b");
+        for bad in [
+            "http://cdn.example/blob",
+            "http://hub.example/org/m/resolve/main/model.safetensors",
+            "http://cdn.example:443/blob",
+        ] {
+            let r = next_hop(&https, bad);
+            assert!(
+                matches!(r, Err(ModelError::InsecureRedirect)),
+                "{bad}: {r:?}"
+            );
+        }
+        for bad in ["file:///etc/passwd", "ftp://cdn.example/x", "data:,x"] {
+            assert!(matches!(
+                next_hop(&http, bad),
+                Err(ModelError::InsecureRedirect)
+            ));
+        }
+        assert!(!ModelError::InsecureRedirect.is_transient());
+        Ok(())
+    }
+
+    #[test]
+    fn the_token_goes_only_to_the_endpoint_origin() -> Result<()> {
+        let u = |s: &str| Url::parse(s).map_err(|_| ModelError::InvalidId);
+        let origin = u("https://huggingface.co")?;
+        assert!(sends_token(
+            &origin,
+            &u("https://huggingface.co/a/b/resolve/main/x")?
+        ));
+        assert!(sends_token(&origin, &u("https://huggingface.co:443/x")?));
+        for other in [
+            "https://cdn-lfs.huggingface.co/x",
+            "http://huggingface.co/x",
+            "https://huggingface.co:8443/x",
+            "https://huggingface.co.evil.example/x",
+        ] {
+            assert!(!sends_token(&origin, &u(other)?), "{other}");
+        }
         Ok(())
     }
 

@@ -64,6 +64,11 @@ pub enum ModelError {
     #[error("download failed: {0}")]
     Transport(String),
 
+    /// Returned when the hub redirects a download from https to plain http (or to a scheme
+    /// other than http(s)); the redirect is not followed.
+    #[error("refused a redirect from https to plain http (or to another scheme)")]
+    InsecureRedirect,
+
     /// Returned when the hub answers a status other than success for a model file.
     #[error("hub answered {status} for {file}")]
     HubStatus {

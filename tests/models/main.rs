@@ -419,6 +419,37 @@ async fn the_token_is_sent_and_a_refusal_is_reported() -> TestResult {
 }
 
 #[tokio::test]
+async fn the_token_never_follows_a_redirect_to_another_host() -> TestResult {
+    // Two loopback servers on different ports: the "hub" asks for the token and redirects,
+    // the other one must never see it. reqwest's own policy would strip it on this host
+    // change too; the downloader follows redirects itself, and this is the proof that it
+    // does not resend the header (see the download module's docs for the downgrade rule).
+    for how in ["--cdn", "--redirect-to"] {
+        let other = Hub::start(&[]);
+        let hub = Hub::start(&["--token", "hf_test_token", how, &other.base]);
+        let (_tmp, store) = new_store();
+        Downloader::new(&hub.base, Some("hf_test_token".into()), catalog())?
+            .pull(&store, TINY, |_| {}, CancellationToken::new())
+            .await?;
+        assert!(store.verify(TINY)?.ok(), "{how}");
+
+        let seen = other.requests();
+        assert!(
+            seen.iter()
+                .any(|r| r["method"] == "GET" && r["status"] == 200),
+            "{how}: the other host served nothing: {seen:?}"
+        );
+        assert!(
+            seen.iter().all(|r| r["auth"] == false),
+            "{how}: the token reached another host: {seen:?}"
+        );
+        let hub_seen = hub.requests();
+        assert!(!hub_seen.is_empty() && hub_seen.iter().all(|r| r["auth"] == true));
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn an_alias_resolves_to_its_catalog_id_and_unknown_names_are_refused() -> TestResult {
     let hub = Hub::start(&[]);
     let (_tmp, store) = new_store();
