@@ -29,6 +29,17 @@
 //! * a redirect from https to http is refused ([`ModelError::InsecureRedirect`]), as is any
 //!   scheme other than http(s); at most [`MAX_REDIRECTS`] hops are followed.
 //!
+//! # What is checked, and against what
+//! For a pinned catalog entry (see [`super::catalog`], "Pins") every request asks for the
+//! pinned commit, a HEAD answer naming another commit, size or sha256 is refused before the
+//! file is fetched ([`ModelError::PinMismatch`]), and the bytes must hash to the pin. For an
+//! unpinned entry the hub's own answer is all there is: its sha256 (or git blob sha1) and
+//! size are checked, the announced total may not exceed the entry's
+//! [`CatalogEntry::max_download_bytes`] ([`ModelError::TooLarge`]), the manifest records the
+//! model as unpinned, and a warning is logged; `models.require_pinned` refuses such pulls
+//! before any traffic ([`ModelError::Unpinned`]). Either way a body is cut off the moment it
+//! runs past the expected size: nothing beyond it is written ([`ModelError::SizeMismatch`]).
+//!
 //! # What happens on disk
 //! Every file goes to `<store>/.partial/<folder>/<file>.partial` (with a `.etag` note of the
 //! checksum it belongs to, so a partial from an older revision is discarded, not resumed).
@@ -59,7 +70,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 pub use tokio_util::sync::CancellationToken;
 
-use super::catalog::{is_plain_file_name, Catalog, CatalogEntry};
+use super::catalog::{is_plain_file_name, Catalog, CatalogEntry, FilePin};
 use super::error::{io, ModelError, Result};
 use super::manifest::ManifestFile;
 use super::store::{Installed, ModelSource, Store};
@@ -126,6 +137,8 @@ struct FileMeta {
     size: u64,
     checksum: Checksum,
     commit: Option<String>,
+    /// The catalog's sha256 for the file, when the entry is pinned.
+    pinned_sha256: Option<String>,
 }
 
 /// Fetches catalog models into a [`Store`].
@@ -140,6 +153,7 @@ pub struct Downloader {
     catalog: Catalog,
     max_attempts: u32,
     retry_backoff: Duration,
+    require_pinned: bool,
 }
 
 impl std::fmt::Debug for Downloader {
@@ -183,6 +197,7 @@ impl Downloader {
             catalog,
             max_attempts: 5,
             retry_backoff: Duration::from_millis(500),
+            require_pinned: false,
         })
     }
 
@@ -210,6 +225,13 @@ impl Downloader {
         self
     }
 
+    /// Refuse entries without pins (`models.require_pinned`; default false: they are
+    /// fetched, checked against the hub's own checksums, and recorded as unpinned).
+    pub fn with_require_pinned(mut self, require: bool) -> Downloader {
+        self.require_pinned = require;
+        self
+    }
+
     /// The catalog this downloader accepts names from.
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
@@ -227,7 +249,8 @@ impl Downloader {
     /// # Errors
     /// [`ModelError::NotInCatalog`], [`ModelError::BundledReadOnly`], [`ModelError::Busy`],
     /// [`ModelError::Cancelled`] (partials kept), [`ModelError::ChecksumMismatch`] (partial
-    /// deleted), [`ModelError::HubStatus`], [`ModelError::Transport`] after the attempts,
+    /// deleted), [`ModelError::Unpinned`], [`ModelError::PinMismatch`],
+    /// [`ModelError::TooLarge`], [`ModelError::InsecureRedirect`], [`ModelError::HubStatus`], [`ModelError::Transport`] after the attempts,
     /// [`ModelError::InvalidModel`], [`ModelError::Io`].
     pub async fn pull(
         &self,
@@ -243,6 +266,9 @@ impl Downloader {
             .clone();
         if entry.bundled {
             return Err(ModelError::BundledReadOnly);
+        }
+        if !entry.is_pinned() && self.require_pinned {
+            return Err(ModelError::Unpinned);
         }
         let report = |file: &str, bytes: u64, total: u64, done: bool| {
             progress(Progress {
@@ -294,20 +320,39 @@ impl Downloader {
             .await
             .map_err(io("creating the partial download folder"))?;
 
-        // Learn sizes and checksums first, so progress has a total from the start. The
-        // first answer's commit pins the rest: files of one model never mix revisions.
+        // Learn sizes and checksums first, so progress has a total from the start. A pinned
+        // entry's answers must agree with its pins; for an unpinned one the first answer's
+        // commit pins the rest: files of one model never mix revisions.
+        let pinned = entry.is_pinned();
+        if !pinned {
+            tracing::warn!(
+                model = %entry.id,
+                "catalog entry is unpinned; checked against the hub's own checksums only"
+            );
+        }
         let mut revision = entry.revision.clone();
         let mut metas = Vec::with_capacity(entry.files.len());
         for file in &entry.files {
-            let meta = self
+            let mut meta = self
                 .with_retries(cancel, file, || self.head(&entry.id, &revision, file))
                 .await?;
-            if let Some(commit) = meta.commit.as_ref().filter(|c| is_plain_file_name(c)) {
-                revision = commit.clone();
+            match entry.pin(file) {
+                Some(pin) => {
+                    check_pin(&meta, pin, &entry.revision)?;
+                    meta.pinned_sha256 = Some(pin.sha256.clone());
+                }
+                None => {
+                    if let Some(commit) = meta.commit.as_ref().filter(|c| is_plain_file_name(c)) {
+                        revision = commit.clone();
+                    }
+                }
             }
             metas.push(meta);
         }
-        let total: u64 = metas.iter().map(|m| m.size).sum();
+        let total = metas.iter().fold(0u64, |sum, m| sum.saturating_add(m.size));
+        if total > entry.max_download_bytes() {
+            return Err(ModelError::TooLarge);
+        }
         let mut done_before = 0u64;
         let mut files = Vec::with_capacity(metas.len());
         for meta in &metas {
@@ -334,6 +379,7 @@ impl Downloader {
                     files,
                     ModelSource::Downloaded,
                     commit,
+                    pinned,
                     Some(license),
                 );
                 if matches!(
@@ -455,6 +501,7 @@ impl Downloader {
                         size,
                         checksum,
                         commit,
+                        pinned_sha256: None,
                     });
                 }
                 let next = header(h, LOCATION.as_str()).ok_or(ModelError::HubStatus {
@@ -486,6 +533,7 @@ impl Downloader {
                 size,
                 checksum,
                 commit,
+                pinned_sha256: None,
             });
         }
         Err(ModelError::Transport("too many redirects".into()))
@@ -509,7 +557,7 @@ impl Downloader {
         // A file verified by an earlier, interrupted pull is kept if it still matches.
         if done.is_file() {
             let (sha256, sha1, size) = hash_file(done.clone()).await?;
-            if matches_checksum(&meta.checksum, &sha256, &sha1) && size == meta.size {
+            if meta.verifies(&sha256, &sha1, size) {
                 on_bytes(size);
                 return Ok(sha256);
             }
@@ -533,7 +581,7 @@ impl Downloader {
         .await?;
 
         let (sha256, sha1, size) = hash_file(part.clone()).await?;
-        if size != meta.size || !matches_checksum(&meta.checksum, &sha256, &sha1) {
+        if !meta.verifies(&sha256, &sha1, size) {
             remove(&part).await?;
             remove(&tag).await?;
             return Err(if size != meta.size {
@@ -717,6 +765,35 @@ fn transport(e: reqwest::Error) -> ModelError {
         "request failed"
     };
     ModelError::Transport(why.to_owned())
+}
+
+impl FileMeta {
+    /// True when content of this sha256, git blob sha1 and size is the file the hub
+    /// announced and, for a pinned entry, the file the catalog pins.
+    fn verifies(&self, sha256: &str, git_sha1: &str, size: u64) -> bool {
+        size == self.size
+            && matches_checksum(&self.checksum, sha256, git_sha1)
+            && self.pinned_sha256.as_deref().is_none_or(|p| p == sha256)
+    }
+}
+
+/// Refuses a hub answer for a pinned file that names another commit, size or sha256 (a
+/// git blob sha1 cannot be compared with a sha256: the bytes are checked after the fetch).
+fn check_pin(meta: &FileMeta, pin: &FilePin, commit: &str) -> Result<()> {
+    let mismatch = |field| ModelError::PinMismatch {
+        file: meta.name.clone(),
+        field,
+    };
+    if meta.commit.as_deref().is_some_and(|c| c != commit) {
+        return Err(mismatch("commit"));
+    }
+    if meta.size != pin.size {
+        return Err(mismatch("size"));
+    }
+    if matches!(&meta.checksum, Checksum::Sha256(h) if *h != pin.sha256) {
+        return Err(mismatch("sha256"));
+    }
+    Ok(())
 }
 
 fn matches_checksum(want: &Checksum, sha256: &str, git_sha1: &str) -> bool {

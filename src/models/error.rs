@@ -69,6 +69,26 @@ pub enum ModelError {
     #[error("refused a redirect from https to plain http (or to another scheme)")]
     InsecureRedirect,
 
+    /// Returned when a catalog entry pins no commit and digests and `models.require_pinned`
+    /// is on; nothing was fetched.
+    #[error("the catalog entry is not pinned (no commit and sha256 per file) and models.require_pinned is on")]
+    Unpinned,
+
+    /// Returned when the hub's answer for a file of a pinned entry names another commit, or
+    /// another sha256 or size than the catalog pins; nothing of the file was kept.
+    #[error("hub answer for {file} disagrees with the catalog pin ({field})")]
+    PinMismatch {
+        /// The model file at fault.
+        file: String,
+        /// What disagrees: `commit`, `sha256` or `size`.
+        field: &'static str,
+    },
+
+    /// Returned when the hub announces more bytes for a model than its catalog entry allows
+    /// ([`crate::models::CatalogEntry::max_download_bytes`]); nothing was fetched.
+    #[error("the hub announced more bytes than the catalog allows for this model")]
+    TooLarge,
+
     /// Returned when the hub answers a status other than success for a model file.
     #[error("hub answered {status} for {file}")]
     HubStatus {

@@ -347,6 +347,7 @@ impl Store {
                 files,
                 ModelSource::Imported,
                 None,
+                false,
                 license,
             )
         })();
@@ -498,6 +499,7 @@ impl Store {
         files: Vec<ManifestFile>,
         source: ModelSource,
         revision: Option<String>,
+        pinned: bool,
         license: Option<String>,
     ) -> Result<Installed> {
         let info = validate_dir(staged)?;
@@ -508,6 +510,7 @@ impl Store {
             family: info.family,
             source,
             revision,
+            pinned,
             license,
             labels: info.labels,
             files,

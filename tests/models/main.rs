@@ -46,6 +46,36 @@ fn catalog() -> Catalog {
     .expect("test catalog")
 }
 
+/// The test catalog with the fixture entry pinned to the fixture's commit and the sha256 and
+/// size of each of its files.
+fn pinned_catalog() -> Catalog {
+    let text = std::fs::read_to_string(repo_root().join("tests/fixtures/hub/catalog-extra.toml"))
+        .expect("test catalog");
+    let mut text = text.replace("revision = \"main\"", &format!("revision = \"{COMMIT}\""));
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        let (sha256, size) =
+            phiguard::models::manifest::sha256_file(&fixture_dir().join(f)).expect("hash");
+        text.push_str(&format!(
+            "\n[[model.pins]]\nfile = \"{f}\"\nsha256 = \"{sha256}\"\nsize = {size}\n"
+        ));
+    }
+    Catalog::builtin()
+        .and_then(|c| c.extended(&text))
+        .expect("pinned test catalog")
+}
+
+/// Nothing of the model is in the store: not installed, no partial of its files.
+fn nothing_installed(store: &Store) {
+    assert!(store.get(TINY).is_none());
+    assert!(store.installed().expect("list").is_empty());
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        assert!(
+            !partial_file(store, f).exists(),
+            "a partial of {f} was kept"
+        );
+    }
+}
+
 /// The fixture hub server, killed on drop.
 struct Hub {
     child: Child,
@@ -446,6 +476,154 @@ async fn the_token_never_follows_a_redirect_to_another_host() -> TestResult {
         let hub_seen = hub.requests();
         assert!(!hub_seen.is_empty() && hub_seen.iter().all(|r| r["auth"] == true));
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_pinned_pull_asks_for_the_commit_and_is_recorded_pinned() -> TestResult {
+    let hub = Hub::start(&[]);
+    let (_tmp, store) = new_store();
+    Downloader::new(&hub.base, None, pinned_catalog())?
+        .with_require_pinned(true)
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await?;
+    let manifest = store.manifest(TINY)?;
+    assert!(manifest.pinned);
+    assert_eq!(manifest.revision.as_deref(), Some(COMMIT));
+    let resolves: Vec<_> = hub
+        .requests()
+        .into_iter()
+        .filter(|r| r["path"].as_str().is_some_and(|p| p.contains("/resolve/")))
+        .collect();
+    assert!(!resolves.is_empty());
+    assert!(
+        resolves.iter().all(|r| r["path"]
+            .as_str()
+            .is_some_and(|p| p.contains(&format!("/resolve/{COMMIT}/")))),
+        "a file was asked for at a branch: {resolves:?}"
+    );
+
+    // Unpinned entries are pulled by default, recorded as such, and refused on request
+    // before any traffic.
+    let (_tmp, store) = new_store();
+    hub.downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await?;
+    assert!(!store.manifest(TINY)?.pinned);
+    let (_tmp, store) = new_store();
+    let before = hub.requests().len();
+    let err = hub
+        .downloader()
+        .with_require_pinned(true)
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await
+        .expect_err("unpinned entries are refused when pins are required");
+    assert!(matches!(err, ModelError::Unpinned), "{err}");
+    assert_eq!(hub.requests().len(), before);
+    nothing_installed(&store);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_pinned_file_served_with_other_bytes_is_refused_and_nothing_installed() -> TestResult {
+    // The server is consistent but wrong (it announces the checksum of the bytes it serves):
+    // only the pin can tell. The weights' sha256 is announced, so they are refused before a
+    // byte is fetched; a small file's git sha1 cannot be compared with a sha256, so its bytes
+    // are fetched and refused against the pin.
+    for file in ["model.safetensors", "tokenizer.json"] {
+        let hub = Hub::start(&["--corrupt", file]);
+        let (_tmp, store) = new_store();
+        let err = Downloader::new(&hub.base, None, pinned_catalog())?
+            .pull(&store, TINY, |_| {}, CancellationToken::new())
+            .await
+            .expect_err("bytes other than the pinned ones are refused");
+        match file {
+            "model.safetensors" => {
+                assert!(
+                    matches!(&err, ModelError::PinMismatch { file: f, field: "sha256" } if f == file),
+                    "{err}"
+                );
+                assert!(hub.blob_gets().is_empty(), "the weights were fetched");
+            }
+            _ => assert!(
+                matches!(&err, ModelError::ChecksumMismatch { file: f } if f == file),
+                "{err}"
+            ),
+        }
+        nothing_installed(&store);
+
+        // Without the pin the same server is believed: this is what pins are for. (The
+        // changed weights are still a well-formed model; the changed JSON would not be.)
+        if file == "model.safetensors" {
+            let m = hub
+                .downloader()
+                .pull(&store, TINY, |_| {}, CancellationToken::new())
+                .await?;
+            assert!(!store.manifest(TINY)?.pinned);
+            assert_ne!(std::fs::read(m.dir.join(file))?, fixture_bytes(file));
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_cut_off_and_refused() -> TestResult {
+    // The hub announces the true size; the body then runs 64 MB past it.
+    const PAD: u64 = 64 << 20;
+    let size = fixture_bytes("model.safetensors").len() as u64;
+    for pinned in [false, true] {
+        let hub = Hub::start(&["--pad", &format!("model.safetensors={PAD}")]);
+        let (_tmp, store) = new_store();
+        let catalog = if pinned { pinned_catalog() } else { catalog() };
+        let err = Downloader::new(&hub.base, None, catalog)?
+            .with_retry_backoff(Duration::ZERO)
+            .pull(&store, TINY, |_| {}, CancellationToken::new())
+            .await
+            .expect_err("a body longer than announced is refused");
+        assert!(
+            matches!(&err, ModelError::SizeMismatch { file } if file == "model.safetensors"),
+            "{err}"
+        );
+        nothing_installed(&store);
+        drop(store);
+        // The server saw the connection close long before it had sent the padding (it logs
+        // the request once its write fails, a moment after the client has gone).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut gets = hub.blob_gets();
+        while gets.is_empty() && Instant::now() < deadline {
+            // An async pause: the client's connection task must run to close the socket.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            gets = hub.blob_gets();
+        }
+        assert_eq!(gets.len(), 1, "{gets:?}");
+        let sent = gets[0]["sent"].as_u64().unwrap_or(u64::MAX);
+        assert!(sent < size + PAD / 2, "sent {sent} of {}", size + PAD);
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn announced_sizes_beyond_the_catalog_are_refused_before_any_bytes() -> TestResult {
+    let hub = Hub::start(&["--announce-size", "model.safetensors=100000000"]);
+    let (_tmp, store) = new_store();
+    // Unpinned: the catalog's 1 MB entry allows 1.5 MB + 16 MB, not 100 MB.
+    let err = hub
+        .downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await
+        .expect_err("too large");
+    assert!(matches!(err, ModelError::TooLarge), "{err}");
+    // Pinned: any size other than the pin.
+    let err = Downloader::new(&hub.base, None, pinned_catalog())?
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await
+        .expect_err("not the pinned size");
+    assert!(
+        matches!(&err, ModelError::PinMismatch { field: "size", .. }),
+        "{err}"
+    );
+    assert!(hub.blob_gets().is_empty());
+    nothing_installed(&store);
     Ok(())
 }
 
