@@ -121,6 +121,23 @@ pub enum ModelError {
         file: String,
     },
 
+    /// Returned when a model file about to be loaded does not match the sha256 (or size)
+    /// recorded for it at install time, or, for the bundled model, the checksums this build
+    /// ships; the model is not loaded.
+    #[error("model file {file} does not match its recorded sha256; refusing to load it")]
+    Tampered {
+        /// The model file at fault.
+        file: String,
+    },
+
+    /// Returned when a downloaded or imported model's manifest records no checksum for a
+    /// file the loader reads, so it cannot be verified before loading.
+    #[error("no checksum is recorded for {file}; refusing to load it")]
+    Unverified {
+        /// The model file without a checksum.
+        file: String,
+    },
+
     /// Returned when a download was cancelled; the partial files are kept for a resume.
     #[error("download cancelled")]
     Cancelled,

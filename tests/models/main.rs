@@ -696,6 +696,60 @@ fn import_then_verify_detects_a_changed_byte_then_remove() -> TestResult {
     Ok(())
 }
 
+#[test]
+fn a_tampered_weights_file_is_refused_at_load() -> TestResult {
+    use phiguard::engine::loader::{default_loader, installed_specs};
+    use phiguard::settings::{Home, Settings};
+
+    let tmp = tempfile::tempdir()?;
+    let home = Home::at(tmp.path());
+    let store = Store::with_bundled(home.models_dir(), None)?;
+    let m = store.import(&fixture_dir(), Some("local/tiny-bert"))?;
+    let loader = default_loader(&Settings::defaults());
+    let specs = installed_specs(&home);
+    let spec = |id: &str| {
+        specs
+            .iter()
+            .find(|s| s.id == id)
+            .cloned()
+            .ok_or_else(|| format!("{id} is not listed"))
+    };
+    let tiny = spec("local/tiny-bert")?;
+    loader
+        .load(&tiny)
+        .map_err(|e| format!("untampered load: {e}"))?;
+
+    let weights = m.dir.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights)?;
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&weights, &bytes)?;
+    let err = match loader.load(&tiny) {
+        Ok(_) => return Err("a tampered model was loaded".into()),
+        Err(e) => e,
+    };
+    assert!(
+        err.contains("model.safetensors") && err.contains("sha256"),
+        "{err}"
+    );
+    // The same refusal through the registry, which the guard sees as a load failure.
+    let registry = phiguard::engine::Registry::new(
+        std::sync::Arc::new(phiguard::detect::Layered::service_rules()),
+        loader.clone(),
+        std::sync::Arc::new(phiguard::engine::Faults::default()),
+        vec![tiny],
+    );
+    assert!(registry.lease("local/tiny-bert", None).is_err());
+
+    // The bundled model (the checkout's, unpacked or shipped) is checked against the sums
+    // built into phiguard; this measures what that costs per load.
+    let bundled = spec("rampart")?;
+    let started = Instant::now();
+    phiguard::models::verify_before_load("rampart", bundled.dir.as_deref().ok_or("no dir")?)?;
+    eprintln!("verifying the bundled model took {:?}", started.elapsed());
+    Ok(())
+}
+
 fn copy_fixture(to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for f in ["config.json", "tokenizer.json", "model.safetensors"] {
