@@ -168,7 +168,8 @@ impl std::fmt::Debug for Downloader {
 
 impl Downloader {
     /// A downloader for `endpoint` (`https://huggingface.co` or a mirror). The token is sent
-    /// as `Authorization: Bearer` only over https or to a loopback host.
+    /// as `Authorization: Bearer` only over https or to a loopback host, and only to the
+    /// endpoint's own origin (see "Why redirects are followed by hand").
     ///
     /// # Errors
     /// [`ModelError::Endpoint`] if `endpoint` is not an http(s) URL.
@@ -938,17 +939,17 @@ mod tests {
     #[test]
     fn the_token_goes_only_to_the_endpoint_origin() -> Result<()> {
         let u = |s: &str| Url::parse(s).map_err(|_| ModelError::InvalidId);
-        let origin = u("https://huggingface.co")?;
+        let origin = u("https://hub.example")?;
         assert!(sends_token(
             &origin,
-            &u("https://huggingface.co/a/b/resolve/main/x")?
+            &u("https://hub.example/a/b/resolve/main/x")?
         ));
-        assert!(sends_token(&origin, &u("https://huggingface.co:443/x")?));
+        assert!(sends_token(&origin, &u("https://hub.example:443/x")?));
         for other in [
-            "https://cdn-lfs.huggingface.co/x",
-            "http://huggingface.co/x",
-            "https://huggingface.co:8443/x",
-            "https://huggingface.co.evil.example/x",
+            "https://cdn.hub.example/x",
+            "http://hub.example/x",
+            "https://hub.example:8443/x",
+            "https://hub.example.evil.example/x",
         ] {
             assert!(!sends_token(&origin, &u(other)?), "{other}");
         }
