@@ -19,6 +19,15 @@ Fault options for the tests:
 * `--throttle BPS`: send bodies at about BPS bytes per second, in small chunks.
 * `--token TOKEN`: require `Authorization: Bearer TOKEN` on resolve routes (else 401).
 * `--log FILE`: append one JSON line per request: method, path, range, status, bytes sent.
+* `--cdn BASE`: large files redirect to `BASE/_cdn/{sha256}` (another server: the hub's CDN
+  is another host) instead of this server's `/_cdn/`.
+* `--corrupt FILE`: serve FILE with its last byte flipped, consistently: the checksum and
+  size announced are those of the changed bytes (a compromised mirror, not a bad transfer).
+* `--pad FILE=N`: GET bodies of FILE carry N zero bytes after its content (the announced
+  size and checksum stay those of the file), sent in chunks until the client hangs up.
+* `--announce-size FILE=N`: a large file announces `X-Linked-Size: N`.
+* `--redirect-to BASE`: every resolve request answers `307` to the same path under `BASE`,
+  with none of the hub's headers (a mirror that moved).
 
 It prints `listening on http://127.0.0.1:PORT` once ready (`--port 0` picks a free port) and
 exits when its standard input closes, so a test that dies does not leave it behind.
@@ -52,6 +61,11 @@ class Options:
         self.token = args.token
         self.sha256_etags = args.sha256_etags
         self.log_path = args.log
+        self.cdn = (args.cdn or "").rstrip("/")
+        self.corrupt = set(args.corrupt or [])
+        self.pad = dict(kv_int(v) for v in (args.pad or []))
+        self.announce_size = dict(kv_int(v) for v in (args.announce_size or []))
+        self.redirect_to = (args.redirect_to or "").rstrip("/")
         self.lock = threading.Lock()
 
     def take_cut(self, body_len: int) -> bool:
@@ -67,6 +81,18 @@ class Options:
             return
         with self.lock, open(self.log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry, sort_keys=True) + "\n")
+
+
+def kv_int(value: str):
+    name, _, n = value.partition("=")
+    return name, int(n)
+
+
+def served_bytes(opts, name: str, data: bytes) -> bytes:
+    """The bytes served for a file: its content, or with `--corrupt` its last byte flipped."""
+    if name in opts.corrupt and data:
+        return data[:-1] + bytes([data[-1] ^ 0x01])
+    return data
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -141,6 +167,8 @@ class Handler(BaseHTTPRequestHandler):
         o = self.opts
         if o.token and self.headers.get("Authorization") != f"Bearer {o.token}":
             return self.simple(401, head, {"X-Error-Code": "GatedRepo"})
+        if o.redirect_to:
+            return self.simple(307, head, {"Location": o.redirect_to + urlsplit(self.path).path})
         if not (o.root / org / repo).is_dir():
             return self.simple(404, head, {"X-Error-Code": "RepoNotFound"})
         if revision not in ("main", o.commit):
@@ -149,17 +177,17 @@ class Handler(BaseHTTPRequestHandler):
         if f is None:
             return self.simple(404, head, {"X-Error-Code": "EntryNotFound",
                                            "X-Repo-Commit": o.commit})
-        data = f.read_bytes()
+        data = served_bytes(o, name, f.read_bytes())
         sha256 = hashlib.sha256(data).hexdigest()
         advertised = sha256
         if name in o.wrong:
             advertised = hashlib.sha256(data + b"wrong").hexdigest()
         if name.endswith(LFS_SUFFIXES):
             return self.simple(302, head, {
-                "Location": f"/_cdn/{sha256}?name={name}",
+                "Location": f"{o.cdn}/_cdn/{sha256}?name={name}",
                 "X-Repo-Commit": o.commit,
                 "X-Linked-Etag": f'"{advertised}"',
-                "X-Linked-Size": str(len(data)),
+                "X-Linked-Size": str(o.announce_size.get(name, len(data))),
                 "ETag": f'"{advertised}"',
             })
         if o.sha256_etags:
@@ -168,17 +196,19 @@ class Handler(BaseHTTPRequestHandler):
             etag = f'W/"{git_blob_sha1(data + b"wrong")}"'
         else:
             etag = f'W/"{git_blob_sha1(data)}"'
-        self.send_body(data, head, {"ETag": etag, "X-Repo-Commit": o.commit})
+        self.send_body(data, head, {"ETag": etag, "X-Repo-Commit": o.commit},
+                       o.pad.get(name, 0))
 
     def serve_blob(self, sha256: str, head: bool) -> None:
         for f in self.opts.root.rglob("*"):
             if f.is_file() and f.suffix and f.name.endswith(LFS_SUFFIXES):
-                data = f.read_bytes()
+                data = served_bytes(self.opts, f.name, f.read_bytes())
                 if hashlib.sha256(data).hexdigest() == sha256:
-                    return self.send_body(data, head, {"ETag": f'"{sha256}"'})
+                    return self.send_body(data, head, {"ETag": f'"{sha256}"'},
+                                          self.opts.pad.get(f.name, 0))
         self.simple(404, head, {})
 
-    def send_body(self, data: bytes, head: bool, headers: dict) -> None:
+    def send_body(self, data: bytes, head: bool, headers: dict, pad: int = 0) -> None:
         total = len(data)
         status, start, end = 200, 0, total - 1
         rng = self.headers.get("Range")
@@ -195,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(len(body) + (0 if head else pad)))
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end}/{total}")
         self.end_headers()
@@ -204,11 +234,27 @@ class Handler(BaseHTTPRequestHandler):
         cut = self.opts.take_cut(len(body))
         limit = self.opts.cut_after if cut else len(body)
         sent = self.write_paced(body[:limit])
+        if pad and not cut:
+            sent += self.write_padding(pad)
         self.record(status, sent)
         if cut:
             self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(2)
+
+    def write_padding(self, n: int) -> int:
+        """Writes n zero bytes in chunks; stops (and counts what went) when the client leaves."""
+        chunk = b"\0" * 65536
+        sent = 0
+        try:
+            while sent < n:
+                piece = chunk[:min(len(chunk), n - sent)]
+                self.wfile.write(piece)
+                sent += len(piece)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        return sent
 
     def write_paced(self, body: bytes) -> int:
         bps = self.opts.throttle
@@ -242,6 +288,11 @@ def main() -> None:
     p.add_argument("--token", default=None)
     p.add_argument("--sha256-etags", action="store_true")
     p.add_argument("--log", default=None)
+    p.add_argument("--cdn", default=None, metavar="BASE")
+    p.add_argument("--redirect-to", default=None, metavar="BASE")
+    p.add_argument("--corrupt", action="append", metavar="FILE")
+    p.add_argument("--pad", action="append", metavar="FILE=N")
+    p.add_argument("--announce-size", action="append", metavar="FILE=N")
     args = p.parse_args()
 
     Handler.opts = Options(args)

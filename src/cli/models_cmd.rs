@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::{runtime, Failure};
 use crate::models::{cli, Catalog, Downloader, Store};
-use crate::settings::Home;
+use crate::settings::{Home, Settings};
 
 fn store() -> Result<Store, Failure> {
     Store::open(Home::from_env().models_dir()).map_err(|e| Failure::runtime(e.to_string()))
@@ -25,7 +25,10 @@ pub(super) fn list() -> Result<(), Failure> {
 
 pub(super) fn pull(id: &str) -> Result<(), Failure> {
     let store = store()?;
-    let d = Downloader::from_env(catalog()?).map_err(err)?;
+    let require_pinned = Settings::load(&Home::from_env())?.bool("models.require_pinned");
+    let d = Downloader::from_env(catalog()?)
+        .map_err(err)?
+        .with_require_pinned(require_pinned);
     let rt = runtime()?;
     let installed = rt.block_on(cli::pull(&d, &store, id, true)).map_err(err)?;
     println!("installed {}", installed.id);

@@ -1,6 +1,11 @@
 //! How installed models become recognizers: the candle loader, the list of installed model
 //! specs (the bundled model and the model store), and a test hook that registers scripted
 //! recognizers under model ids.
+//!
+//! The loader checks a model's files against their recorded sha256 before candle reads them
+//! ([`crate::models::verify_before_load`]): a changed weights file is a load failure, which
+//! the registry reports and the guard counts like any other, never a model that quietly
+//! answers differently.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +24,7 @@ struct CandleLoader {
 impl Loader for CandleLoader {
     fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, String> {
         let dir = spec.dir.as_ref().ok_or("model has no folder")?;
+        crate::models::verify_before_load(&spec.id, dir).map_err(|e| e.to_string())?;
         let device = crate::inference::parse_device(&self.device)
             .and_then(|d| d.open())
             .map_err(|e| e.to_string())?;

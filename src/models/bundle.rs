@@ -73,6 +73,11 @@ macro_rules! embedded_model {
     };
 }
 
+/// The `SHA256SUMS` of the bundled model this build ships, compiled in: the reference its
+/// files are checked against before every load (a copy of the sums beside the files could be
+/// edited along with them).
+pub(crate) const SHIPPED_SHA256SUMS: &str = include_str!("../../models/rampart/SHA256SUMS");
+
 static EMBEDDED: OnceLock<&'static Embedded> = OnceLock::new();
 static HOST_DIR: OnceLock<PathBuf> = OnceLock::new();
 

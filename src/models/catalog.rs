@@ -7,6 +7,16 @@
 //! from turning into a network fetch. Tests and private deployments extend it with a second
 //! TOML file of the same shape named by `PHIGUARD_CATALOG_EXTRA`; extra entries may not
 //! redefine an id or alias of the built-in catalog.
+//!
+//! # Pins
+//! An entry may pin what it fetches: `revision` a 40-hex commit and `pins`, the sha256 and
+//! size of every file. A pinned download trusts nothing the server says about the content:
+//! it asks for that commit, refuses an answer whose commit, sha256 or size disagrees, never
+//! writes more than the pinned size, and checks the bytes against the pin. Without pins the
+//! expected sha256 and size come from the same server that serves the file, so a compromised
+//! mirror (or `HF_ENDPOINT` pointed at one) can serve anything consistently; such pulls are
+//! capped at [`CatalogEntry::max_download_bytes`], recorded as unpinned in the manifest, and
+//! refused altogether when `models.require_pinned` is on.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -31,6 +41,22 @@ pub enum Task {
     Ner,
 }
 
+/// The expected content of one file of a pinned entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilePin {
+    /// A name of the entry's `files`.
+    pub file: String,
+    /// Lowercase hex sha256 of the file at the pinned commit.
+    pub sha256: String,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// Slack above `approx_size_mb` for an unpinned download: half as much again plus 16 MB
+/// (the catalog's sizes are estimates from parameter counts).
+const UNPINNED_SLACK_MB: u64 = 16;
+
 /// One model of the catalog.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,10 +77,13 @@ pub struct CatalogEntry {
     pub approx_size_mb: u64,
     /// SPDX licence id.
     pub license: String,
-    /// Hub branch or commit to fetch.
+    /// Hub branch or commit to fetch; a 40-hex commit when the entry has `pins`.
     pub revision: String,
     /// Files to fetch, in order; plain names.
     pub files: Vec<String>,
+    /// sha256 and size of every file at `revision` (none: unpinned, see the module docs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<FilePin>,
     /// Canonical (UPPER_SNAKE) labels the model emits.
     pub labels: Vec<String>,
     /// True for the model that ships inside phiguard and is never downloaded.
@@ -72,6 +101,28 @@ impl CatalogEntry {
     /// Approximate size in bytes.
     pub fn approx_size_bytes(&self) -> u64 {
         self.approx_size_mb.saturating_mul(1_000_000)
+    }
+
+    /// True when the entry pins a commit and the sha256 and size of every file.
+    pub fn is_pinned(&self) -> bool {
+        !self.pins.is_empty()
+    }
+
+    /// The pin of one file, if the entry is pinned.
+    pub fn pin(&self, file: &str) -> Option<&FilePin> {
+        self.pins.iter().find(|p| p.file == file)
+    }
+
+    /// The most bytes a download of this entry may bring: the sum of the pinned sizes, or
+    /// for an unpinned entry its approximate size plus half again plus 16 MB.
+    pub fn max_download_bytes(&self) -> u64 {
+        if self.is_pinned() {
+            return self.pins.iter().map(|p| p.size).sum();
+        }
+        let approx = self.approx_size_bytes();
+        approx
+            .saturating_add(approx / 2)
+            .saturating_add(UNPINNED_SLACK_MB * 1_000_000)
     }
 
     /// True when `name` is this entry's id or one of its aliases (exact match).
@@ -202,6 +253,29 @@ impl Catalog {
             if !is_plain_file_name(&e.revision) {
                 return Err(bad(i, "invalid revision"));
             }
+            if e.is_pinned() {
+                if e.bundled {
+                    return Err(bad(
+                        i,
+                        "the bundled model is checked by its SHA256SUMS, not pins",
+                    ));
+                }
+                if !is_commit(&e.revision) {
+                    return Err(bad(i, "pins need a 40-hex commit revision"));
+                }
+                for p in &e.pins {
+                    if !e.files.contains(&p.file) {
+                        return Err(bad(i, "a pin names a file the entry does not fetch"));
+                    }
+                    if !super::manifest::is_sha256_hex(&p.sha256) {
+                        return Err(bad(i, "a pin's sha256 must be 64 lowercase hex digits"));
+                    }
+                }
+                let pinned: HashSet<&str> = e.pins.iter().map(|p| p.file.as_str()).collect();
+                if pinned.len() != e.pins.len() || pinned.len() != e.files.len() {
+                    return Err(bad(i, "pins must name every file exactly once"));
+                }
+            }
             if e.family.is_empty() || e.license.is_empty() {
                 return Err(bad(i, "family and license are required"));
             }
@@ -219,6 +293,14 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+/// True for a full git commit id: 40 lowercase hex digits.
+pub fn is_commit(revision: &str) -> bool {
+    revision.len() == 40
+        && revision
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// True for ids the store accepts: one or two `/`-separated parts, each
@@ -333,6 +415,87 @@ labels = ["FIRST_NAME", "DATE"]
         let c = Catalog::load(Some(&path))?;
         assert!(c.get("phiguard-test/tiny-bert").is_some());
         assert!(Catalog::load(Some(&dir.path().join("absent.toml"))).is_err());
+        Ok(())
+    }
+
+    fn pinned_tiny() -> String {
+        let c = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c";
+        let h = "a".repeat(64);
+        let mut t = TINY.replace("revision = \"main\"", &format!("revision = \"{c}\""));
+        for (f, n) in [
+            ("config.json", 10),
+            ("tokenizer.json", 20),
+            ("model.safetensors", 30),
+        ] {
+            t.push_str(&format!(
+                "[[model.pins]]\nfile = \"{f}\"\nsha256 = \"{h}\"\nsize = {n}\n"
+            ));
+        }
+        t
+    }
+
+    #[test]
+    fn pinned_entries_cap_at_their_pins_and_unpinned_at_the_approximate_size() -> Result<()> {
+        let c = Catalog::builtin()?.extended(&pinned_tiny())?;
+        let e = c
+            .get("phiguard-test/tiny-bert")
+            .ok_or(ModelError::NotInCatalog)?;
+        assert!(e.is_pinned());
+        assert_eq!(e.pin("tokenizer.json").map(|p| p.size), Some(20));
+        assert_eq!(e.max_download_bytes(), 60);
+        let c = Catalog::builtin()?.extended(TINY)?;
+        let e = c
+            .get("phiguard-test/tiny-bert")
+            .ok_or(ModelError::NotInCatalog)?;
+        assert!(!e.is_pinned());
+        assert_eq!(e.max_download_bytes(), 1_500_000 + 16_000_000);
+        Ok(())
+    }
+
+    #[test]
+    fn pins_are_checked() -> Result<()> {
+        let ok = pinned_tiny();
+        let bad = |text: String, why: &str| {
+            assert!(
+                matches!(Catalog::from_toml(&text), Err(ModelError::Catalog(_))),
+                "accepted {why}"
+            );
+        };
+        bad(
+            ok.replace("0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c", "main"),
+            "pins on a branch",
+        );
+        bad(
+            ok.replace(&"a".repeat(64), &"A".repeat(64)),
+            "uppercase sha256",
+        );
+        bad(
+            ok.replacen("file = \"config.json\"", "file = \"tokenizer.json\"", 1),
+            "a file pinned twice and one not at all",
+        );
+        bad(
+            ok.replacen("file = \"config.json\"", "file = \"vocab.txt\"", 1),
+            "a pin of a file not fetched",
+        );
+        bad(
+            ok.replace("size = 10", "size = 10\nurl = \"x\""),
+            "unknown pin field",
+        );
+        Catalog::from_toml(&ok)?;
+        Ok(())
+    }
+
+    #[test]
+    fn builtin_entries_with_a_commit_also_pin_their_files() -> Result<()> {
+        // A commit without digests would look pinned to a reader and not be; see the comment
+        // at the top of models/catalog.toml for why the entries are unpinned today.
+        for e in Catalog::builtin()?.entries() {
+            assert!(
+                e.is_pinned() || !is_commit(&e.revision) || e.bundled,
+                "{}",
+                e.id
+            );
+        }
         Ok(())
     }
 

@@ -12,8 +12,33 @@
 //!   answers `X-Repo-Commit`, and for large-file-storage files a 302 to the CDN carrying
 //!   `X-Linked-Etag` (the file's sha256) and `X-Linked-Size`; small files answer 200 with
 //!   `ETag` = the git blob sha1 and `Content-Length`.
-//! * `GET` of the same URL (redirects followed; reqwest drops the `Authorization` header
-//!   when a redirect leaves the host) with `Range: bytes=N-` resumes a cut download.
+//! * `GET` of the same URL (redirects followed, see below) with `Range: bytes=N-` resumes a
+//!   cut download.
+//!
+//! # Why redirects are followed by hand
+//! The hub answers a weights file with a redirect to its CDN, another host. reqwest's own
+//! redirect policy (0.12) drops `Authorization` when the host or port changes, but not when
+//! only the scheme does, and it follows a redirect from https to plain http. Both matter
+//! here: the token is `HF_TOKEN`, and a downgrade lets anyone on the path swap the weights
+//! (the hub's sha256 still catches that, but the token would already have travelled in the
+//! clear on a same-host downgrade). So the client follows no redirects itself, and every hop
+//! goes through [`next_hop`] and [`sends_token`]:
+//!
+//! * the token goes only to the endpoint's own origin (scheme, host and port); any hop to
+//!   another origin is sent without it, and so is every later hop of that chain;
+//! * a redirect from https to http is refused ([`ModelError::InsecureRedirect`]), as is any
+//!   scheme other than http(s); at most [`MAX_REDIRECTS`] hops are followed.
+//!
+//! # What is checked, and against what
+//! For a pinned catalog entry (see [`super::catalog`], "Pins") every request asks for the
+//! pinned commit, a HEAD answer naming another commit, size or sha256 is refused before the
+//! file is fetched ([`ModelError::PinMismatch`]), and the bytes must hash to the pin. For an
+//! unpinned entry the hub's own answer is all there is: its sha256 (or git blob sha1) and
+//! size are checked, the announced total may not exceed the entry's
+//! [`CatalogEntry::max_download_bytes`] ([`ModelError::TooLarge`]), the manifest records the
+//! model as unpinned, and a warning is logged; `models.require_pinned` refuses such pulls
+//! before any traffic ([`ModelError::Unpinned`]). Either way a body is cut off the moment it
+//! runs past the expected size: nothing beyond it is written ([`ModelError::SizeMismatch`]).
 //!
 //! # What happens on disk
 //! Every file goes to `<store>/.partial/<folder>/<file>.partial` (with a `.etag` note of the
@@ -45,13 +70,16 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 pub use tokio_util::sync::CancellationToken;
 
-use super::catalog::{is_plain_file_name, Catalog, CatalogEntry};
+use super::catalog::{is_plain_file_name, Catalog, CatalogEntry, FilePin};
 use super::error::{io, ModelError, Result};
 use super::manifest::ManifestFile;
 use super::store::{Installed, ModelSource, Store};
 
 /// Default hub.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
+
+/// Redirects followed for one request before it fails.
+const MAX_REDIRECTS: usize = 10;
 
 /// One progress report of a pull.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -109,18 +137,23 @@ struct FileMeta {
     size: u64,
     checksum: Checksum,
     commit: Option<String>,
+    /// The catalog's sha256 for the file, when the entry is pinned.
+    pinned_sha256: Option<String>,
 }
 
 /// Fetches catalog models into a [`Store`].
 #[derive(Clone)]
 pub struct Downloader {
+    /// Follows no redirects: [`Downloader::send`] does, hop by hop.
     client: reqwest::Client,
-    head_client: reqwest::Client,
     endpoint: String,
+    /// The endpoint parsed, whose origin alone receives the token.
+    origin: Url,
     token: Option<String>,
     catalog: Catalog,
     max_attempts: u32,
     retry_backoff: Duration,
+    require_pinned: bool,
 }
 
 impl std::fmt::Debug for Downloader {
@@ -135,7 +168,8 @@ impl std::fmt::Debug for Downloader {
 
 impl Downloader {
     /// A downloader for `endpoint` (`https://huggingface.co` or a mirror). The token is sent
-    /// as `Authorization: Bearer` only over https or to a loopback host.
+    /// as `Authorization: Bearer` only over https or to a loopback host, and only to the
+    /// endpoint's own origin (see "Why redirects are followed by hand").
     ///
     /// # Errors
     /// [`ModelError::Endpoint`] if `endpoint` is not an http(s) URL.
@@ -149,23 +183,22 @@ impl Downloader {
             .filter(|t| !t.trim().is_empty())
             .filter(|_| url.scheme() == "https" || loopback);
         let agent = concat!("phiguard/", env!("CARGO_PKG_VERSION"));
-        let build = |redirects: reqwest::redirect::Policy| {
-            reqwest::Client::builder()
-                .user_agent(agent)
-                .redirect(redirects)
-                .connect_timeout(Duration::from_secs(30))
-                .read_timeout(Duration::from_secs(60))
-                .build()
-                .map_err(|_| ModelError::Endpoint("cannot build an http client".into()))
-        };
+        let client = reqwest::Client::builder()
+            .user_agent(agent)
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(30))
+            .read_timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|_| ModelError::Endpoint("cannot build an http client".into()))?;
         Ok(Downloader {
-            client: build(reqwest::redirect::Policy::limited(10))?,
-            head_client: build(reqwest::redirect::Policy::none())?,
+            client,
             endpoint: endpoint.trim_end_matches('/').to_owned(),
+            origin: url,
             token,
             catalog,
             max_attempts: 5,
             retry_backoff: Duration::from_millis(500),
+            require_pinned: false,
         })
     }
 
@@ -193,6 +226,13 @@ impl Downloader {
         self
     }
 
+    /// Refuse entries without pins (`models.require_pinned`; default false: they are
+    /// fetched, checked against the hub's own checksums, and recorded as unpinned).
+    pub fn with_require_pinned(mut self, require: bool) -> Downloader {
+        self.require_pinned = require;
+        self
+    }
+
     /// The catalog this downloader accepts names from.
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
@@ -210,7 +250,8 @@ impl Downloader {
     /// # Errors
     /// [`ModelError::NotInCatalog`], [`ModelError::BundledReadOnly`], [`ModelError::Busy`],
     /// [`ModelError::Cancelled`] (partials kept), [`ModelError::ChecksumMismatch`] (partial
-    /// deleted), [`ModelError::HubStatus`], [`ModelError::Transport`] after the attempts,
+    /// deleted), [`ModelError::Unpinned`], [`ModelError::PinMismatch`],
+    /// [`ModelError::TooLarge`], [`ModelError::InsecureRedirect`], [`ModelError::HubStatus`], [`ModelError::Transport`] after the attempts,
     /// [`ModelError::InvalidModel`], [`ModelError::Io`].
     pub async fn pull(
         &self,
@@ -226,6 +267,9 @@ impl Downloader {
             .clone();
         if entry.bundled {
             return Err(ModelError::BundledReadOnly);
+        }
+        if !entry.is_pinned() && self.require_pinned {
+            return Err(ModelError::Unpinned);
         }
         let report = |file: &str, bytes: u64, total: u64, done: bool| {
             progress(Progress {
@@ -277,20 +321,39 @@ impl Downloader {
             .await
             .map_err(io("creating the partial download folder"))?;
 
-        // Learn sizes and checksums first, so progress has a total from the start. The
-        // first answer's commit pins the rest: files of one model never mix revisions.
+        // Learn sizes and checksums first, so progress has a total from the start. A pinned
+        // entry's answers must agree with its pins; for an unpinned one the first answer's
+        // commit pins the rest: files of one model never mix revisions.
+        let pinned = entry.is_pinned();
+        if !pinned {
+            tracing::warn!(
+                model = %entry.id,
+                "catalog entry is unpinned; checked against the hub's own checksums only"
+            );
+        }
         let mut revision = entry.revision.clone();
         let mut metas = Vec::with_capacity(entry.files.len());
         for file in &entry.files {
-            let meta = self
+            let mut meta = self
                 .with_retries(cancel, file, || self.head(&entry.id, &revision, file))
                 .await?;
-            if let Some(commit) = meta.commit.as_ref().filter(|c| is_plain_file_name(c)) {
-                revision = commit.clone();
+            match entry.pin(file) {
+                Some(pin) => {
+                    check_pin(&meta, pin, &entry.revision)?;
+                    meta.pinned_sha256 = Some(pin.sha256.clone());
+                }
+                None => {
+                    if let Some(commit) = meta.commit.as_ref().filter(|c| is_plain_file_name(c)) {
+                        revision = commit.clone();
+                    }
+                }
             }
             metas.push(meta);
         }
-        let total: u64 = metas.iter().map(|m| m.size).sum();
+        let total = metas.iter().fold(0u64, |sum, m| sum.saturating_add(m.size));
+        if total > entry.max_download_bytes() {
+            return Err(ModelError::TooLarge);
+        }
         let mut done_before = 0u64;
         let mut files = Vec::with_capacity(metas.len());
         for meta in &metas {
@@ -317,6 +380,7 @@ impl Downloader {
                     files,
                     ModelSource::Downloaded,
                     commit,
+                    pinned,
                     Some(license),
                 );
                 if matches!(
@@ -374,11 +438,46 @@ impl Downloader {
         format!("{}/{repo}/resolve/{revision}/{file}", self.endpoint)
     }
 
-    fn authorized(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        match &self.token {
-            Some(t) => req.header(AUTHORIZATION, format!("Bearer {t}")),
-            None => req,
+    /// One request to `url`, without following redirects; the token is attached only when
+    /// `authorized` and `url` is on the endpoint's origin.
+    async fn send_once(
+        &self,
+        method: reqwest::Method,
+        url: &Url,
+        authorized: bool,
+        range_from: Option<u64>,
+    ) -> Result<reqwest::Response> {
+        let mut req = self.client.request(method, url.clone());
+        if let Some(t) = self.token.as_ref().filter(|_| authorized) {
+            if sends_token(&self.origin, url) {
+                req = req.header(AUTHORIZATION, format!("Bearer {t}"));
+            }
         }
+        if let Some(from) = range_from.filter(|n| *n > 0) {
+            req = req.header(RANGE, format!("bytes={from}-"));
+        }
+        req.send().await.map_err(transport)
+    }
+
+    /// A GET that follows redirects by [`next_hop`]; once a hop leaves the endpoint's
+    /// origin, no later hop carries the token.
+    async fn get(&self, url: &str, range_from: Option<u64>) -> Result<reqwest::Response> {
+        let mut url = Url::parse(url).map_err(|_| ModelError::Endpoint("not a URL".into()))?;
+        let mut authorized = true;
+        for _ in 0..=MAX_REDIRECTS {
+            let resp = self
+                .send_once(reqwest::Method::GET, &url, authorized, range_from)
+                .await?;
+            if !is_followed_redirect(resp.status()) {
+                return Ok(resp);
+            }
+            let Some(location) = header(resp.headers(), LOCATION.as_str()) else {
+                return Ok(resp);
+            };
+            url = next_hop(&url, &location)?;
+            authorized &= sends_token(&self.origin, &url);
+        }
+        Err(ModelError::Transport("too many redirects".into()))
     }
 
     /// HEAD of one file, following only redirects that do not carry the hub's headers.
@@ -386,12 +485,11 @@ impl Downloader {
         let mut url = Url::parse(&self.url(repo, revision, file))
             .map_err(|_| ModelError::Endpoint("not a URL".into()))?;
         let mut commit = None;
-        for _ in 0..5 {
+        let mut authorized = true;
+        for _ in 0..=MAX_REDIRECTS {
             let resp = self
-                .authorized(self.head_client.head(url.clone()))
-                .send()
-                .await
-                .map_err(transport)?;
+                .send_once(reqwest::Method::HEAD, &url, authorized, None)
+                .await?;
             let status = resp.status();
             let h = resp.headers();
             commit = commit.or_else(|| header(h, "x-repo-commit"));
@@ -404,15 +502,15 @@ impl Downloader {
                         size,
                         checksum,
                         commit,
+                        pinned_sha256: None,
                     });
                 }
                 let next = header(h, LOCATION.as_str()).ok_or(ModelError::HubStatus {
                     status: status.as_u16(),
                     file: file.to_owned(),
                 })?;
-                url = url
-                    .join(&next)
-                    .map_err(|_| ModelError::Transport("bad redirect".into()))?;
+                url = next_hop(&url, &next)?;
+                authorized &= sends_token(&self.origin, &url);
                 continue;
             }
             if !status.is_success() {
@@ -436,6 +534,7 @@ impl Downloader {
                 size,
                 checksum,
                 commit,
+                pinned_sha256: None,
             });
         }
         Err(ModelError::Transport("too many redirects".into()))
@@ -459,7 +558,7 @@ impl Downloader {
         // A file verified by an earlier, interrupted pull is kept if it still matches.
         if done.is_file() {
             let (sha256, sha1, size) = hash_file(done.clone()).await?;
-            if matches_checksum(&meta.checksum, &sha256, &sha1) && size == meta.size {
+            if meta.verifies(&sha256, &sha1, size) {
                 on_bytes(size);
                 return Ok(sha256);
             }
@@ -483,7 +582,7 @@ impl Downloader {
         .await?;
 
         let (sha256, sha1, size) = hash_file(part.clone()).await?;
-        if size != meta.size || !matches_checksum(&meta.checksum, &sha256, &sha1) {
+        if !meta.verifies(&sha256, &sha1, size) {
             remove(&part).await?;
             remove(&tag).await?;
             return Err(if size != meta.size {
@@ -524,11 +623,7 @@ impl Downloader {
         if have == meta.size {
             return Ok(());
         }
-        let mut req = self.authorized(self.client.get(url));
-        if have > 0 {
-            req = req.header(RANGE, format!("bytes={have}-"));
-        }
-        let resp = req.send().await.map_err(transport)?;
+        let resp = self.get(url, Some(have)).await?;
         let status = resp.status();
         let mut file = tokio::fs::OpenOptions::new()
             .create(true)
@@ -613,6 +708,34 @@ impl Downloader {
     }
 }
 
+/// True for the redirect statuses a download follows (301, 302, 303, 307, 308).
+fn is_followed_redirect(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
+}
+
+/// The URL a redirect from `from` to `location` leads to.
+///
+/// # Errors
+/// [`ModelError::InsecureRedirect`] for a hop from https to http, or to any scheme other
+/// than http(s); [`ModelError::Transport`] when `location` is not a URL.
+fn next_hop(from: &Url, location: &str) -> Result<Url> {
+    let next = from
+        .join(location)
+        .map_err(|_| ModelError::Transport("bad redirect".into()))?;
+    match (from.scheme(), next.scheme()) {
+        (_, "https") | ("http", "http") if next.host_str().is_some() => Ok(next),
+        _ => Err(ModelError::InsecureRedirect),
+    }
+}
+
+/// True when `url` is on the endpoint's origin (scheme, host and port), the only place the
+/// token is sent.
+fn sends_token(origin: &Url, url: &Url) -> bool {
+    url.scheme() == origin.scheme()
+        && url.host_str() == origin.host_str()
+        && url.port_or_known_default() == origin.port_or_known_default()
+}
+
 /// A header as text.
 fn header(h: &HeaderMap, name: &str) -> Option<String> {
     h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
@@ -643,6 +766,35 @@ fn transport(e: reqwest::Error) -> ModelError {
         "request failed"
     };
     ModelError::Transport(why.to_owned())
+}
+
+impl FileMeta {
+    /// True when content of this sha256, git blob sha1 and size is the file the hub
+    /// announced and, for a pinned entry, the file the catalog pins.
+    fn verifies(&self, sha256: &str, git_sha1: &str, size: u64) -> bool {
+        size == self.size
+            && matches_checksum(&self.checksum, sha256, git_sha1)
+            && self.pinned_sha256.as_deref().is_none_or(|p| p == sha256)
+    }
+}
+
+/// Refuses a hub answer for a pinned file that names another commit, size or sha256 (a
+/// git blob sha1 cannot be compared with a sha256: the bytes are checked after the fetch).
+fn check_pin(meta: &FileMeta, pin: &FilePin, commit: &str) -> Result<()> {
+    let mismatch = |field| ModelError::PinMismatch {
+        file: meta.name.clone(),
+        field,
+    };
+    if meta.commit.as_deref().is_some_and(|c| c != commit) {
+        return Err(mismatch("commit"));
+    }
+    if meta.size != pin.size {
+        return Err(mismatch("size"));
+    }
+    if matches!(&meta.checksum, Checksum::Sha256(h) if *h != pin.sha256) {
+        return Err(mismatch("sha256"));
+    }
+    Ok(())
 }
 
 fn matches_checksum(want: &Checksum, sha256: &str, git_sha1: &str) -> bool {
@@ -746,6 +898,61 @@ mod tests {
         let d = Downloader::new("http://127.0.0.1:9", Some("secret".into()), c)?;
         assert!(d.token.is_some());
         assert!(!format!("{d:?}").contains("secret"));
+        Ok(())
+    }
+
+    #[test]
+    fn redirects_never_downgrade_to_plain_http() -> Result<()> {
+        let https = Url::parse("https://hub.example/org/m/resolve/main/model.safetensors")
+            .map_err(|_| ModelError::InvalidId)?;
+        let http = Url::parse("http://127.0.0.1:8080/org/m/resolve/main/config.json")
+            .map_err(|_| ModelError::InvalidId)?;
+        let ok = |from: &Url, to: &str| next_hop(from, to).map(|u| u.to_string());
+        assert_eq!(
+            ok(&https, "https://cdn.example/blob?x=1")?,
+            "https://cdn.example/blob?x=1"
+        );
+        assert_eq!(ok(&https, "/_cdn/abc")?, "https://hub.example/_cdn/abc");
+        assert_eq!(ok(&http, "/_cdn/abc")?, "http://127.0.0.1:8080/_cdn/abc");
+        assert_eq!(ok(&http, "https://cdn.example/b")?, "https://cdn.example/b");
+        for bad in [
+            "http://cdn.example/blob",
+            "http://hub.example/org/m/resolve/main/model.safetensors",
+            "http://cdn.example:443/blob",
+        ] {
+            let r = next_hop(&https, bad);
+            assert!(
+                matches!(r, Err(ModelError::InsecureRedirect)),
+                "{bad}: {r:?}"
+            );
+        }
+        for bad in ["file:///etc/passwd", "ftp://cdn.example/x", "data:,x"] {
+            assert!(matches!(
+                next_hop(&http, bad),
+                Err(ModelError::InsecureRedirect)
+            ));
+        }
+        assert!(!ModelError::InsecureRedirect.is_transient());
+        Ok(())
+    }
+
+    #[test]
+    fn the_token_goes_only_to_the_endpoint_origin() -> Result<()> {
+        let u = |s: &str| Url::parse(s).map_err(|_| ModelError::InvalidId);
+        let origin = u("https://hub.example")?;
+        assert!(sends_token(
+            &origin,
+            &u("https://hub.example/a/b/resolve/main/x")?
+        ));
+        assert!(sends_token(&origin, &u("https://hub.example:443/x")?));
+        for other in [
+            "https://cdn.hub.example/x",
+            "http://hub.example/x",
+            "https://hub.example:8443/x",
+            "https://hub.example.evil.example/x",
+        ] {
+            assert!(!sends_token(&origin, &u(other)?), "{other}");
+        }
         Ok(())
     }
 

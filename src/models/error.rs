@@ -64,6 +64,31 @@ pub enum ModelError {
     #[error("download failed: {0}")]
     Transport(String),
 
+    /// Returned when the hub redirects a download from https to plain http (or to a scheme
+    /// other than http(s)); the redirect is not followed.
+    #[error("refused a redirect from https to plain http (or to another scheme)")]
+    InsecureRedirect,
+
+    /// Returned when a catalog entry pins no commit and digests and `models.require_pinned`
+    /// is on; nothing was fetched.
+    #[error("the catalog entry is not pinned (no commit and sha256 per file) and models.require_pinned is on")]
+    Unpinned,
+
+    /// Returned when the hub's answer for a file of a pinned entry names another commit, or
+    /// another sha256 or size than the catalog pins; nothing of the file was kept.
+    #[error("hub answer for {file} disagrees with the catalog pin ({field})")]
+    PinMismatch {
+        /// The model file at fault.
+        file: String,
+        /// What disagrees: `commit`, `sha256` or `size`.
+        field: &'static str,
+    },
+
+    /// Returned when the hub announces more bytes for a model than its catalog entry allows
+    /// ([`crate::models::CatalogEntry::max_download_bytes`]); nothing was fetched.
+    #[error("the hub announced more bytes than the catalog allows for this model")]
+    TooLarge,
+
     /// Returned when the hub answers a status other than success for a model file.
     #[error("hub answered {status} for {file}")]
     HubStatus {
@@ -93,6 +118,23 @@ pub enum ModelError {
     #[error("size mismatch for {file}")]
     SizeMismatch {
         /// The model file at fault.
+        file: String,
+    },
+
+    /// Returned when a model file about to be loaded does not match the sha256 (or size)
+    /// recorded for it at install time, or, for the bundled model, the checksums this build
+    /// ships; the model is not loaded.
+    #[error("model file {file} does not match its recorded sha256; refusing to load it")]
+    Tampered {
+        /// The model file at fault.
+        file: String,
+    },
+
+    /// Returned when a downloaded or imported model's manifest records no checksum for a
+    /// file the loader reads, so it cannot be verified before loading.
+    #[error("no checksum is recorded for {file}; refusing to load it")]
+    Unverified {
+        /// The model file without a checksum.
         file: String,
     },
 

@@ -56,6 +56,10 @@ pub struct Manifest {
     /// Hub commit the files were fetched at (downloads only).
     #[serde(default)]
     pub revision: Option<String>,
+    /// True when a download was checked against the catalog's pins (commit, sha256 and size
+    /// of every file); false for unpinned downloads, imports and manifests from before pins.
+    #[serde(default)]
+    pub pinned: bool,
     /// SPDX licence id when known.
     #[serde(default)]
     pub license: Option<String>,
@@ -198,6 +202,7 @@ mod tests {
             family: "bert".into(),
             source: ModelSource::Downloaded,
             revision: Some("0f1e2d3c".into()),
+            pinned: false,
             license: Some("Apache-2.0".into()),
             labels: vec!["FIRST_NAME".into()],
             files: vec![ManifestFile {

@@ -7,7 +7,9 @@
 //! * [`Store`]: the folder of installed models (`Home::models_dir()`), each with a
 //!   manifest of sha256 checksums, plus the bundled Rampart model found (or unpacked from
 //!   the binary) by [`bundle`]. `import` copies a local folder in after validating it; `verify`
-//!   re-hashes; `remove` deletes (never the bundled model).
+//!   re-hashes; `remove` deletes (never the bundled model). [`verify_before_load`] re-checks
+//!   a model's files against its manifest (the bundled model: against the checksums built
+//!   into phiguard) every time the engine loads it.
 //! * [`Downloader`]: fetches a catalog model from the Hugging Face Hub or a mirror
 //!   (`HF_ENDPOINT`, `HF_TOKEN`), with progress, resume of cut connections, checksum
 //!   verification against the hub's sha256 and cancellation.
@@ -37,5 +39,6 @@ pub use download::{CancellationToken, Downloader, Progress, DEFAULT_ENDPOINT};
 pub use error::{ModelError, Result};
 pub use manifest::{Manifest, ManifestFile, ModelSource};
 pub use store::{
-    FileCheck, FileStatus, Installed, Store, VerifyReport, BUNDLED_DIR_ENV, BUNDLED_ID,
+    verify_before_load, FileCheck, FileStatus, Installed, Store, VerifyReport, BUNDLED_DIR_ENV,
+    BUNDLED_ID,
 };

@@ -123,6 +123,126 @@ fn unique_suffix() -> String {
     format!("{}-{nanos}", std::process::id())
 }
 
+/// Checks, just before a model is loaded, that the files the loader reads
+/// (`config.json`, `tokenizer.json`, `model.safetensors`) are the ones recorded for it: the
+/// sha256 and size in the manifest of a downloaded or imported model, or for the bundled
+/// model (`id` [`BUNDLED_ID`]) the checksums compiled into this build.
+///
+/// # Why at every load
+/// Installing verified the bytes once; a model is loaded much later, from files anyone with
+/// write access to the store (or a failing disk) may have changed since. Hashing is cheap
+/// next to loading (sha256 with the CPU's SHA instructions runs at about 1 GB/s: the 37 MB
+/// bundled model took 34 ms in the load test, a 1.7 GB model would take under 2 s), and it
+/// runs once per load, not per request. This catches
+/// a changed weights file; it cannot catch someone who rewrites the manifest to match, since
+/// the manifest is not signed (the bundled model's reference is in the binary, so for it
+/// that is caught too). The files are memory-mapped after the check: a change in that window
+/// is outside what this guards.
+///
+/// # Errors
+/// [`ModelError::Tampered`] naming the first file that differs or is missing,
+/// [`ModelError::Unverified`] when the manifest records no checksum for a file the loader
+/// reads, [`ModelError::Manifest`] / [`ModelError::Io`] when the manifest is unreadable.
+pub fn verify_before_load(id: &str, dir: &Path) -> Result<()> {
+    let expected: Vec<(String, String, Option<u64>)> = if id == BUNDLED_ID {
+        parse_sha256sums(super::bundle::SHIPPED_SHA256SUMS)?
+            .into_iter()
+            .map(|(hash, name)| (name, hash, None))
+            .collect()
+    } else {
+        Manifest::read(dir)?
+            .files
+            .into_iter()
+            .map(|f| (f.name, f.sha256, Some(f.size)))
+            .collect()
+    };
+    for name in REQUIRED_FILES {
+        let Some((_, want, size)) = expected.iter().find(|(n, _, _)| n == name) else {
+            return Err(ModelError::Unverified {
+                file: name.to_owned(),
+            });
+        };
+        let tampered = || ModelError::Tampered {
+            file: name.to_owned(),
+        };
+        let path = dir.join(name);
+        if !path.is_file() {
+            return Err(tampered());
+        }
+        let (got, got_size) = sha256_file(&path)?;
+        if got != *want || size.is_some_and(|s| s != got_size) {
+            return Err(tampered());
+        }
+    }
+    Ok(())
+}
+
+/// The files `import` may read from a folder.
+fn import_candidates() -> impl Iterator<Item = &'static str> {
+    REQUIRED_FILES
+        .iter()
+        .chain(OPTIONAL_FILES.iter())
+        .copied()
+        .chain(std::iter::once("SHA256SUMS"))
+}
+
+/// Refuses an import folder holding a candidate file that is a symbolic link, is not a
+/// regular file, or resolves outside the folder; returns the folder's canonical path.
+fn check_import_files(dir: &Path) -> Result<PathBuf> {
+    let root = std::fs::canonicalize(dir).map_err(io("reading the folder to import"))?;
+    for name in import_candidates() {
+        let path = root.join(name);
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io("reading the folder to import")(e)),
+        };
+        if meta.file_type().is_symlink() {
+            return Err(ModelError::invalid(
+                name,
+                "is a symbolic link; import copies regular files only",
+            ));
+        }
+        if !meta.is_file() {
+            return Err(ModelError::invalid(name, "is not a regular file"));
+        }
+        let resolved = std::fs::canonicalize(&path).map_err(io("reading the folder to import"))?;
+        if resolved.parent() != Some(root.as_path()) {
+            return Err(ModelError::invalid(name, "resolves outside the folder"));
+        }
+    }
+    Ok(root)
+}
+
+/// Opens `path` for reading without following a symbolic link (`O_NOFOLLOW` on unix) and
+/// checks that what was opened is a regular file. `name` is the file name errors carry.
+fn open_regular(path: &Path, name: &str) -> Result<std::fs::File> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW);
+    }
+    let f = match opts.open(path) {
+        Ok(f) => f,
+        // ELOOP: the last component is a symbolic link.
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(ModelError::invalid(
+                name,
+                "is a symbolic link; import copies regular files only",
+            ))
+        }
+        Err(e) => return Err(io("reading model files")(e)),
+    };
+    let meta = f.metadata().map_err(io("reading model files"))?;
+    if !meta.is_file() {
+        return Err(ModelError::invalid(name, "is not a regular file"));
+    }
+    Ok(f)
+}
+
 impl Store {
     /// Opens (creating if needed) the store at `root`, with the bundled model found by
     /// [`super::bundle::locate`] (which may unpack the embedded copy under `root`).
@@ -209,6 +329,12 @@ impl Store {
     /// one, copies the model files (and licence/notice/readme files) into the store and
     /// writes a manifest with the sha256 of each. `id` defaults to the folder's name.
     ///
+    /// Only regular files inside `dir` are read: a file that is a symbolic link, or that
+    /// resolves outside the folder, is refused (naming the file, never its target or content),
+    /// and files are opened with `O_NOFOLLOW` so a link swapped in after the check is refused
+    /// too. An import must not become a way to copy, say, a key file from elsewhere on the
+    /// machine into the store, where `models verify` and the admin API would describe it.
+    ///
     /// # Errors
     /// [`ModelError::InvalidId`], [`ModelError::BundledReadOnly`],
     /// [`ModelError::AlreadyInstalled`], [`ModelError::InvalidModel`],
@@ -223,25 +349,36 @@ impl Store {
                 .to_owned(),
         };
         let target = self.check_new_id(&id)?;
+        let dir = check_import_files(dir)?;
+        let dir = dir.as_path();
         validate_dir(dir)?;
-        let sums = match std::fs::read_to_string(dir.join("SHA256SUMS")) {
-            Ok(text) => parse_sha256sums(&text)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(io("reading SHA256SUMS")(e)),
+        let sums = match open_regular(&dir.join("SHA256SUMS"), "SHA256SUMS") {
+            Ok(mut f) => {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut f, &mut text)
+                    .map_err(io("reading SHA256SUMS"))?;
+                parse_sha256sums(&text)?
+            }
+            Err(ModelError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Vec::new()
+            }
+            Err(e) => return Err(e),
         };
 
         let staging = self.root.join(format!(".staging-{}", unique_suffix()));
         let result = (|| {
             std::fs::create_dir(&staging).map_err(io("creating a staging folder"))?;
             let mut files = Vec::new();
-            let names = REQUIRED_FILES.iter().chain(OPTIONAL_FILES.iter());
-            for name in names {
+            for name in REQUIRED_FILES.iter().chain(OPTIONAL_FILES.iter()) {
                 let src = dir.join(name);
-                if !src.is_file() {
+                if std::fs::symlink_metadata(&src).is_err() {
                     continue;
                 }
                 let dst = staging.join(name);
-                std::fs::copy(&src, &dst).map_err(io("copying model files"))?;
+                let mut from = open_regular(&src, name)?;
+                let mut to = std::fs::File::create_new(&dst).map_err(io("copying model files"))?;
+                std::io::copy(&mut from, &mut to).map_err(io("copying model files"))?;
+                to.sync_all().map_err(io("copying model files"))?;
                 let (sha256, size) = sha256_file(&dst)?;
                 if let Some((want, _)) = sums.iter().find(|(_, n)| n == name) {
                     if *want != sha256 {
@@ -264,6 +401,7 @@ impl Store {
                 files,
                 ModelSource::Imported,
                 None,
+                false,
                 license,
             )
         })();
@@ -415,6 +553,7 @@ impl Store {
         files: Vec<ManifestFile>,
         source: ModelSource,
         revision: Option<String>,
+        pinned: bool,
         license: Option<String>,
     ) -> Result<Installed> {
         let info = validate_dir(staged)?;
@@ -425,6 +564,7 @@ impl Store {
             family: info.family,
             source,
             revision,
+            pinned,
             license,
             labels: info.labels,
             files,
@@ -566,6 +706,26 @@ mod tests {
         std::fs::create_dir_all(s.root().join(".staging-1")).map_err(io("mkdir"))?;
         assert!(s.installed()?.is_empty());
         assert!(s.get("junk/model").is_none());
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn import_opens_never_follow_a_link_swapped_in_after_the_check() -> Result<()> {
+        let tmp = tempfile::tempdir().map_err(io("tempdir"))?;
+        let target = tmp.path().join("elsewhere");
+        std::fs::write(&target, b"x").map_err(io("write"))?;
+        let link = tmp.path().join("config.json");
+        std::os::unix::fs::symlink(&target, &link).map_err(io("symlink"))?;
+        assert!(matches!(
+            open_regular(&link, "config.json"),
+            Err(ModelError::InvalidModel { file, .. }) if file == "config.json"
+        ));
+        assert!(matches!(
+            open_regular(tmp.path(), "config.json"),
+            Err(ModelError::InvalidModel { .. })
+        ));
+        assert!(open_regular(&target, "elsewhere").is_ok());
         Ok(())
     }
 

@@ -109,7 +109,7 @@ pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiErr
 }
 
 /// `POST /admin/models/pull {"id"}` → 202; progress arrives as `download` events.
-#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = serde_json::Value), (status = 409, description = "already downloading (`conflict`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = serde_json::Value), (status = 409, description = "already downloading, or the entry is unpinned while models.require_pinned is on (`conflict`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_pull(
     State(st): State<AppState>,
     actor: Actor,
@@ -131,6 +131,12 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
         });
     };
     record.target(id.clone());
+    let require_pinned = st.settings().bool("models.require_pinned");
+    if require_pinned && catalog.get(&id).is_some_and(|e| !e.is_pinned()) {
+        return Err(ApiError::Conflict {
+            message: "This catalog entry is not pinned and models.require_pinned is on",
+        });
+    }
     let cancel = CancellationToken::new();
     {
         let mut d = st.downloads.0.lock();
@@ -151,10 +157,12 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
             },
         );
     }
-    let downloader = Downloader::from_env(catalog).map_err(|e| {
-        tracing::error!(error = %e, "downloader unavailable");
-        ApiError::Internal
-    })?;
+    let downloader = Downloader::from_env(catalog)
+        .map_err(|e| {
+            tracing::error!(error = %e, "downloader unavailable");
+            ApiError::Internal
+        })?
+        .with_require_pinned(require_pinned);
     let store = store(st)?;
     let st2 = st.clone();
     let id2 = id.clone();

@@ -60,29 +60,121 @@ impl Home {
     }
 }
 
-/// Writes `bytes` to `path` atomically (temp file + rename) with mode 0600, creating parents.
+/// Writes `bytes` to `path` atomically with mode 0600, creating parents.
+///
+/// # Why a random temporary and not `.<name>.tmp<pid>`
+/// The secrets file, the token registry and `settings.toml` are written through this one
+/// function. A predictable temporary name opened with `O_CREAT|O_TRUNC` lets anyone who can
+/// write to the folder plant a symlink there first, and the secret is then written through
+/// it to a file of their choosing (or into a file they can read). So the temporary is made by
+/// `tempfile`: a random name, created with `O_CREAT|O_EXCL` (which never follows a symlink,
+/// dangling or not) and mode 0600 from the first instant, written, fsynced and renamed over
+/// the target. `rename` replaces a symlink at the target rather than writing through it, but
+/// a symlink there is refused anyway: it means someone redirected the file, and silently
+/// replacing it would hide that.
 ///
 /// # Errors
-/// Any I/O error.
+/// Any I/O error; [`std::io::ErrorKind::InvalidInput`] when `path` is a symbolic link.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
-    ));
-    {
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create(true).truncate(true);
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "refusing to write a private file through a symbolic link",
+        ));
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    // The rename itself is durable only once the folder is synced (where that is possible).
+    #[cfg(unix)]
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
         #[cfg(unix)]
         {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(path)
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or(0)
         }
-        let mut f = opts.open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
+        #[cfg(not(unix))]
+        {
+            let _ = path;
+            0o600
+        }
     }
-    std::fs::rename(&tmp, path)
+
+    #[test]
+    fn writes_replace_the_file_with_mode_0600_and_leave_no_temporary() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("a/secrets.json");
+        write_private(&path, b"one")?;
+        write_private(&path, b"two")?;
+        assert_eq!(std::fs::read(&path)?, b"two");
+        assert_eq!(mode(&path), 0o600);
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("a"))?
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("secrets.json")]);
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_planted_at_the_old_temporary_name_is_not_followed() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"untouched")?;
+        let path = dir.path().join("secrets.json");
+        // The name the previous implementation used, predictable from the pid.
+        let old_tmp = dir
+            .path()
+            .join(format!(".secrets.json.tmp{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &old_tmp)?;
+        write_private(&path, b"secret")?;
+        assert_eq!(std::fs::read(&victim)?, b"untouched");
+        assert_eq!(std::fs::read(&path)?, b"secret");
+        assert!(std::fs::symlink_metadata(&path)?.file_type().is_file());
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_at_the_target_is_refused() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"untouched")?;
+        let path = dir.path().join("secrets.json");
+        std::os::unix::fs::symlink(&victim, &path)?;
+        let err = write_private(&path, b"secret").expect_err("a symlink target is refused");
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        assert_eq!(std::fs::read(&victim)?, b"untouched");
+        assert!(std::fs::symlink_metadata(&path)?.file_type().is_symlink());
+        // A dangling link is refused the same way (nothing is created at its destination).
+        let dangling = dir.path().join("tokens.json");
+        let nowhere = dir.path().join("nowhere");
+        std::os::unix::fs::symlink(&nowhere, &dangling)?;
+        assert!(write_private(&dangling, b"secret").is_err());
+        assert!(!nowhere.exists());
+        Ok(())
+    }
 }

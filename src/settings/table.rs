@@ -261,6 +261,8 @@ pub static TABLE: &[Def] = &[
         "dense-layer arithmetic of BERT-family models on the CPU: int8 (on AVX-512 VNNI, else f32; ~2.3x faster) or f32 (reference numerics)")),
     auto("one per core", restart(d("models.inference_threads", "PHIGUARD_INFERENCE_THREADS", None, Kind::OptInt { min: 1, max: 256 }, "",
         "inference worker threads (default: one per core)"))),
+    d("models.require_pinned", "PHIGUARD_MODELS_REQUIRE_PINNED", None, Kind::Bool, "false",
+        "refuse to download catalog models that pin no commit and sha256 per file (off: they are checked against the hub's own checksums and recorded as unpinned)"),
     d("models.label_thresholds", "PHIGUARD_LABEL_THRESHOLDS", None, Kind::List,
         "CITY=0.8,STREET_ADDRESS=0.8,ZIPCODE=0.8",
         "minimum model confidence per label, LABEL=0.4,… (labels not listed keep every model span)"),

@@ -46,6 +46,36 @@ fn catalog() -> Catalog {
     .expect("test catalog")
 }
 
+/// The test catalog with the fixture entry pinned to the fixture's commit and the sha256 and
+/// size of each of its files.
+fn pinned_catalog() -> Catalog {
+    let text = std::fs::read_to_string(repo_root().join("tests/fixtures/hub/catalog-extra.toml"))
+        .expect("test catalog");
+    let mut text = text.replace("revision = \"main\"", &format!("revision = \"{COMMIT}\""));
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        let (sha256, size) =
+            phiguard::models::manifest::sha256_file(&fixture_dir().join(f)).expect("hash");
+        text.push_str(&format!(
+            "\n[[model.pins]]\nfile = \"{f}\"\nsha256 = \"{sha256}\"\nsize = {size}\n"
+        ));
+    }
+    Catalog::builtin()
+        .and_then(|c| c.extended(&text))
+        .expect("pinned test catalog")
+}
+
+/// Nothing of the model is in the store: not installed, no partial of its files.
+fn nothing_installed(store: &Store) {
+    assert!(store.get(TINY).is_none());
+    assert!(store.installed().expect("list").is_empty());
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        assert!(
+            !partial_file(store, f).exists(),
+            "a partial of {f} was kept"
+        );
+    }
+}
+
 /// The fixture hub server, killed on drop.
 struct Hub {
     child: Child,
@@ -419,6 +449,185 @@ async fn the_token_is_sent_and_a_refusal_is_reported() -> TestResult {
 }
 
 #[tokio::test]
+async fn the_token_never_follows_a_redirect_to_another_host() -> TestResult {
+    // Two loopback servers on different ports: the "hub" asks for the token and redirects,
+    // the other one must never see it. reqwest's own policy would strip it on this host
+    // change too; the downloader follows redirects itself, and this is the proof that it
+    // does not resend the header (see the download module's docs for the downgrade rule).
+    for how in ["--cdn", "--redirect-to"] {
+        let other = Hub::start(&[]);
+        let hub = Hub::start(&["--token", "hf_test_token", how, &other.base]);
+        let (_tmp, store) = new_store();
+        Downloader::new(&hub.base, Some("hf_test_token".into()), catalog())?
+            .pull(&store, TINY, |_| {}, CancellationToken::new())
+            .await?;
+        assert!(store.verify(TINY)?.ok(), "{how}");
+
+        let seen = other.requests();
+        assert!(
+            seen.iter()
+                .any(|r| r["method"] == "GET" && r["status"] == 200),
+            "{how}: the other host served nothing: {seen:?}"
+        );
+        assert!(
+            seen.iter().all(|r| r["auth"] == false),
+            "{how}: the token reached another host: {seen:?}"
+        );
+        let hub_seen = hub.requests();
+        assert!(!hub_seen.is_empty() && hub_seen.iter().all(|r| r["auth"] == true));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_pinned_pull_asks_for_the_commit_and_is_recorded_pinned() -> TestResult {
+    let hub = Hub::start(&[]);
+    let (_tmp, store) = new_store();
+    Downloader::new(&hub.base, None, pinned_catalog())?
+        .with_require_pinned(true)
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await?;
+    let manifest = store.manifest(TINY)?;
+    assert!(manifest.pinned);
+    assert_eq!(manifest.revision.as_deref(), Some(COMMIT));
+    let resolves: Vec<_> = hub
+        .requests()
+        .into_iter()
+        .filter(|r| r["path"].as_str().is_some_and(|p| p.contains("/resolve/")))
+        .collect();
+    assert!(!resolves.is_empty());
+    assert!(
+        resolves.iter().all(|r| r["path"]
+            .as_str()
+            .is_some_and(|p| p.contains(&format!("/resolve/{COMMIT}/")))),
+        "a file was asked for at a branch: {resolves:?}"
+    );
+
+    // Unpinned entries are pulled by default, recorded as such, and refused on request
+    // before any traffic.
+    let (_tmp, store) = new_store();
+    hub.downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await?;
+    assert!(!store.manifest(TINY)?.pinned);
+    let (_tmp, store) = new_store();
+    let before = hub.requests().len();
+    let err = hub
+        .downloader()
+        .with_require_pinned(true)
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await
+        .expect_err("unpinned entries are refused when pins are required");
+    assert!(matches!(err, ModelError::Unpinned), "{err}");
+    assert_eq!(hub.requests().len(), before);
+    nothing_installed(&store);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_pinned_file_served_with_other_bytes_is_refused_and_nothing_installed() -> TestResult {
+    // The server is consistent but wrong (it announces the checksum of the bytes it serves):
+    // only the pin can tell. The weights' sha256 is announced, so they are refused before a
+    // byte is fetched; a small file's git sha1 cannot be compared with a sha256, so its bytes
+    // are fetched and refused against the pin.
+    for file in ["model.safetensors", "tokenizer.json"] {
+        let hub = Hub::start(&["--corrupt", file]);
+        let (_tmp, store) = new_store();
+        let err = Downloader::new(&hub.base, None, pinned_catalog())?
+            .pull(&store, TINY, |_| {}, CancellationToken::new())
+            .await
+            .expect_err("bytes other than the pinned ones are refused");
+        match file {
+            "model.safetensors" => {
+                assert!(
+                    matches!(&err, ModelError::PinMismatch { file: f, field: "sha256" } if f == file),
+                    "{err}"
+                );
+                assert!(hub.blob_gets().is_empty(), "the weights were fetched");
+            }
+            _ => assert!(
+                matches!(&err, ModelError::ChecksumMismatch { file: f } if f == file),
+                "{err}"
+            ),
+        }
+        nothing_installed(&store);
+
+        // Without the pin the same server is believed: this is what pins are for. (The
+        // changed weights are still a well-formed model; the changed JSON would not be.)
+        if file == "model.safetensors" {
+            let m = hub
+                .downloader()
+                .pull(&store, TINY, |_| {}, CancellationToken::new())
+                .await?;
+            assert!(!store.manifest(TINY)?.pinned);
+            assert_ne!(std::fs::read(m.dir.join(file))?, fixture_bytes(file));
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_cut_off_and_refused() -> TestResult {
+    // The hub announces the true size; the body then runs 64 MB past it.
+    const PAD: u64 = 64 << 20;
+    let size = fixture_bytes("model.safetensors").len() as u64;
+    for pinned in [false, true] {
+        let hub = Hub::start(&["--pad", &format!("model.safetensors={PAD}")]);
+        let (_tmp, store) = new_store();
+        let catalog = if pinned { pinned_catalog() } else { catalog() };
+        let err = Downloader::new(&hub.base, None, catalog)?
+            .with_retry_backoff(Duration::ZERO)
+            .pull(&store, TINY, |_| {}, CancellationToken::new())
+            .await
+            .expect_err("a body longer than announced is refused");
+        assert!(
+            matches!(&err, ModelError::SizeMismatch { file } if file == "model.safetensors"),
+            "{err}"
+        );
+        nothing_installed(&store);
+        drop(store);
+        // The server saw the connection close long before it had sent the padding (it logs
+        // the request once its write fails, a moment after the client has gone).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut gets = hub.blob_gets();
+        while gets.is_empty() && Instant::now() < deadline {
+            // An async pause: the client's connection task must run to close the socket.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            gets = hub.blob_gets();
+        }
+        assert_eq!(gets.len(), 1, "{gets:?}");
+        let sent = gets[0]["sent"].as_u64().unwrap_or(u64::MAX);
+        assert!(sent < size + PAD / 2, "sent {sent} of {}", size + PAD);
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn announced_sizes_beyond_the_catalog_are_refused_before_any_bytes() -> TestResult {
+    let hub = Hub::start(&["--announce-size", "model.safetensors=100000000"]);
+    let (_tmp, store) = new_store();
+    // Unpinned: the catalog's 1 MB entry allows 1.5 MB + 16 MB, not 100 MB.
+    let err = hub
+        .downloader()
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await
+        .expect_err("too large");
+    assert!(matches!(err, ModelError::TooLarge), "{err}");
+    // Pinned: any size other than the pin.
+    let err = Downloader::new(&hub.base, None, pinned_catalog())?
+        .pull(&store, TINY, |_| {}, CancellationToken::new())
+        .await
+        .expect_err("not the pinned size");
+    assert!(
+        matches!(&err, ModelError::PinMismatch { field: "size", .. }),
+        "{err}"
+    );
+    assert!(hub.blob_gets().is_empty());
+    nothing_installed(&store);
+    Ok(())
+}
+
+#[tokio::test]
 async fn an_alias_resolves_to_its_catalog_id_and_unknown_names_are_refused() -> TestResult {
     let hub = Hub::start(&[]);
     let (_tmp, store) = new_store();
@@ -487,6 +696,60 @@ fn import_then_verify_detects_a_changed_byte_then_remove() -> TestResult {
     Ok(())
 }
 
+#[test]
+fn a_tampered_weights_file_is_refused_at_load() -> TestResult {
+    use phiguard::engine::loader::{default_loader, installed_specs};
+    use phiguard::settings::{Home, Settings};
+
+    let tmp = tempfile::tempdir()?;
+    let home = Home::at(tmp.path());
+    let store = Store::with_bundled(home.models_dir(), None)?;
+    let m = store.import(&fixture_dir(), Some("local/tiny-bert"))?;
+    let loader = default_loader(&Settings::defaults());
+    let specs = installed_specs(&home);
+    let spec = |id: &str| {
+        specs
+            .iter()
+            .find(|s| s.id == id)
+            .cloned()
+            .ok_or_else(|| format!("{id} is not listed"))
+    };
+    let tiny = spec("local/tiny-bert")?;
+    loader
+        .load(&tiny)
+        .map_err(|e| format!("untampered load: {e}"))?;
+
+    let weights = m.dir.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights)?;
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&weights, &bytes)?;
+    let err = match loader.load(&tiny) {
+        Ok(_) => return Err("a tampered model was loaded".into()),
+        Err(e) => e,
+    };
+    assert!(
+        err.contains("model.safetensors") && err.contains("sha256"),
+        "{err}"
+    );
+    // The same refusal through the registry, which the guard sees as a load failure.
+    let registry = phiguard::engine::Registry::new(
+        std::sync::Arc::new(phiguard::detect::Layered::service_rules()),
+        loader.clone(),
+        std::sync::Arc::new(phiguard::engine::Faults::default()),
+        vec![tiny],
+    );
+    assert!(registry.lease("local/tiny-bert", None).is_err());
+
+    // The bundled model (the checkout's, unpacked or shipped) is checked against the sums
+    // built into phiguard; this measures what that costs per load.
+    let bundled = spec("rampart")?;
+    let started = Instant::now();
+    phiguard::models::verify_before_load("rampart", bundled.dir.as_deref().ok_or("no dir")?)?;
+    eprintln!("verifying the bundled model took {:?}", started.elapsed());
+    Ok(())
+}
+
 fn copy_fixture(to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for f in ["config.json", "tokenizer.json", "model.safetensors"] {
@@ -547,6 +810,50 @@ fn import_refuses_broken_folders_and_leaves_nothing_behind() -> TestResult {
     // The folder name is the default id.
     let m = store.import(&src, None)?;
     assert_eq!(m.id, "my-model");
+    Ok(())
+}
+
+#[cfg(unix)]
+#[test]
+fn import_refuses_files_that_are_symlinks_out_of_the_folder() -> TestResult {
+    let (tmp, store) = new_store();
+    let src = tmp.path().join("src/linked");
+    copy_fixture(&src)?;
+    let outside = tmp.path().join("outside-secret.txt");
+    std::fs::write(&outside, "hf_not_for_the_store")?;
+
+    // An optional file (copied along) and a model file, each a link to a file elsewhere.
+    for name in ["LICENSE", "tokenizer.json"] {
+        let link = src.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&outside, &link)?;
+        let err = store.import(&src, None).expect_err("a symlink is refused");
+        assert!(
+            matches!(&err, ModelError::InvalidModel { file, .. } if file == name),
+            "{err}"
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("symbolic link"), "{msg}");
+        assert!(
+            !msg.contains("outside-secret") && !msg.contains("hf_not_for_the_store"),
+            "the error names the link's target or content: {msg}"
+        );
+        std::fs::remove_file(&link)?;
+        copy_fixture(&src)?;
+    }
+    assert!(store.installed()?.is_empty());
+    let leftovers: Vec<_> = std::fs::read_dir(store.root())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".partial")
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+
+    // The folder itself may be reached through a link: only its files must be regular.
+    let via = tmp.path().join("via-link");
+    std::os::unix::fs::symlink(&src, &via)?;
+    let m = store.import(&via, Some("local/linked"))?;
+    assert!(store.verify(&m.id)?.ok());
     Ok(())
 }
 
