@@ -10,6 +10,7 @@ mod serve;
 mod settings_cmd;
 mod token;
 
+use crate::settings::keys;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -338,9 +339,9 @@ pub fn main() -> ExitCode {
 pub(crate) fn init_logging(s: &crate::settings::Settings) {
     let rust_log = std::env::var("RUST_LOG").ok();
     let cfg = crate::logging::LogConfig {
-        level: s.str("server.log_level"),
+        level: s.get(keys::SERVER_LOG_LEVEL),
         rust_log: rust_log.as_deref(),
-        json: s.str("server.log_format") == "json",
+        json: s.get(keys::SERVER_LOG_FORMAT) == "json",
         ansi: crate::logging::stderr_is_a_colour_terminal(),
     };
     crate::logging::init(&cfg, std::io::stderr);

@@ -1,5 +1,6 @@
 //! `phiguard models list|pull|import|rm|verify`: thin wrappers over `models::cli`.
 
+use crate::settings::keys;
 use std::path::Path;
 
 use super::{runtime, Failure};
@@ -25,7 +26,7 @@ pub(super) fn list() -> Result<(), Failure> {
 
 pub(super) fn pull(id: &str) -> Result<(), Failure> {
     let store = store()?;
-    let require_pinned = Settings::load(&Home::from_env())?.bool("models.require_pinned");
+    let require_pinned = Settings::load(&Home::from_env())?.get(keys::MODELS_REQUIRE_PINNED);
     let d = Downloader::from_env(catalog()?)
         .map_err(err)?
         .with_require_pinned(require_pinned);

@@ -7,6 +7,8 @@
 //! to the same registry. Rotations and creations are written to the home's audit log with
 //! the actor `cli` (`server/audit.rs`).
 
+use crate::settings::key::Text;
+use crate::settings::{keys, Key};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,25 +18,25 @@ use crate::server::admin::MAX_TOKEN_LIFETIME_SECONDS;
 use crate::server::audit::{audit_file, Action, AuditLog};
 use crate::settings::{Home, Settings};
 
-fn which(admin: bool) -> (Primary, &'static str, &'static str) {
+fn which(admin: bool) -> (Primary, &'static str, Key<Text>) {
     if admin {
-        (Primary::Admin, "admin-token", "security.admin_token")
+        (Primary::Admin, "admin-token", keys::SECURITY_ADMIN_TOKEN)
     } else {
-        (Primary::Client, "client-token", "security.auth_token")
+        (Primary::Client, "client-token", keys::SECURITY_AUTH_TOKEN)
     }
 }
 
 /// The token pinned by the environment or `settings.toml`, if any.
-fn pinned(home: &Home, key: &str) -> Result<Option<String>, Failure> {
+fn pinned(home: &Home, key: Key<Text>) -> Result<Option<String>, Failure> {
     let settings = Settings::load(home)?;
-    let v = settings.str(key);
+    let v = settings.get(key);
     Ok((!v.is_empty()).then(|| v.to_string()))
 }
 
 /// Appends a record by the CLI to the home's audit log; a failure is a warning only.
 fn audit(home: &Home, action: Action) {
     let max = Settings::load(home)
-        .map(|s| s.i64("security.audit_max_bytes").max(0) as u64)
+        .map(|s| s.get(keys::SECURITY_AUDIT_MAX_BYTES).max(0) as u64)
         .unwrap_or(10 << 20);
     let rec = action.into_record("cli", None, "ok");
     if AuditLog::new(audit_file(home), max).append(&rec).is_err() {
@@ -101,8 +103,8 @@ fn registry(home: &Home) -> Result<TokenRegistry, Failure> {
     TokenRegistry::open(
         Arc::new(SecretStore::open(home.secrets_file())),
         registry_file(home),
-        pinned(home, "security.auth_token")?,
-        pinned(home, "security.admin_token")?,
+        pinned(home, keys::SECURITY_AUTH_TOKEN)?,
+        pinned(home, keys::SECURITY_ADMIN_TOKEN)?,
     )
     .map_err(|e| Failure::runtime(e.to_string()))
 }

@@ -7,6 +7,7 @@
 //! the registry reports and the guard counts like any other, never a model that quietly
 //! answers differently.
 
+use crate::settings::keys;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -41,8 +42,8 @@ impl Loader for CandleLoader {
 /// The production loader, for `models.device` and `models.precision`.
 pub fn default_loader(settings: &Settings) -> Arc<dyn Loader> {
     Arc::new(CandleLoader {
-        device: settings.str("models.device").to_string(),
-        precision: match settings.str("models.precision") {
+        device: settings.get(keys::MODELS_DEVICE).to_string(),
+        precision: match settings.get(keys::MODELS_PRECISION) {
             "int8" => Precision::Int8,
             _ => Precision::F32,
         },

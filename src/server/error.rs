@@ -12,6 +12,9 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use crate::settings::key::{Float, Int, Items};
+use crate::settings::{keys, Key};
+
 /// One validation problem: where (`body.text`), what, and the kind (`value_error`, …).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FieldProblem {
@@ -266,7 +269,7 @@ impl ApiError {
             ApiError::ModelLoad => "Model could not be loaded".into(),
             ApiError::PayloadTooLarge { limit_bytes } => format!(
                 "Request body exceeds the configured limit of {limit_bytes} bytes; send a smaller body or raise {} (restart needed)",
-                setting_env(MAX_REQUEST_BYTES)
+                MAX_REQUEST_BYTES.env()
             ),
             ApiError::NotReady { message } => (*message).into(),
             ApiError::Internal => "Internal server error".into(),
@@ -274,14 +277,14 @@ impl ApiError {
             ApiError::Conflict { message } => (*message).into(),
             ApiError::RequestTimeout { timeout_seconds } => format!(
                 "The request body did not arrive within {timeout_seconds} seconds; send it at once, or raise {}",
-                setting_env(BODY_TIMEOUT)
+                BODY_TIMEOUT.env()
             ),
             ApiError::UnsupportedMediaType => {
                 "Send the body as JSON with Content-Type: application/json".into()
             }
             ApiError::OriginNotAllowed => format!(
                 "Requests from this browser origin are refused; allow it with {}",
-                setting_env(CORS_ORIGINS)
+                CORS_ORIGINS.env()
             ),
         }
     }
@@ -318,19 +321,19 @@ impl ApiError {
             ApiError::Timeout { timeout_seconds } => json!({ "timeout_seconds": timeout_seconds }),
             ApiError::RequestTimeout { timeout_seconds } => json!({
                 "timeout_seconds": timeout_seconds,
-                "setting": setting_env(BODY_TIMEOUT),
-                "key": BODY_TIMEOUT,
+                "setting": BODY_TIMEOUT.env(),
+                "key": BODY_TIMEOUT.name(),
             }),
             ApiError::UnsupportedMediaType => json!({ "accepted": ["application/json"] }),
             ApiError::OriginNotAllowed => json!({
-                "setting": setting_env(CORS_ORIGINS),
-                "key": CORS_ORIGINS,
+                "setting": CORS_ORIGINS.env(),
+                "key": CORS_ORIGINS.name(),
             }),
             ApiError::ModelNotServed { available } => json!({ "available_models": available }),
             ApiError::PayloadTooLarge { limit_bytes } => json!({
                 "limit_bytes": limit_bytes,
-                "setting": setting_env(MAX_REQUEST_BYTES),
-                "key": MAX_REQUEST_BYTES,
+                "setting": MAX_REQUEST_BYTES.env(),
+                "key": MAX_REQUEST_BYTES.name(),
             }),
             _ => Value::Null,
         }
@@ -430,16 +433,11 @@ impl ApiError {
 const MODELS_IN_MESSAGE: usize = 20;
 
 /// The settings key of the request body limit.
-pub(crate) const MAX_REQUEST_BYTES: &str = "limits.max_request_bytes";
+pub(crate) const MAX_REQUEST_BYTES: Key<Int> = keys::LIMITS_MAX_REQUEST_BYTES;
 /// The settings key of the body read timeout.
-pub(crate) const BODY_TIMEOUT: &str = "server.body_timeout_seconds";
+const BODY_TIMEOUT: Key<Float> = keys::SERVER_BODY_TIMEOUT_SECONDS;
 /// The settings key of the allowed browser origins.
-const CORS_ORIGINS: &str = "security.cors_origins";
-
-/// The environment variable of a settings key, from the one settings table.
-pub(crate) fn setting_env(key: &str) -> &'static str {
-    crate::settings::table::def(key).map_or("", |d| d.env)
-}
+const CORS_ORIGINS: Key<Items> = keys::SECURITY_CORS_ORIGINS;
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).ceil() / 1000.0

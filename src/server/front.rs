@@ -8,6 +8,7 @@
 //! schemas, and its "Try it out" with "Authorize" fits a token-protected local API. Its
 //! bundle (about 1.9 MB with the stylesheet) is the whole cost.
 
+use crate::settings::keys;
 use axum::extract::{OriginalUri, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
@@ -78,7 +79,7 @@ fn wants_html(headers: &HeaderMap) -> bool {
 /// `GET /`: where to go next (HTML for a browser, JSON for a script).
 #[utoipa::path(get, path = "/", responses((status = 200, description = "where to go next: the dashboard (`/ui/`, when served), the API reference (`/docs`) and the OpenAPI document; HTML for a browser (`Accept: text/html`), else JSON", content((serde_json::Value = "application/json"), (String = "text/html")))))]
 pub async fn index(State(st): State<AppState>, headers: HeaderMap) -> Response {
-    let ui = st.settings().bool("server.ui");
+    let ui = st.settings().get(keys::SERVER_UI);
     let mut resp = if wants_html(&headers) {
         let ui_item = if ui {
             "<li><a href=\"/ui/\">Dashboard</a> (asks for the admin token)</li>\n"

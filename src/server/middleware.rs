@@ -4,6 +4,7 @@
 //! readiness, rate limits, priority admission, drain accounting). The order they run in is
 //! written down where the router is built (`router.rs`).
 
+use crate::settings::keys;
 use std::sync::atomic::Ordering;
 
 use std::time::{Duration, Instant};
@@ -83,7 +84,7 @@ fn set_safety_headers(headers: &mut HeaderMap) {
 pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
     req.extensions_mut()
         .insert(BodyTimeout(Duration::from_secs_f64(
-            st.settings().f64("server.body_timeout_seconds"),
+            st.settings().get(keys::SERVER_BODY_TIMEOUT_SECONDS),
         )));
     let id = req
         .headers()
@@ -179,7 +180,9 @@ pub async fn trusted_host(State(st): State<AppState>, req: Request, next: Next) 
         .or_else(|| req.uri().host());
     let settings = st.settings();
     match host {
-        Some(h) if host_allowed(h, settings.list("security.trusted_hosts")) => next.run(req).await,
+        Some(h) if host_allowed(h, settings.get(keys::SECURITY_TRUSTED_HOSTS)) => {
+            next.run(req).await
+        }
         _ => ApiError::BadRequest {
             message: "Invalid host header",
             reason: "Invalid host header",
@@ -266,7 +269,7 @@ pub async fn cross_site(State(st): State<AppState>, req: Request, next: Next) ->
             origin_allowed(
                 o,
                 host,
-                st.settings().list("security.cors_origins"),
+                st.settings().get(keys::SECURITY_CORS_ORIGINS),
                 st.desktop,
             )
         });
@@ -394,8 +397,8 @@ fn peer_of(req: &Request) -> Option<std::net::IpAddr> {
 fn failure_config(st: &AppState) -> crate::guard::FailureConfig {
     let s = st.settings();
     crate::guard::FailureConfig {
-        burst: u32::try_from(s.i64("security.auth_failure_burst")).unwrap_or(0),
-        per_minute: s.f64("security.auth_failures_per_minute"),
+        burst: u32::try_from(s.get(keys::SECURITY_AUTH_FAILURE_BURST)).unwrap_or(0),
+        per_minute: s.get(keys::SECURITY_AUTH_FAILURES_PER_MINUTE),
         ..crate::guard::FailureConfig::default()
     }
 }

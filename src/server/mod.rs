@@ -22,6 +22,8 @@ pub mod state;
 pub mod stream;
 pub mod validate;
 
+use crate::settings::key::Float;
+use crate::settings::{keys, Key};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,33 +85,33 @@ pub struct StartOptions {
 
 /// Builds the guard configuration from settings.
 pub fn guard_config(s: &Settings) -> GuardConfig {
-    let secs = |k: &str| Duration::from_secs_f64(s.f64(k));
-    let jitter_mode = match s.str("retry.jitter_mode") {
+    let secs = |k: Key<Float>| Duration::from_secs_f64(s.get(k));
+    let jitter_mode = match s.get(keys::RETRY_JITTER_MODE) {
         "full" => JitterMode::Full,
         "decorrelated" => JitterMode::Decorrelated,
         _ => JitterMode::Additive,
     };
-    let rate_threshold = s.f64("breaker.failure_rate_threshold");
-    let slow = s.f64("breaker.slow_call_seconds");
+    let rate_threshold = s.get(keys::BREAKER_FAILURE_RATE_THRESHOLD);
+    let slow = s.get(keys::BREAKER_SLOW_CALL_SECONDS);
     let mut cfg = GuardConfig::default();
-    cfg.resilience_enabled = s.bool("retry.enabled");
+    cfg.resilience_enabled = s.get(keys::RETRY_ENABLED);
     cfg.retry = RetryConfig {
-        max_attempts: s.i64("retry.max_attempts") as u32,
-        backoff_initial: secs("retry.backoff_initial_seconds"),
-        backoff_multiplier: s.f64("retry.backoff_multiplier"),
-        backoff_max: secs("retry.backoff_max_seconds"),
-        jitter: secs("retry.backoff_jitter_seconds"),
+        max_attempts: s.get(keys::RETRY_MAX_ATTEMPTS) as u32,
+        backoff_initial: secs(keys::RETRY_BACKOFF_INITIAL_SECONDS),
+        backoff_multiplier: s.get(keys::RETRY_BACKOFF_MULTIPLIER),
+        backoff_max: secs(keys::RETRY_BACKOFF_MAX_SECONDS),
+        jitter: secs(keys::RETRY_BACKOFF_JITTER_SECONDS),
         jitter_mode,
     };
     cfg.budget = BudgetConfig {
-        window: secs("retry.budget_window_seconds"),
-        ratio: s.f64("retry.budget_ratio"),
-        min_per_second: s.f64("retry.budget_min_per_second"),
+        window: secs(keys::RETRY_BUDGET_WINDOW_SECONDS),
+        ratio: s.get(keys::RETRY_BUDGET_RATIO),
+        min_per_second: s.get(keys::RETRY_BUDGET_MIN_PER_SECOND),
     };
     cfg.breaker = BreakerConfig {
-        failure_threshold: s.i64("breaker.failure_threshold") as u32,
-        recovery_timeout: secs("breaker.recovery_timeout_seconds"),
-        permitted_calls_in_half_open_state: s.i64("breaker.half_open_calls") as u32,
+        failure_threshold: s.get(keys::BREAKER_FAILURE_THRESHOLD) as u32,
+        recovery_timeout: secs(keys::BREAKER_RECOVERY_TIMEOUT_SECONDS),
+        permitted_calls_in_half_open_state: s.get(keys::BREAKER_HALF_OPEN_CALLS) as u32,
         failure_rate_threshold: if rate_threshold > 0.0 {
             rate_threshold
         } else {
@@ -117,30 +119,30 @@ pub fn guard_config(s: &Settings) -> GuardConfig {
         },
         // The windows are opt-in: a size of 0 turns them off in the guard.
         sliding_window_size: if rate_threshold > 0.0 || slow > 0.0 {
-            s.i64("breaker.sliding_window_size") as u32
+            s.get(keys::BREAKER_SLIDING_WINDOW_SIZE) as u32
         } else {
             0
         },
-        minimum_number_of_calls: s.i64("breaker.minimum_calls") as u32,
+        minimum_number_of_calls: s.get(keys::BREAKER_MINIMUM_CALLS) as u32,
         slow_call_duration_threshold: (slow > 0.0).then(|| Duration::from_secs_f64(slow)),
-        slow_call_rate_threshold: s.f64("breaker.slow_call_rate_threshold"),
+        slow_call_rate_threshold: s.get(keys::BREAKER_SLOW_CALL_RATE_THRESHOLD),
     };
     cfg.rate = RateConfig {
-        global_rps: s.f64("limits.rate_limit_rps"),
-        global_burst: s.i64("limits.rate_limit_burst") as u32,
-        per_token_rps: s.f64("limits.token_rate_limit_rps"),
-        per_token_burst: s.i64("limits.token_rate_limit_burst") as u32,
+        global_rps: s.get(keys::LIMITS_RATE_LIMIT_RPS),
+        global_burst: s.get(keys::LIMITS_RATE_LIMIT_BURST) as u32,
+        per_token_rps: s.get(keys::LIMITS_TOKEN_RATE_LIMIT_RPS),
+        per_token_burst: s.get(keys::LIMITS_TOKEN_RATE_LIMIT_BURST) as u32,
         ..cfg.rate
     };
     cfg.admission = AdmissionConfig {
-        capacity: s.i64("admission.capacity") as usize,
+        capacity: s.get(keys::ADMISSION_CAPACITY) as usize,
         high_watermark: s.high_watermark() as usize,
         low_watermark: s.low_watermark() as usize,
-        max_queue_wait: Duration::from_secs_f64(s.f64("admission.max_queue_wait_ms") / 1000.0),
+        max_queue_wait: Duration::from_secs_f64(s.get(keys::ADMISSION_MAX_QUEUE_WAIT_MS) / 1000.0),
     };
     cfg.bulkhead = BulkheadConfig {
-        max_concurrent_calls: s.i64("limits.max_concurrency") as u32,
-        max_wait_duration: secs("limits.concurrency_wait_seconds"),
+        max_concurrent_calls: s.get(keys::LIMITS_MAX_CONCURRENCY) as u32,
+        max_wait_duration: secs(keys::LIMITS_CONCURRENCY_WAIT_SECONDS),
     };
     cfg
 }
@@ -148,13 +150,13 @@ pub fn guard_config(s: &Settings) -> GuardConfig {
 fn naming(s: &Settings) -> Naming {
     Naming {
         aliases: s
-            .list("models.aliases")
+            .get(keys::MODELS_ALIASES)
             .iter()
             .filter_map(|p| p.split_once('='))
             .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
             .collect(),
-        served: s.list("models.served").to_vec(),
-        default_model: s.str("models.default").to_string(),
+        served: s.get(keys::MODELS_SERVED).to_vec(),
+        default_model: s.get(keys::MODELS_DEFAULT).to_string(),
     }
 }
 
@@ -166,27 +168,29 @@ pub fn apply_live(st: &AppState, s: &Settings) {
     st.engine.pool.set_batch(batch_config(s));
     st.engine.set_naming(naming(s));
     st.engine
-        .set_fallback_default(s.str("admission.degraded_fallback") == "rules");
+        .set_fallback_default(s.get(keys::ADMISSION_DEGRADED_FALLBACK) == "rules");
     st.engine.registry.configure(
-        s.opt_i64("models.max_resident").map(|v| v as usize),
-        s.opt_f64("models.keep_alive").map(Duration::from_secs_f64),
+        s.get(keys::MODELS_MAX_RESIDENT).map(|v| v as usize),
+        s.get(keys::MODELS_KEEP_ALIVE).map(Duration::from_secs_f64),
     );
     st.engine.registry.set_label_thresholds(label_thresholds(s));
 }
 
 /// `models.label_thresholds`; settings validation already refused a bad list.
 fn label_thresholds(s: &Settings) -> crate::detect::LabelThresholds {
-    crate::detect::LabelThresholds::parse(s.list("models.label_thresholds")).unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "models.label_thresholds ignored");
-        crate::detect::LabelThresholds::default()
-    })
+    crate::detect::LabelThresholds::parse(s.get(keys::MODELS_LABEL_THRESHOLDS)).unwrap_or_else(
+        |e| {
+            tracing::warn!(error = %e, "models.label_thresholds ignored");
+            crate::detect::LabelThresholds::default()
+        },
+    )
 }
 
 fn batch_config(s: &Settings) -> BatchConfig {
     BatchConfig {
-        max_batch: s.i64("admission.batch_max_size") as usize,
-        max_wait: Duration::from_secs_f64(s.f64("admission.batch_max_wait_ms") / 1000.0),
-        wait: s.bool("admission.batching_enabled"),
+        max_batch: s.get(keys::ADMISSION_BATCH_MAX_SIZE) as usize,
+        max_wait: Duration::from_secs_f64(s.get(keys::ADMISSION_BATCH_MAX_WAIT_MS) / 1000.0),
+        wait: s.get(keys::ADMISSION_BATCHING_ENABLED),
     }
 }
 
@@ -239,7 +243,7 @@ pub fn build_engine(
     let registry = Arc::new(Registry::new(rules, loader, Arc::clone(&faults), specs));
     registry.set_label_thresholds(label_thresholds(settings));
     let threads = settings
-        .opt_i64("models.inference_threads")
+        .get(keys::MODELS_INFERENCE_THREADS)
         .map(|v| v as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let pool = WorkerPool::new(threads, 1024, batch_config(settings), Arc::clone(&faults));
@@ -295,14 +299,14 @@ impl Server {
         home: Home,
         opts: StartOptions,
     ) -> Result<Server, ServerError> {
-        let host = settings.str("server.host").to_string();
-        let auth_off = settings.str("security.auth") == "off";
+        let host = settings.get(keys::SERVER_HOST).to_string();
+        let auth_off = settings.get(keys::SECURITY_AUTH) == "off";
         if auth_off && !is_loopback(&host) {
             return Err(ServerError::Config(format!(
                 "PHIGUARD_AUTH=off is refused on a non-loopback bind ({host}); bind 127.0.0.1 or turn auth on"
             )));
         }
-        if !is_loopback(&host) && settings.str("security.auth_token").is_empty() {
+        if !is_loopback(&host) && settings.get(keys::SECURITY_AUTH_TOKEN).is_empty() {
             return Err(ServerError::Config(format!(
                 "binding {host} needs an explicit client token: set PHIGUARD_AUTH_TOKEN (and PHIGUARD_ADMIN_TOKEN)"
             )));
@@ -315,8 +319,8 @@ impl Server {
         let tokens = Arc::new(TokenRegistry::open(
             Arc::clone(&store),
             crate::secrets::registry_file(&home),
-            Some(settings.str("security.auth_token").to_string()),
-            Some(settings.str("security.admin_token").to_string()),
+            Some(settings.get(keys::SECURITY_AUTH_TOKEN).to_string()),
+            Some(settings.get(keys::SECURITY_ADMIN_TOKEN).to_string()),
         )?);
         let hash_key = match HashKey::from_hex(
             &store.get_or_create("hash-key", || hex::encode(rand::random::<[u8; 32]>()))?,
@@ -332,18 +336,18 @@ impl Server {
         let desktop = opts.desktop;
         let engine = build_engine(&settings, &home, opts)?;
         let guard = Arc::clone(&engine.guard);
-        let port = settings.i64("server.port") as u16;
-        let max_body = settings.i64("limits.max_request_bytes") as usize;
-        let cluster = match settings.str("cluster.redis_url") {
+        let port = settings.get(keys::SERVER_PORT) as u16;
+        let max_body = settings.get(keys::LIMITS_MAX_REQUEST_BYTES) as usize;
+        let cluster = match settings.get(keys::CLUSTER_REDIS_URL) {
             "" => None,
             url => {
                 let mut cfg = crate::cluster::ClusterConfig::new(
                     url,
-                    settings.opt_i64("cluster.admissions").unwrap_or(1) as u32,
+                    settings.get(keys::CLUSTER_ADMISSIONS).unwrap_or(1) as u32,
                 );
-                cfg.key_prefix = settings.str("cluster.key_prefix").to_string();
-                cfg.window = Duration::from_secs_f64(settings.f64("cluster.window_seconds"));
-                cfg.replicas = settings.i64("cluster.replicas") as u32;
+                cfg.key_prefix = settings.get(keys::CLUSTER_KEY_PREFIX).to_string();
+                cfg.window = Duration::from_secs_f64(settings.get(keys::CLUSTER_WINDOW_SECONDS));
+                cfg.replicas = settings.get(keys::CLUSTER_REPLICAS) as u32;
                 cfg.validate()
                     .map_err(|e| ServerError::Config(e.to_string()))?;
                 Some(crate::cluster::ClusterLimiter::new(cfg).await)
@@ -379,8 +383,8 @@ impl Server {
         let limits = {
             let s = state.settings();
             listen::ConnLimits {
-                max_connections: s.i64("server.max_connections") as usize,
-                header_timeout: Duration::from_secs_f64(s.f64("server.header_timeout_seconds")),
+                max_connections: s.get(keys::SERVER_MAX_CONNECTIONS) as usize,
+                header_timeout: Duration::from_secs_f64(s.get(keys::SERVER_HEADER_TIMEOUT_SECONDS)),
             }
         };
         let conn_metrics = listen::ConnMetrics {
@@ -455,8 +459,11 @@ impl Server {
     /// in-flight work drained for up to the drain setting, then the listener closed.
     pub async fn shutdown(mut self) {
         self.state.set_phase(Phase::Draining);
-        let drain =
-            Duration::from_secs_f64(self.state.settings().f64("server.shutdown_drain_seconds"));
+        let drain = Duration::from_secs_f64(
+            self.state
+                .settings()
+                .get(keys::SERVER_SHUTDOWN_DRAIN_SECONDS),
+        );
         let until = std::time::Instant::now() + drain;
         while self
             .state
@@ -482,7 +489,7 @@ impl Server {
 /// request does not pay for a model load.
 async fn preload(st: &AppState) {
     let settings = st.settings();
-    let mut names: Vec<String> = settings.list("models.preload").to_vec();
+    let mut names: Vec<String> = settings.get(keys::MODELS_PRELOAD).to_vec();
     names.push(st.engine.default_model());
     names.dedup();
     for name in &names {

@@ -3,6 +3,7 @@
 //! cancellations, deletions and default changes are audited (`audit.rs`) under the catalog
 //! or installed id, never under a name that matched nothing.
 
+use crate::settings::keys;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -131,7 +132,7 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
         });
     };
     record.target(id.clone());
-    let require_pinned = st.settings().bool("models.require_pinned");
+    let require_pinned = st.settings().get(keys::MODELS_REQUIRE_PINNED);
     if require_pinned && catalog.get(&id).is_some_and(|e| !e.is_pinned()) {
         return Err(ApiError::Conflict {
             message: "This catalog entry is not pinned and models.require_pinned is on",
@@ -317,7 +318,7 @@ fn models_default(st: &AppState, body: &[u8], record: &mut Action) -> Result<Res
     next.persist().map_err(|_| ApiError::Internal)?;
     super::apply_live(st, &next);
     *st.settings.write() = Arc::new(next);
-    record.change(json!(before.str("models.default")), json!(id));
+    record.change(json!(before.get(keys::MODELS_DEFAULT)), json!(id));
     Ok(axum::Json(json!({"default": id})).into_response())
 }
 

@@ -1,6 +1,7 @@
 //! Operational routes: health, liveness, readiness, metrics, `/models/loaded`,
 //! `/models/unload`, and the OpenAPI document.
 
+use crate::settings::keys;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -21,7 +22,7 @@ pub async fn health(State(st): State<AppState>) -> Response {
     let s = st.settings();
     axum::Json(
         json!({"status": "ok", "service": SERVICE, "version": env!("CARGO_PKG_VERSION"),
-        "profile": s.str("timeouts.profile")}),
+        "profile": s.get(keys::TIMEOUTS_PROFILE)}),
     )
     .into_response()
 }
@@ -51,7 +52,7 @@ pub async fn readyz(State(st): State<AppState>) -> Result<Response, ApiError> {
 /// `GET /metrics` (when `server.metrics_enabled`).
 #[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text", body = String, content_type = "text/plain"), (status = 404, description = "metrics disabled", body = super::openapi::ErrorEnvelope)))]
 pub async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
-    if !st.settings().bool("server.metrics_enabled") {
+    if !st.settings().get(keys::SERVER_METRICS_ENABLED) {
         return Err(ApiError::NotFound);
     }
     Ok((
@@ -83,8 +84,8 @@ pub async fn models_loaded(State(st): State<AppState>) -> Response {
         })
         .collect();
     axum::Json(json!({
-        "default_keep_alive_seconds": s.opt_f64("models.keep_alive"),
-        "max_resident_models": s.opt_i64("models.max_resident"),
+        "default_keep_alive_seconds": s.get(keys::MODELS_KEEP_ALIVE),
+        "max_resident_models": s.get(keys::MODELS_MAX_RESIDENT),
         "memory_budget_bytes": null,
         "resident_memory_bytes": loaded.values().map(|v| v.footprint_bytes).sum::<u64>(),
         "pending_memory_bytes": 0,
@@ -93,7 +94,7 @@ pub async fn models_loaded(State(st): State<AppState>) -> Response {
         "models": models,
         "served_models": st.engine.served_names(),
         "default_model": st.engine.default_model(),
-        "model_policy": {"explicit": !s.list("models.served").is_empty(), "findings": []},
+        "model_policy": {"explicit": !s.get(keys::MODELS_SERVED).is_empty(), "findings": []},
     }))
     .into_response()
 }

@@ -1,6 +1,7 @@
 //! Handlers of the model routes: `/pii/extract`, `/pii/deidentify`, `/analyze`. Each parses,
 //! calls the engine through the guard, applies the transform and shapes OpenMed's response.
 
+use crate::settings::keys;
 use std::sync::Arc;
 
 use axum::extract::{Extension, State};
@@ -21,8 +22,8 @@ use crate::engine::{CallOptions, Detection};
 pub(crate) fn limits(st: &AppState) -> TextLimits {
     let s = st.settings();
     TextLimits {
-        max_chars: s.i64("limits.max_text_length") as usize,
-        max_bytes: s.i64("limits.max_text_bytes") as usize,
+        max_chars: s.get(keys::LIMITS_MAX_TEXT_LENGTH) as usize,
+        max_bytes: s.get(keys::LIMITS_MAX_TEXT_BYTES) as usize,
     }
 }
 
@@ -110,7 +111,7 @@ where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = Result<(Value, bool), ApiError>>,
 {
-    if !st.settings().bool("admission.coalescing_enabled") {
+    if !st.settings().get(keys::ADMISSION_COALESCING_ENABLED) {
         return f().await;
     }
     use sha2::Digest;

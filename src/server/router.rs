@@ -18,6 +18,7 @@
 //!
 //! axum applies `.layer` calls bottom-up, so the code below lists them in reverse.
 
+use crate::settings::keys;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Method};
 use axum::middleware::from_fn_with_state as mw;
@@ -34,7 +35,7 @@ use super::{admin, front, middleware, models_api, ops, pii, stream};
 fn cors(st: &AppState) -> CorsLayer {
     let origins: Vec<axum::http::HeaderValue> = st
         .settings()
-        .list("security.cors_origins")
+        .get(keys::SECURITY_CORS_ORIGINS)
         .iter()
         .map(|o| o.trim_end_matches('/'))
         .chain(
@@ -133,7 +134,7 @@ pub fn app(st: AppState, max_body: usize) -> Router {
     for (path, _, _) in front::ASSETS {
         router = router.route(path, get(move || async move { front::asset(path) }));
     }
-    if st.settings().bool("server.ui") {
+    if st.settings().get(keys::SERVER_UI) {
         let files = tower::ServiceBuilder::new()
             .layer(axum::middleware::from_fn(front::ui_slash))
             .service(tower_http::services::ServeDir::new(ui_dir()));

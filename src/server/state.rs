@@ -2,6 +2,7 @@
 //! lifecycle flags, the dashboard event bus, the failed-authentication limit and the audit
 //! log.
 
+use crate::settings::keys;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -116,7 +117,7 @@ impl AppState {
         }
         let audit = super::audit::AuditLog::new(
             super::audit::audit_file(&home),
-            settings.i64("security.audit_max_bytes").max(0) as u64,
+            settings.get(keys::SECURITY_AUDIT_MAX_BYTES).max(0) as u64,
         );
         let failed_auth = FailureLimiter::new(Arc::clone(&clock));
         AppState(Arc::new(Inner {

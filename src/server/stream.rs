@@ -8,6 +8,7 @@
 //! line (`"degraded": true`): its headers went out before any window was detected. Audit hashes are keyed (HMAC with the install secret), never plain SHA-256 of
 //! an entity, so they cannot be reversed by guessing names.
 
+use crate::settings::keys;
 use std::sync::Arc;
 
 use axum::extract::{Extension, State};
@@ -187,8 +188,9 @@ struct Lines {
 impl Lines {
     fn new(st: &AppState) -> (Lines, mpsc::Receiver<Bytes>) {
         let (tx, rx) = mpsc::channel::<Bytes>(32);
-        let timeout =
-            std::time::Duration::from_secs_f64(st.settings().f64("server.send_timeout_seconds"));
+        let timeout = std::time::Duration::from_secs_f64(
+            st.settings().get(keys::SERVER_SEND_TIMEOUT_SECONDS),
+        );
         let abandoned = st.metrics.streams_abandoned.clone();
         (
             Lines {

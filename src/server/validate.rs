@@ -7,7 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{setting_env, ApiError, FieldProblem};
+use super::error::{ApiError, FieldProblem};
+use crate::settings::keys;
 
 /// Limits applied to `text`.
 #[derive(Clone, Copy, Debug)]
@@ -177,7 +178,7 @@ impl<'a> Fields<'a> {
                         format!(
                             "Value error, Input text too large; the limit is {} bytes. Reduce the input or increase the configured limit ({}).",
                             limits.max_bytes,
-                            setting_env("limits.max_text_bytes")
+                            keys::LIMITS_MAX_TEXT_BYTES.env()
                         ),
                         "value_error",
                     );
@@ -187,7 +188,7 @@ impl<'a> Fields<'a> {
                         format!(
                             "Value error, Input text too long; the limit is {} characters. Reduce the input or increase the configured limit ({}).",
                             limits.max_chars,
-                            setting_env("limits.max_text_length")
+                            keys::LIMITS_MAX_TEXT_LENGTH.env()
                         ),
                         "value_error",
                     );

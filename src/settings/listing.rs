@@ -7,6 +7,7 @@
 //! ([`Settings::high_watermark`], [`Settings::request_timeout`], …), and the reference page
 //! is rendered from the same [`TABLE`] so that it cannot drift from the code.
 
+use crate::settings::keys;
 use serde::Serialize;
 
 use super::table::Empty;
@@ -113,7 +114,7 @@ fn resolved_empty(s: &Settings, key: &str) -> Option<String> {
             Some(t) => format!(
                 "{} s, profile {}",
                 t.as_secs_f64(),
-                s.str("timeouts.profile")
+                s.get(keys::TIMEOUTS_PROFILE)
             ),
             None => "off".into(),
         }),

@@ -7,6 +7,7 @@
 //! variable and the rule; through the admin API it is refused and nothing is applied.
 
 pub mod home;
+pub mod key;
 pub mod listing;
 pub mod table;
 pub mod value;
@@ -15,7 +16,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use home::Home;
-pub use table::{Def, TABLE};
+pub use key::Key;
+pub use table::{keys, Def, TABLE};
 pub use value::{Kind, Value};
 
 /// Where a value came from.
@@ -157,19 +159,22 @@ impl Settings {
                 "admission.low_watermark (PHIGUARD_BATCH_LOW_WATERMARK) must be below the high watermark {high}"
             )));
         }
-        if !self.str("cluster.redis_url").is_empty() && self.opt_i64("cluster.admissions").is_none()
+        if !self.get(keys::CLUSTER_REDIS_URL).is_empty()
+            && self.get(keys::CLUSTER_ADMISSIONS).is_none()
         {
             return Err(SettingsError::Conflict(
                 "PHIGUARD_CLUSTER_ADMISSIONS must be set when PHIGUARD_REDIS_URL is".into(),
             ));
         }
-        if let Err(e) = crate::detect::LabelThresholds::parse(self.list("models.label_thresholds"))
+        if let Err(e) =
+            crate::detect::LabelThresholds::parse(self.get(keys::MODELS_LABEL_THRESHOLDS))
         {
             return Err(SettingsError::Conflict(format!(
                 "models.label_thresholds (PHIGUARD_LABEL_THRESHOLDS): {e}"
             )));
         }
-        if self.f64("retry.backoff_max_seconds") < self.f64("retry.backoff_initial_seconds") {
+        if self.get(keys::RETRY_BACKOFF_MAX_SECONDS) < self.get(keys::RETRY_BACKOFF_INITIAL_SECONDS)
+        {
             return Err(SettingsError::Conflict(
                 "retry.backoff_max_seconds (PHIGUARD_RETRY_BACKOFF_MAX_SECONDS) must not be below retry.backoff_initial_seconds".into(),
             ));
@@ -194,8 +199,13 @@ impl Settings {
             .unwrap_or(SettingSource::Default)
     }
 
+    /// Reads a setting through its typed handle (`settings.get(keys::SERVER_PORT)`).
+    pub fn get<T: key::Read>(&self, key: Key<T>) -> T::Out<'_> {
+        T::read(self, key.name())
+    }
+
     /// An integer setting (0 when unset).
-    pub fn i64(&self, key: &str) -> i64 {
+    fn i64(&self, key: &str) -> i64 {
         match self.value(key) {
             Value::Int(i) => *i,
             Value::Float(f) => *f as i64,
@@ -204,7 +214,7 @@ impl Settings {
     }
 
     /// An optional integer setting.
-    pub fn opt_i64(&self, key: &str) -> Option<i64> {
+    fn opt_i64(&self, key: &str) -> Option<i64> {
         match self.value(key) {
             Value::Int(i) => Some(*i),
             _ => None,
@@ -212,7 +222,7 @@ impl Settings {
     }
 
     /// A float setting (0 when unset).
-    pub fn f64(&self, key: &str) -> f64 {
+    fn f64(&self, key: &str) -> f64 {
         match self.value(key) {
             Value::Float(f) => *f,
             Value::Int(i) => *i as f64,
@@ -221,7 +231,7 @@ impl Settings {
     }
 
     /// An optional float setting.
-    pub fn opt_f64(&self, key: &str) -> Option<f64> {
+    fn opt_f64(&self, key: &str) -> Option<f64> {
         match self.value(key) {
             Value::Float(f) => Some(*f),
             Value::Int(i) => Some(*i as f64),
@@ -230,12 +240,12 @@ impl Settings {
     }
 
     /// A boolean setting.
-    pub fn bool(&self, key: &str) -> bool {
+    fn bool(&self, key: &str) -> bool {
         matches!(self.value(key), Value::Bool(true))
     }
 
     /// A string or enum setting (empty when unset).
-    pub fn str(&self, key: &str) -> &str {
+    fn str(&self, key: &str) -> &str {
         match self.value(key) {
             Value::Str(s) => s,
             _ => "",
@@ -243,7 +253,7 @@ impl Settings {
     }
 
     /// A list setting.
-    pub fn list(&self, key: &str) -> &[String] {
+    fn list(&self, key: &str) -> &[String] {
         match self.value(key) {
             Value::List(l) => l,
             _ => &[],
@@ -252,13 +262,13 @@ impl Settings {
 
     /// The effective high watermark (defaults to the queue size).
     pub fn high_watermark(&self) -> u64 {
-        self.opt_i64("admission.high_watermark")
-            .unwrap_or_else(|| self.i64("admission.max_queue_size")) as u64
+        self.get(keys::ADMISSION_HIGH_WATERMARK)
+            .unwrap_or_else(|| self.get(keys::ADMISSION_MAX_QUEUE_SIZE)) as u64
     }
 
     /// The effective low watermark (defaults to half the high watermark).
     pub fn low_watermark(&self) -> u64 {
-        self.opt_i64("admission.low_watermark")
+        self.get(keys::ADMISSION_LOW_WATERMARK)
             .map(|v| v as u64)
             .unwrap_or_else(|| self.high_watermark() / 2)
     }
@@ -266,8 +276,8 @@ impl Settings {
     /// The request timeout: the override, else the profile's; `None` when disabled (≤ 0).
     pub fn request_timeout(&self) -> Option<std::time::Duration> {
         let secs = self
-            .opt_f64("timeouts.request_timeout_seconds")
-            .unwrap_or_else(|| profile_timeout_seconds(self.str("timeouts.profile")));
+            .get(keys::TIMEOUTS_REQUEST_TIMEOUT_SECONDS)
+            .unwrap_or_else(|| profile_timeout_seconds(self.get(keys::TIMEOUTS_PROFILE)));
         (secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs))
     }
 
@@ -442,11 +452,11 @@ mod tests {
             &home,
             env(&[("OPENMED_SERVICE_RETRY_BACKOFF_MULTIPLIER", "4")]),
         )?;
-        assert_eq!(s.i64("retry.max_attempts"), 5);
+        assert_eq!(s.get(keys::RETRY_MAX_ATTEMPTS), 5);
         assert_eq!(s.source("retry.max_attempts"), SettingSource::File);
-        assert_eq!(s.f64("retry.backoff_multiplier"), 4.0);
+        assert_eq!(s.get(keys::RETRY_BACKOFF_MULTIPLIER), 4.0);
         assert_eq!(s.source("retry.backoff_multiplier"), SettingSource::Env);
-        assert_eq!(s.i64("breaker.failure_threshold"), 3);
+        assert_eq!(s.get(keys::BREAKER_FAILURE_THRESHOLD), 3);
         Ok(())
     }
 
@@ -507,12 +517,12 @@ mod tests {
             ])
             .expect_err("must refuse");
         assert_eq!(errs.len(), 2);
-        assert_eq!(s.i64("breaker.failure_threshold"), 3);
+        assert_eq!(s.get(keys::BREAKER_FAILURE_THRESHOLD), 3);
         s.apply(&[("breaker.failure_threshold".into(), "7".into())])
             .expect("valid");
         s.persist().expect("persist");
         let again = Settings::load_from(&home, env(&[])).expect("reload");
-        assert_eq!(again.i64("breaker.failure_threshold"), 7);
+        assert_eq!(again.get(keys::BREAKER_FAILURE_THRESHOLD), 7);
         assert_eq!(
             again.source("breaker.failure_threshold"),
             SettingSource::File
