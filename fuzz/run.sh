@@ -10,9 +10,13 @@ secs="${1:-20}"
 targets=(request_body query_token carry_buffer model_files safetensors_header)
 # No sanitizer: the build is minutes shorter, safe Rust gives AddressSanitizer nothing to
 # find, and the targets assert their own invariants (a panic is a failure either way).
-cargo +nightly fuzz build --sanitizer none 2>&1 | grep -Ev '^ *(Compiling|Downloaded|Downloading)' || true
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+if ! cargo +nightly fuzz build --sanitizer none >"$scratch/build.log" 2>&1; then
+    grep -v '^ *Compiling' "$scratch/build.log" | tail -n 40 >&2
+    echo "fuzz: the targets did not build" >&2
+    exit 1
+fi
 for t in "${targets[@]}"; do
     mkdir -p "$scratch/$t"
     if [[ -d "seeds/$t" ]]; then cp seeds/"$t"/* "$scratch/$t/"; fi
