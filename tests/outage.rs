@@ -1,7 +1,9 @@
 //! Outage scenarios with bounded concurrent clients against a real server on loopback, with
-//! faults injected at the backend boundary (`fault-injection` builds only). They print the
-//! figures reported in the notes and assert the goals loosely (timings on shared machines
-//! are not asserted).
+//! faults injected at the backend boundary (`fault-injection` builds only). The degraded-mode
+//! scenarios are checks and always run. The two that measure (a 10 s full outage and its
+//! recovery, attempts per request at 50 % failures) print the figures reported in the notes
+//! and are `#[ignore]`d: run them with
+//! `cargo test --release --features fault-injection --test outage -- --ignored --nocapture`.
 #![cfg(feature = "fault-injection")]
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -66,6 +68,7 @@ fn clients(
         .collect()
 }
 
+#[ignore = "wall-clock figures, not a check: cargo test --release --features fault-injection --test outage -- --ignored --nocapture"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_outage_then_recovery() {
     let (server, _dir) = start(&[("PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS", "2")]).await;
@@ -175,6 +178,7 @@ async fn flaky_run(env: &[(&str, &str)]) -> (u64, u64, u64, u64) {
     )
 }
 
+#[ignore = "wall-clock figures, not a check: cargo test --release --features fault-injection --test outage -- --ignored --nocapture"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_of_the_calls_fail_attempts_per_request() {
     // Defaults: the consecutive-failure breaker sees the failures the budget did not retry.

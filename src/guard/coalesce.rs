@@ -37,6 +37,8 @@ pub struct SingleFlight<K, V> {
 struct Flight<V> {
     id: u64,
     rx: watch::Receiver<Option<V>>,
+    /// Callers waiting on this flight.
+    followers: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl<K, V> Default for SingleFlight<K, V>
@@ -93,6 +95,15 @@ where
         self.inflight.lock().len()
     }
 
+    /// Callers waiting on another's computation now (tests observe this instead of sleeping).
+    pub fn followers(&self) -> usize {
+        self.inflight
+            .lock()
+            .values()
+            .map(|f| f.followers.load(std::sync::atomic::Ordering::SeqCst))
+            .sum()
+    }
+
     /// Runs `f` unless a computation for `key` is already running, in which case waits
     /// for its result. Put errors inside `V` (for example `Result<T, Arc<E>>`) to share
     /// them too.
@@ -105,22 +116,27 @@ where
             let joined = {
                 let mut map = self.inflight.lock();
                 match map.get(&key) {
-                    Some(flight) => Err(flight.rx.clone()),
+                    Some(flight) => {
+                        let count = std::sync::Arc::clone(&flight.followers);
+                        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        Err((flight.rx.clone(), count))
+                    }
                     None => {
                         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let (tx, rx) = watch::channel(None);
-                        map.insert(key.clone(), Flight { id, rx });
+                        let followers = Default::default();
+                        map.insert(key.clone(), Flight { id, rx, followers });
                         Ok((id, tx))
                     }
                 }
             };
             match joined {
                 Ok(lead) => break lead,
-                Err(mut rx) => {
-                    if let Ok(v) = rx.wait_for(Option::is_some).await {
-                        if let Some(v) = v.clone() {
-                            return (v, Role::Follower);
-                        }
+                Err((mut rx, count)) => {
+                    let waited = rx.wait_for(Option::is_some).await.map(|v| v.clone());
+                    count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    if let Ok(Some(v)) = waited {
+                        return (v, Role::Follower);
                     }
                     // The leader was cancelled before finishing: try to lead.
                 }

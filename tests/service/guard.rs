@@ -343,8 +343,10 @@ async fn coalescing_shares_one_model_call_among_identical_requests() {
         t.script.waiting.load(Ordering::SeqCst) == 1
     })
     .await;
-    // Give the followers time to join the leader's flight before releasing it.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The three others join the leader's flight before it is released.
+    let st = t.server.as_ref().expect("server").state().clone();
+    t.until("three followers", || st.coalesce.followers() == 3)
+        .await;
     t.script.release();
     let mut stamps = Vec::new();
     for r in requests {

@@ -2,7 +2,6 @@
 //! injected manual clock and scripted backends standing in for a model only where a fault
 //! must be produced that the real model cannot produce.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +9,6 @@ use std::time::Duration;
 use phiguard::detect::{Label, Recognizer, RecognizerError, Source, Span};
 use phiguard::guard::{FixedJitter, ManualClock};
 use phiguard::server::{Server, StartOptions};
-use phiguard::settings::{Home, Settings};
 
 pub(crate) const CLIENT: &str = "client-token-for-tests";
 pub(crate) const ADMIN: &str = "admin-token-for-tests";
@@ -116,41 +114,27 @@ pub(crate) struct TestServer {
 impl TestServer {
     /// Starts a server with `env` on top of the test defaults.
     pub(crate) async fn start(env: &[(&str, &str)]) -> TestServer {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let home = Home::at(dir.path());
-        let mut vars: HashMap<String, String> = [
-            ("PHIGUARD_PORT", "0"),
+        let defaults = [
             ("PHIGUARD_AUTH_TOKEN", CLIENT),
             ("PHIGUARD_ADMIN_TOKEN", ADMIN),
             ("PHIGUARD_DEFAULT_MODEL", "scripted"),
             ("PHIGUARD_METRICS_ENABLED", "true"),
             ("PHIGUARD_RETRY_BACKOFF_JITTER_SECONDS", "0"),
             ("PHIGUARD_SHUTDOWN_DRAIN_SECONDS", "5"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        for (k, v) in env {
-            vars.insert(k.to_string(), v.to_string());
-        }
-        let settings = Settings::load_from(&home, |k| vars.get(k).cloned()).expect("settings");
+        ];
         let clock = Arc::new(ManualClock::new());
         let script = Arc::new(Script::default());
         let opts = StartOptions {
             clock: Some(clock.clone()),
             sleeper: Some(clock.clone()),
             jitter: Some(Arc::new(FixedJitter(0.0))),
-            loader: None,
             extra_backends: vec![(
                 "scripted".to_string(),
                 Arc::new(Scripted(script.clone())) as Arc<dyn Recognizer>,
             )],
-            file_secrets: true,
-            desktop: false,
+            ..StartOptions::default()
         };
-        let server = Server::start_with(settings, home, opts)
-            .await
-            .expect("start");
+        let (server, dir) = crate::common::boot(&defaults, env, opts).await;
         let base = format!("http://{}", server.local_addr());
         TestServer {
             server: Some(server),
