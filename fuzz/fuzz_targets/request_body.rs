@@ -17,8 +17,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = ExtractRequest::parse(&map, LIMITS);
     let _ = ExtractRequest::parse_stream(&map, LIMITS);
-    let _ = DeidentifyRequest::parse(&map, LIMITS);
-    let _ = DeidentifyRequest::parse_stream(&map, LIMITS);
+    let _ = DeidentifyRequest::parse(&map, LIMITS, false);
+    let _ = DeidentifyRequest::parse(&map, LIMITS, true);
     let _ = AnalyzeRequest::parse(&map, LIMITS);
     let _ = UnloadRequest::parse(&map);
 });

@@ -10,11 +10,12 @@ mod serve;
 mod settings_cmd;
 mod token;
 
-use crate::settings::keys;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use crate::settings::keys;
 
 /// The confidence threshold of `deid` and `eval`: the default of `/pii/deidentify`
 /// (OpenMed's), so the CLI de-identifies and scores what the service does.

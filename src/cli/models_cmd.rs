@@ -1,10 +1,10 @@
 //! `phiguard models list|pull|import|rm|verify`: thin wrappers over `models::cli`.
 
-use crate::settings::keys;
 use std::path::Path;
 
 use super::{runtime, Failure};
 use crate::models::{cli, Catalog, Downloader, Store};
+use crate::settings::keys;
 use crate::settings::{Home, Settings};
 
 fn store() -> Result<Store, Failure> {

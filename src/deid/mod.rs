@@ -189,9 +189,19 @@ impl HashKey {
         Ok(HashKey(bytes))
     }
 
-    /// The raw key, for keyed audit hashes elsewhere in the crate. Never log it.
-    pub fn secret_bytes(&self) -> [u8; 32] {
-        self.0
+    /// HMAC-SHA256(key, text) as `hmac-sha256:<64 hex>`: the stream routes' audit hashes
+    /// (`text_hash`, the document id), which identify a value across one install without
+    /// revealing it; the same key's short form is [`Method::Hash`]'s tag.
+    pub fn audit_hash(&self, text: &str) -> String {
+        format!("hmac-sha256:{}", hex::encode(self.mac(text)))
+    }
+
+    fn mac(&self, text: &str) -> [u8; 32] {
+        // HMAC-SHA256 takes a key of any length: `new_from_slice` cannot fail on 32 bytes.
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC accepts any key length");
+        mac.update(text.as_bytes());
+        mac.finalize().into_bytes().into()
     }
 
     /// The 64-hex-character form, for persistence.
@@ -201,13 +211,7 @@ impl HashKey {
 
     /// First 8 hex characters of HMAC-SHA256(key, text).
     fn tag(&self, text: &str) -> String {
-        // HMAC accepts keys of any length, so this cannot fail.
-        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.0) else {
-            return String::from("00000000");
-        };
-        mac.update(text.as_bytes());
-        let digest = mac.finalize().into_bytes();
-        hex::encode(&digest[..4])
+        hex::encode(&self.mac(text)[..4])
     }
 }
 

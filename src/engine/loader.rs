@@ -7,13 +7,13 @@
 //! the registry reports and the guard counts like any other, never a model that quietly
 //! answers differently.
 
-use crate::settings::keys;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::registry::{Loader, ModelSpec};
 use crate::detect::Recognizer;
 use crate::inference::{ClassifierOptions, Precision};
+use crate::settings::keys;
 use crate::settings::{Home, Settings};
 
 /// Loads model folders with candle on the configured device and precision.

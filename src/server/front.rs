@@ -8,7 +8,6 @@
 //! schemas, and its "Try it out" with "Authorize" fits a token-protected local API. Its
 //! bundle (about 1.9 MB with the stylesheet) is the whole cost.
 
-use crate::settings::keys;
 use axum::extract::{OriginalUri, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
@@ -16,6 +15,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde_json::json;
 
 use super::state::AppState;
+use crate::settings::keys;
 
 /// The CSP of the front-door pages: scripts, styles, images and API calls from this origin
 /// only (Swagger UI sets inline styles and uses `data:` images).

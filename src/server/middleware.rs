@@ -4,7 +4,6 @@
 //! readiness, rate limits, priority admission, drain accounting). The order they run in is
 //! written down where the router is built (`router.rs`).
 
-use crate::settings::keys;
 use std::sync::atomic::Ordering;
 
 use std::time::{Duration, Instant};
@@ -22,6 +21,7 @@ use std::sync::Arc;
 
 use crate::guard::{AdmissionPermit, GuardError, Priority};
 use crate::secrets::Scope;
+use crate::settings::keys;
 
 tokio::task_local! {
     /// The request id of the request being handled, for error envelopes.

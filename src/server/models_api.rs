@@ -3,7 +3,6 @@
 //! cancellations, deletions and default changes are audited (`audit.rs`) under the catalog
 //! or installed id, never under a name that matched nothing.
 
-use crate::settings::keys;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -21,6 +20,7 @@ use super::state::AppState;
 use super::validate::{parse_object, Fields};
 use crate::engine::ModelSpec;
 use crate::models::{CancellationToken, Catalog, Downloader, Store};
+use crate::settings::keys;
 
 /// One download as the dashboard shows it.
 #[derive(Clone, Debug, Serialize)]

@@ -1,7 +1,6 @@
 //! Operational routes: health, liveness, readiness, metrics, `/models/loaded`,
 //! `/models/unload`, and the OpenAPI document.
 
-use crate::settings::keys;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -12,6 +11,7 @@ use super::error::ApiError;
 use super::middleware::Body;
 use super::state::{AppState, Phase};
 use super::validate::parse_object;
+use crate::settings::keys;
 
 /// OpenMed's service name, kept for client compatibility.
 pub const SERVICE: &str = "openmed-rest";

@@ -1,7 +1,6 @@
 //! Handlers of the model routes: `/pii/extract`, `/pii/deidentify`, `/analyze`. Each parses,
 //! calls the engine through the guard, applies the transform and shapes OpenMed's response.
 
-use crate::settings::keys;
 use std::sync::Arc;
 
 use axum::extract::{Extension, State};
@@ -17,6 +16,7 @@ use super::validate::{parse_object, TextLimits};
 use crate::deid::{DeidOptions, Deidentifier, Method, Policy};
 use crate::detect::{CharIndex, Span};
 use crate::engine::{CallOptions, Detection};
+use crate::settings::keys;
 
 /// Text limits from the live settings.
 pub(crate) fn limits(st: &AppState) -> TextLimits {

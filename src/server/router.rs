@@ -18,7 +18,6 @@
 //!
 //! axum applies `.layer` calls bottom-up, so the code below lists them in reverse.
 
-use crate::settings::keys;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Method};
 use axum::middleware::from_fn_with_state as mw;
@@ -31,6 +30,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use super::error::ApiError;
 use super::state::AppState;
 use super::{admin, front, middleware, models_api, ops, pii, stream};
+use crate::settings::keys;
 
 fn cors(st: &AppState) -> CorsLayer {
     let origins: Vec<axum::http::HeaderValue> = st

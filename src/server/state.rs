@@ -2,7 +2,6 @@
 //! lifecycle flags, the dashboard event bus, the failed-authentication limit and the audit
 //! log.
 
-use crate::settings::keys;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -17,6 +16,7 @@ use crate::deid::HashKey;
 use crate::engine::Engine;
 use crate::guard::{Clock, FailureLimiter, SingleFlight};
 use crate::secrets::TokenRegistry;
+use crate::settings::keys;
 use crate::settings::{Home, Settings};
 
 /// Service lifecycle.

@@ -8,14 +8,13 @@
 //! line (`"degraded": true`): its headers went out before any window was detected. Audit hashes are keyed (HMAC with the install secret), never plain SHA-256 of
 //! an entity, so they cannot be reversed by guessing names.
 
-use crate::settings::keys;
 use std::sync::Arc;
 
 use axum::extract::{Extension, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use hmac::{Hmac, Mac};
+
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
@@ -31,12 +30,10 @@ use crate::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
 use crate::deid::{Action, Deidentifier};
 use crate::detect::{CharIndex, Label, Span};
 use crate::engine::CallOptions;
+use crate::settings::keys;
 
 fn keyed_hash(st: &AppState, text: &str) -> String {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&st.hash_key.secret_bytes())
-        .unwrap_or_else(|_| <Hmac<Sha256> as Mac>::new_from_slice(&[0u8; 32]).expect("static key"));
-    mac.update(text.as_bytes());
-    format!("hmac-sha256:{}", hex::encode(mac.finalize().into_bytes()))
+    st.hash_key.audit_hash(text)
 }
 
 /// OpenMed's span contract (`OpenMedSpan`) only admits its own canonical labels; phiguard's

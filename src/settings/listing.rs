@@ -7,11 +7,11 @@
 //! ([`Settings::high_watermark`], [`Settings::request_timeout`], …), and the reference page
 //! is rendered from the same [`TABLE`] so that it cannot drift from the code.
 
-use crate::settings::keys;
 use serde::Serialize;
 
 use super::table::Empty;
 use super::{Def, SettingSource, Settings, Value, TABLE};
+use crate::settings::keys;
 
 /// One setting as listed.
 #[derive(Clone, Debug, Serialize)]
