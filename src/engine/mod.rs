@@ -23,7 +23,7 @@ use parking_lot::RwLock;
 
 use crate::detect::{RecognizerError, Span};
 use crate::guard::{Classify, Deadline, Guard, GuardError};
-pub use faults::Faults;
+pub use faults::{FaultSpecError, Faults};
 pub use registry::{Detectors, Loader, ModelSpec, Registry, RULES_ID};
 pub use workers::{BatchConfig, PoolError, WorkerPool};
 
