@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use parking_lot::Mutex;
 use rand::Rng;
 
-use crate::detect::RecognizerError;
+use crate::detect::{BackendError, RecognizerError};
 
 /// Why a fault spec (`PHIGUARD_FAULTS`, `PUT /admin/faults`) was refused. The messages give
 /// the accepted syntax and never echo the spec.
@@ -182,7 +182,7 @@ impl Faults {
             }
             current
         };
-        let injected = || Err(RecognizerError::Backend("injected fault".into()));
+        let injected = || Err(RecognizerError::Backend(BackendError::Injected));
         match mode {
             FaultMode::Ok => Ok(()),
             FaultMode::Fail | FaultMode::FailN(_) => injected(),
