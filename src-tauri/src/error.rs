@@ -21,7 +21,8 @@ pub enum ShellError {
     /// Returned when the embedded server fails to start for any reason but a taken port.
     #[error(transparent)]
     Server(#[from] phiguard::server::ServerError),
-    /// Returned when the server's address is held by another process.
+    /// Returned when the server's address is held by another process
+    /// ([`ServerError::is_addr_in_use`](phiguard::server::ServerError::is_addr_in_use)).
     #[error("{source}")]
     PortInUse {
         /// The server's bind error.
@@ -84,15 +85,6 @@ impl ShellError {
     }
 }
 
-/// Whether `addr` is held by another process right now: the server reports a bind failure as
-/// text, so the shell asks the OS the same question once more and reads the error kind.
-pub(crate) fn addr_in_use(addr: &str) -> bool {
-    match std::net::TcpListener::bind(addr) {
-        Ok(_) => false,
-        Err(e) => e.kind() == std::io::ErrorKind::AddrInUse,
-    }
-}
-
 impl Serialize for ShellError {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("ShellError", 2)?;
@@ -105,16 +97,6 @@ impl Serialize for ShellError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_held_address_is_in_use_and_a_free_one_is_not() -> std::io::Result<()> {
-        let holder = std::net::TcpListener::bind("127.0.0.1:0")?;
-        let addr = holder.local_addr()?.to_string();
-        assert!(addr_in_use(&addr));
-        drop(holder);
-        assert!(!addr_in_use(&addr));
-        Ok(())
-    }
 
     #[test]
     fn serialises_kind_and_lowercase_message() -> Result<(), serde_json::Error> {

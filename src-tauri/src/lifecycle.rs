@@ -12,12 +12,12 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
-use phiguard::server::{Server, ServerError, StartOptions, TrayState};
+use phiguard::server::{Server, StartOptions, TrayState};
 use phiguard::settings::{Home, Settings, SettingsError};
 use serde::Serialize;
 use tokio::sync::Mutex;
 
-use crate::error::{addr_in_use, Problem, Result, ShellError};
+use crate::error::{Problem, Result, ShellError};
 
 /// The marker file whose absence in the home's data directory means "first start": the
 /// dashboard then opens by itself.
@@ -167,9 +167,7 @@ impl Service {
         };
         match Server::start_with(settings, self.home.clone(), opts).await {
             Ok(server) => Ok(server),
-            Err(source @ ServerError::Bind { .. }) if bind_addr_in_use(&source) => {
-                Err(ShellError::PortInUse { source })
-            }
+            Err(source) if source.is_addr_in_use() => Err(ShellError::PortInUse { source }),
             Err(e) => Err(e.into()),
         }
     }
@@ -260,10 +258,6 @@ impl Service {
             Slot::Failed(problem) => Err(ShellError::StartFailed(problem.clone())),
         }
     }
-}
-
-fn bind_addr_in_use(e: &ServerError) -> bool {
-    matches!(e, ServerError::Bind { addr, .. } if addr_in_use(addr))
 }
 
 /// `http://ip:port` for a bound address; a wildcard bind is reached over loopback.

@@ -26,11 +26,35 @@ pub enum RecognizerError {
     /// Returned when the backend itself failed (a model error, a device error, an injected
     /// fault): retryable, and counted by the circuit breaker.
     #[error("recognizer backend failed: {0}")]
-    Backend(String),
+    Backend(#[source] BackendError),
     /// Returned when the input cannot be processed by this recognizer (a client error):
-    /// never retried, and counted as a success by the circuit breaker.
+    /// never retried, and counted as a success by the circuit breaker. The source is the
+    /// recognizer's own error (in `inference`, a tokenizer failure), free of request text.
     #[error("input rejected by recognizer: {0}")]
-    Input(String),
+    Input(#[source] BoxError),
+}
+
+/// A recognizer's own error, boxed: `detect` names no model runtime (no candle here), so a
+/// model-backed recognizer hands its typed error over in a box that can be downcast.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// How a recognizer's backend failed ([`RecognizerError::Backend`]).
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// Returned when the model runtime failed (tensor shapes, dtypes, device memory); the
+    /// source is the runtime's typed error (in `inference`, an `InferenceError`).
+    #[error(transparent)]
+    Model(BoxError),
+    /// Returned when the model call panicked; the worker caught it and survives.
+    #[error("panic in model call")]
+    Panicked,
+    /// Returned when a recognizer answered a different number of span lists than texts.
+    #[error("recognizer returned a wrong count")]
+    WrongCount,
+    /// Returned when a fault was injected at the backend boundary (`PHIGUARD_FAULTS`,
+    /// `PUT /admin/faults`, or a scripted test backend).
+    #[error("injected fault")]
+    Injected,
 }
 
 /// A synchronous recognizer. It runs on the engine's worker threads, never on the async

@@ -10,7 +10,25 @@ use std::collections::BTreeMap;
 use parking_lot::Mutex;
 use rand::Rng;
 
-use crate::detect::RecognizerError;
+use crate::detect::{BackendError, RecognizerError};
+
+/// Why a fault spec (`PHIGUARD_FAULTS`, `PUT /admin/faults`) was refused. The messages give
+/// the accepted syntax and never echo the spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FaultSpecError {
+    /// Returned when a part of the spec is not a `target=mode` pair.
+    #[error("faults must be target=mode pairs")]
+    NotAPair,
+    /// Returned when a target is neither `load` nor `infer`.
+    #[error("fault target must be load or infer")]
+    UnknownTarget,
+    /// Returned when a mode's argument is missing, negative or not a number.
+    #[error("fault mode needs a non-negative number")]
+    BadNumber,
+    /// Returned when a mode is none of the known ones.
+    #[error("fault mode must be ok, fail, fail:N, flaky:P, delay:MS or panic:N")]
+    UnknownMode,
+}
 
 /// One target's fault mode.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,17 +51,17 @@ impl FaultMode {
     /// Parses `ok`, `fail`, `fail:N`, `flaky:P`, `delay:MS`, `panic:N`.
     ///
     /// # Errors
-    /// A message with the accepted syntax.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    /// [`FaultSpecError::BadNumber`] or [`FaultSpecError::UnknownMode`].
+    pub fn parse(s: &str) -> Result<Self, FaultSpecError> {
         let s = s.trim().to_ascii_lowercase();
         let (name, arg) = match s.split_once(':') {
             Some((n, a)) => (n, Some(a)),
             None => (s.as_str(), None),
         };
-        let num = |a: Option<&str>| -> Result<f64, String> {
+        let num = |a: Option<&str>| -> Result<f64, FaultSpecError> {
             a.and_then(|a| a.trim().parse::<f64>().ok())
                 .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| "fault mode needs a non-negative number".to_string())
+                .ok_or(FaultSpecError::BadNumber)
         };
         Ok(match (name, arg) {
             ("ok", None) => FaultMode::Ok,
@@ -52,11 +70,7 @@ impl FaultMode {
             ("flaky", a) => FaultMode::Flaky(num(a)?.min(100.0)),
             ("delay", a) => FaultMode::Delay(num(a)? as u64),
             ("panic", a) => FaultMode::PanicN(num(a)? as u64),
-            _ => {
-                return Err(
-                    "fault mode must be ok, fail, fail:N, flaky:P, delay:MS or panic:N".into(),
-                )
-            }
+            _ => return Err(FaultSpecError::UnknownMode),
         })
     }
 
@@ -89,17 +103,15 @@ impl Faults {
     /// Parses `target=mode,…` and replaces the current faults.
     ///
     /// # Errors
-    /// A message naming the bad part's target (never echoing other input).
-    pub fn set_spec(&self, spec: &str) -> Result<(), String> {
+    /// The first bad part's [`FaultSpecError`] (never echoing the input).
+    pub fn set_spec(&self, spec: &str) -> Result<(), FaultSpecError> {
         let mut next = BTreeMap::new();
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (target, mode) = part
-                .split_once('=')
-                .ok_or_else(|| "faults must be target=mode pairs".to_string())?;
+            let (target, mode) = part.split_once('=').ok_or(FaultSpecError::NotAPair)?;
             let target = TARGETS
                 .iter()
                 .find(|t| **t == target.trim())
-                .ok_or_else(|| "fault target must be load or infer".to_string())?;
+                .ok_or(FaultSpecError::UnknownTarget)?;
             next.insert(*target, FaultMode::parse(mode)?);
         }
         self.set(next);
@@ -170,7 +182,7 @@ impl Faults {
             }
             current
         };
-        let injected = || Err(RecognizerError::Backend("injected fault".into()));
+        let injected = || Err(RecognizerError::Backend(BackendError::Injected));
         match mode {
             FaultMode::Ok => Ok(()),
             FaultMode::Fail | FaultMode::FailN(_) => injected(),
@@ -199,10 +211,14 @@ mod tests {
         for s in ["ok", "fail", "fail:3", "flaky:50", "delay:20", "panic:1"] {
             assert_eq!(FaultMode::parse(s).map(|m| m.render()).as_deref(), Ok(s));
         }
-        assert!(FaultMode::parse("explode").is_err());
-        assert!(FaultMode::parse("fail:-1").is_err());
+        assert_eq!(
+            FaultMode::parse("explode"),
+            Err(FaultSpecError::UnknownMode)
+        );
+        assert_eq!(FaultMode::parse("fail:-1"), Err(FaultSpecError::BadNumber));
         let f = Faults::default();
-        assert!(f.set_spec("disk=fail").is_err());
+        assert_eq!(f.set_spec("disk=fail"), Err(FaultSpecError::UnknownTarget));
+        assert_eq!(f.set_spec("infer"), Err(FaultSpecError::NotAPair));
         assert!(f.set_spec("infer=fail:2,load=ok").is_ok());
     }
 

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::registry::{Loader, ModelSpec};
+use super::registry::{LoadError, Loader, ModelSpec};
 use crate::detect::Recognizer;
 use crate::inference::{ClassifierOptions, Precision};
 use crate::settings::keys;
@@ -23,18 +23,15 @@ struct CandleLoader {
 }
 
 impl Loader for CandleLoader {
-    fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, String> {
-        let dir = spec.dir.as_ref().ok_or("model has no folder")?;
-        crate::models::verify_before_load(&spec.id, dir).map_err(|e| e.to_string())?;
-        let device = crate::inference::parse_device(&self.device)
-            .and_then(|d| d.open())
-            .map_err(|e| e.to_string())?;
+    fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, LoadError> {
+        let dir = spec.dir.as_ref().ok_or(LoadError::NoFolder)?;
+        crate::models::verify_before_load(&spec.id, dir)?;
+        let device = crate::inference::parse_device(&self.device).and_then(|d| d.open())?;
         let options = ClassifierOptions {
             precision: self.precision,
             ..ClassifierOptions::default()
         };
-        let model = crate::inference::TokenClassifier::load_with(dir, &device, options)
-            .map_err(|e| e.to_string())?;
+        let model = crate::inference::TokenClassifier::load_with(dir, &device, options)?;
         Ok(Arc::new(model))
     }
 }
@@ -78,10 +75,47 @@ pub struct WithScripted {
 }
 
 impl Loader for WithScripted {
-    fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, String> {
+    fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, LoadError> {
         match self.scripted.get(&spec.id) {
             Some(r) => Ok(Arc::clone(r)),
             None => self.inner.load(spec),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loader() -> CandleLoader {
+        CandleLoader {
+            device: "cpu".into(),
+            precision: Precision::F32,
+        }
+    }
+
+    fn spec(dir: Option<std::path::PathBuf>) -> ModelSpec {
+        ModelSpec {
+            id: "acme/tiny".into(),
+            dir,
+            footprint_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn a_spec_without_a_folder_is_refused() {
+        assert!(matches!(
+            loader().load(&spec(None)),
+            Err(LoadError::NoFolder)
+        ));
+    }
+
+    #[test]
+    fn a_folder_without_a_manifest_fails_verification_before_candle_reads_it() -> std::io::Result<()>
+    {
+        let dir = tempfile::tempdir()?;
+        let err = loader().load(&spec(Some(dir.path().to_path_buf())));
+        assert!(matches!(err, Err(LoadError::Files(_))), "{:?}", err.err());
+        Ok(())
     }
 }

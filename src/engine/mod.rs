@@ -23,8 +23,8 @@ use parking_lot::RwLock;
 
 use crate::detect::{RecognizerError, Span};
 use crate::guard::{Classify, Deadline, Guard, GuardError};
-pub use faults::Faults;
-pub use registry::{Detectors, Loader, ModelSpec, Registry, RULES_ID};
+pub use faults::{FaultSpecError, Faults};
+pub use registry::{Detectors, LoadError, Loader, ModelSpec, Registry, RULES_ID};
 pub use workers::{BatchConfig, PoolError, WorkerPool};
 
 /// Why a detection did not produce spans. Mapped to HTTP in `server::error`.

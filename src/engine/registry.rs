@@ -52,13 +52,31 @@ pub struct ModelSpec {
     pub footprint_bytes: u64,
 }
 
+/// Why a [`Loader`] could not load a model. The registry logs it (`error = %e`) beside the
+/// configured model id; no variant carries request data or a path.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Returned when the spec has no model folder to load.
+    #[error("model has no folder")]
+    NoFolder,
+    /// Returned when the model's files fail their check against the recorded sha256 and
+    /// size ([`crate::models::ModelError::Tampered`], `Unverified`) or its manifest cannot
+    /// be read.
+    #[error(transparent)]
+    Files(#[from] crate::models::ModelError),
+    /// Returned when the device cannot be opened or candle cannot build the model from its
+    /// files (config, tokenizer, weights).
+    #[error(transparent)]
+    Inference(#[from] crate::inference::InferenceError),
+}
+
 /// Loads a model folder into a recognizer (candle in production; a fake in unit tests).
 pub trait Loader: Send + Sync {
     /// Loads the model of `spec`.
     ///
     /// # Errors
-    /// A message without request data.
-    fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, String>;
+    /// A [`LoadError`] (it carries no request data).
+    fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, LoadError>;
 }
 
 /// A model merged with the rule recognizers: the unit the guard protects.

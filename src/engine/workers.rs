@@ -22,7 +22,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
 
 use super::faults::Faults;
-use crate::detect::{Recognizer, RecognizerError, Span};
+use crate::detect::{BackendError, Recognizer, RecognizerError, Span};
 
 /// Batching knobs, changeable live.
 #[derive(Clone, Copy, Debug)]
@@ -225,7 +225,7 @@ fn run_group(group: Vec<Job>, faults: &Faults) {
     // the model call itself: the worker thread must survive it.
     let inject = || {
         catch_unwind(AssertUnwindSafe(|| faults.before_infer()))
-            .unwrap_or_else(|_| Err(RecognizerError::Backend("panic in model call".into())))
+            .unwrap_or_else(|_| Err(RecognizerError::Backend(BackendError::Panicked)))
     };
     live.retain_mut(|job| match job.at_boundary.then(inject) {
         None | Some(Ok(())) => true,
@@ -260,11 +260,9 @@ fn run_group(group: Vec<Job>, faults: &Faults) {
         let started = Instant::now();
         let result = match call(&*recognizer, &[&*job.text]) {
             Ok(Ok(mut r)) if r.len() == 1 => Ok(r.pop().unwrap_or_default()),
-            Ok(Ok(_)) => Err(RecognizerError::Backend(
-                "recognizer returned a wrong count".into(),
-            )),
+            Ok(Ok(_)) => Err(RecognizerError::Backend(BackendError::WrongCount)),
             Ok(Err(e)) => Err(e),
-            Err(()) => Err(RecognizerError::Backend("panic in model call".into())),
+            Err(()) => Err(RecognizerError::Backend(BackendError::Panicked)),
         };
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         job.span.in_scope(|| match &result {

@@ -20,7 +20,7 @@ use super::tokenize::{Encoded, TextTokenizer};
 use super::window::{plan, Window};
 use super::{bert, deberta_v2, distilbert, modernbert, xlm_roberta};
 use super::{InferenceError, Result};
-use crate::detect::{CharIndex, Label, Recognizer, RecognizerError, Source, Span};
+use crate::detect::{BackendError, CharIndex, Label, Recognizer, RecognizerError, Source, Span};
 
 /// How a loaded model turns texts into spans.
 #[derive(Clone, Debug, PartialEq)]
@@ -455,8 +455,8 @@ fn softmax_row(row: &[f32], n: usize) -> Vec<f32> {
 impl Recognizer for TokenClassifier {
     fn detect_batch(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<Span>>, RecognizerError> {
         self.spans(texts).map_err(|e| match e {
-            InferenceError::Tokenizer(_) => RecognizerError::Input(e.to_string()),
-            other => RecognizerError::Backend(other.to_string()),
+            InferenceError::Tokenizer(_) => RecognizerError::Input(Box::new(e)),
+            other => RecognizerError::Backend(BackendError::Model(Box::new(other))),
         })
     }
 }

@@ -6,7 +6,7 @@
 
 use candle_core::Device;
 
-use super::{InferenceError, Result};
+use super::{DeviceError, InferenceError, Result};
 
 /// The value of `PHIGUARD_DEVICE`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -32,9 +32,7 @@ pub fn parse_device(value: &str) -> Result<DeviceChoice> {
         "cpu" => Ok(DeviceChoice::Cpu),
         "metal" => Ok(DeviceChoice::Metal),
         "cuda" => Ok(DeviceChoice::Cuda),
-        _ => Err(InferenceError::Device(
-            "PHIGUARD_DEVICE must be one of auto, cpu, metal, cuda".into(),
-        )),
+        _ => Err(InferenceError::Device(DeviceError::Unknown)),
     }
 }
 
@@ -56,17 +54,17 @@ impl DeviceChoice {
 
 fn open_metal() -> Result<Device> {
     if cfg!(feature = "metal") && candle_core::utils::metal_is_available() {
-        Device::new_metal(0).map_err(|e| InferenceError::Device(e.to_string()))
+        Device::new_metal(0).map_err(|e| InferenceError::Device(DeviceError::Open(e)))
     } else {
-        Err(InferenceError::Device("built without metal support".into()))
+        Err(InferenceError::Device(DeviceError::NotBuilt("metal")))
     }
 }
 
 fn open_cuda() -> Result<Device> {
     if cfg!(feature = "cuda") && candle_core::utils::cuda_is_available() {
-        Device::new_cuda(0).map_err(|e| InferenceError::Device(e.to_string()))
+        Device::new_cuda(0).map_err(|e| InferenceError::Device(DeviceError::Open(e)))
     } else {
-        Err(InferenceError::Device("built without cuda support".into()))
+        Err(InferenceError::Device(DeviceError::NotBuilt("cuda")))
     }
 }
 
@@ -101,7 +99,11 @@ mod tests {
         assert_eq!(parse_device(" CPU ")?, DeviceChoice::Cpu);
         assert_eq!(parse_device("metal")?, DeviceChoice::Metal);
         assert_eq!(parse_device("Cuda")?, DeviceChoice::Cuda);
-        assert!(parse_device("tpu").is_err());
+        let err = parse_device("tpu").err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("device error: PHIGUARD_DEVICE must be one of auto, cpu, metal, cuda")
+        );
         Ok(())
     }
 
@@ -110,7 +112,10 @@ mod tests {
         assert!(DeviceChoice::Cpu.open()?.is_cpu());
         if !cfg!(any(feature = "metal", feature = "cuda")) {
             assert!(DeviceChoice::Auto.open()?.is_cpu());
-            assert!(DeviceChoice::Cuda.open().is_err());
+            assert!(matches!(
+                DeviceChoice::Cuda.open(),
+                Err(InferenceError::Device(DeviceError::NotBuilt("cuda")))
+            ));
         }
         Ok(())
     }

@@ -65,16 +65,44 @@ pub enum InferenceError {
     UnsupportedFamily(String),
     /// Returned when `tokenizer.json` cannot be loaded or a text cannot be tokenized.
     #[error("tokenizer failed: {0}")]
-    Tokenizer(String),
+    Tokenizer(#[source] TokenizerError),
     /// Returned when the model directory has no `*.safetensors` file.
     #[error("no .safetensors weights in the model directory")]
     NoWeights,
     /// Returned when `PHIGUARD_DEVICE` is invalid or the device cannot be opened.
     #[error("device error: {0}")]
-    Device(String),
+    Device(#[source] DeviceError),
     /// Returned when a tensor operation fails (shapes, dtypes, device memory).
     #[error("model error: {0}")]
     Candle(#[from] candle_core::Error),
+}
+
+/// How the tokenizer failed ([`InferenceError::Tokenizer`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TokenizerError {
+    /// Returned when `tokenizer.json` does not parse or cannot be configured (truncation off,
+    /// the probe word that finds the special tokens); the source is the tokenizers crate's.
+    #[error(transparent)]
+    Load(tokenizers::Error),
+    /// Returned when a request text cannot be encoded. The tokenizers crate's error is
+    /// dropped on purpose: it may quote the text.
+    #[error("encoding a text failed")]
+    Encode,
+}
+
+/// Why no device could be used ([`InferenceError::Device`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    /// Returned when `PHIGUARD_DEVICE` is not `auto`, `cpu`, `metal` or `cuda`.
+    #[error("PHIGUARD_DEVICE must be one of auto, cpu, metal, cuda")]
+    Unknown,
+    /// Returned when `metal` or `cuda` was asked for and this build lacks the feature (or
+    /// the machine the device).
+    #[error("built without {0} support")]
+    NotBuilt(&'static str),
+    /// Returned when candle cannot open the device.
+    #[error(transparent)]
+    Open(candle_core::Error),
 }
 
 /// Result of the inference module.

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use tokenizers::Tokenizer;
 
-use super::{InferenceError, Result};
+use super::{InferenceError, Result, TokenizerError};
 
 /// One text's tokens, specials excluded.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -63,16 +63,16 @@ impl TextTokenizer {
     /// # Errors
     /// [`InferenceError::Tokenizer`] when they cannot be parsed.
     pub fn from_bytes(bytes: &[u8]) -> Result<TextTokenizer> {
-        let mut inner =
-            Tokenizer::from_bytes(bytes).map_err(|e| InferenceError::Tokenizer(e.to_string()))?;
+        let mut inner = Tokenizer::from_bytes(bytes)
+            .map_err(|e| InferenceError::Tokenizer(TokenizerError::Load(e)))?;
         inner
             .with_truncation(None)
-            .map_err(|e| InferenceError::Tokenizer(e.to_string()))?;
+            .map_err(|e| InferenceError::Tokenizer(TokenizerError::Load(e)))?;
         inner.with_padding(None);
         // The specials around a probe word, read from the post-processor.
         let probe = inner
             .encode("a", true)
-            .map_err(|e| InferenceError::Tokenizer(e.to_string()))?;
+            .map_err(|e| InferenceError::Tokenizer(TokenizerError::Load(e)))?;
         let special = probe.get_special_tokens_mask();
         let ids = probe.get_ids();
         let first_content = special.iter().position(|&s| s == 0).unwrap_or(ids.len());
@@ -103,7 +103,7 @@ impl TextTokenizer {
         let enc = self
             .inner
             .encode_char_offsets(text, false)
-            .map_err(|_| InferenceError::Tokenizer("encoding a text failed".into()))?;
+            .map_err(|_| InferenceError::Tokenizer(TokenizerError::Encode))?;
         Ok(Encoded {
             ids: enc.get_ids().to_vec(),
             offsets: enc.get_offsets().to_vec(),

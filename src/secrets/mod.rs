@@ -22,7 +22,7 @@ pub use tokens::{
 pub enum SecretsError {
     /// Returned when neither the keychain nor the fallback file could be used.
     #[error("secret storage failed: {0}")]
-    Storage(String),
+    Storage(#[source] StorageError),
     /// Returned when a token id does not exist.
     #[error("no such token")]
     NoSuchToken,
@@ -33,6 +33,32 @@ pub enum SecretsError {
         /// The variable (or its `security.*` setting) that sets it.
         variable: &'static str,
     },
+}
+
+/// How the keychain or a file under PHIGUARD_HOME failed ([`SecretsError::Storage`]). No
+/// variant carries a secret, a token or a path.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// Returned when reading, writing or locking a secrets or registry file fails.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Returned when the operating system's keychain refuses an operation.
+    #[error(transparent)]
+    Keychain(#[from] keyring::Error),
+    /// Returned when the secrets or the registry cannot be encoded for writing.
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+    /// Returned when the secrets file is not a JSON object of strings.
+    #[error("secrets file is not valid JSON")]
+    CorruptSecrets,
+    /// Returned when the token registry file does not parse.
+    #[error("token registry is not valid JSON")]
+    CorruptRegistry,
+}
+
+/// Wraps a storage failure, for `map_err`.
+pub(crate) fn storage(e: impl Into<StorageError>) -> SecretsError {
+    SecretsError::Storage(e.into())
 }
 
 /// Module result.
@@ -52,4 +78,25 @@ pub fn generate_token() -> String {
 pub fn digest(token: &str) -> [u8; 32] {
     use sha2::Digest;
     sha2::Sha256::digest(token.as_bytes()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_failures_keep_their_wording_and_their_source() {
+        assert_eq!(
+            storage(StorageError::CorruptSecrets).to_string(),
+            "secret storage failed: secrets file is not valid JSON"
+        );
+        assert_eq!(
+            storage(StorageError::CorruptRegistry).to_string(),
+            "secret storage failed: token registry is not valid JSON"
+        );
+        let e = storage(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        let source = std::error::Error::source(&e).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("permission denied"));
+        assert!(e.to_string().starts_with("secret storage failed: "));
+    }
 }

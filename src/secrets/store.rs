@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use parking_lot::Mutex;
 
-use super::{Result, SecretsError};
+use super::{storage, Result, StorageError};
 use crate::settings::home::write_private;
 
 const SERVICE: &str = "phiguard";
@@ -72,14 +72,14 @@ impl SecretStore {
     /// Reads a secret.
     ///
     /// # Errors
-    /// [`SecretsError::Storage`] when the backend fails (a missing secret is `Ok(None)`).
+    /// [`SecretsError::Storage`](super::SecretsError::Storage) when the backend fails (a missing secret is `Ok(None)`).
     pub fn get(&self, name: &str) -> Result<Option<String>> {
         let _g = self.lock.lock();
         match self.kind {
             StoreKind::Keychain => match self.entry(name)?.get_password() {
                 Ok(v) => Ok(Some(v)),
                 Err(keyring::Error::NoEntry) => Ok(None),
-                Err(e) => Err(SecretsError::Storage(e.to_string())),
+                Err(e) => Err(storage(e)),
             },
             StoreKind::File => Ok(self.read_file()?.remove(name)),
         }
@@ -88,20 +88,16 @@ impl SecretStore {
     /// Writes a secret.
     ///
     /// # Errors
-    /// [`SecretsError::Storage`].
+    /// [`SecretsError::Storage`](super::SecretsError::Storage).
     pub fn set(&self, name: &str, value: &str) -> Result<()> {
         let _g = self.lock.lock();
         match self.kind {
-            StoreKind::Keychain => self
-                .entry(name)?
-                .set_password(value)
-                .map_err(|e| SecretsError::Storage(e.to_string())),
+            StoreKind::Keychain => self.entry(name)?.set_password(value).map_err(storage),
             StoreKind::File => {
                 let mut all = self.read_file()?;
                 all.insert(name.to_string(), value.to_string());
-                let body = serde_json::to_vec_pretty(&all)
-                    .map_err(|e| SecretsError::Storage(e.to_string()))?;
-                write_private(&self.file, &body).map_err(|e| SecretsError::Storage(e.to_string()))
+                let body = serde_json::to_vec_pretty(&all).map_err(storage)?;
+                write_private(&self.file, &body).map_err(storage)
             }
         }
     }
@@ -109,7 +105,7 @@ impl SecretStore {
     /// Reads a secret, creating it with `make` when absent.
     ///
     /// # Errors
-    /// [`SecretsError::Storage`].
+    /// [`SecretsError::Storage`](super::SecretsError::Storage).
     pub fn get_or_create(&self, name: &str, make: impl FnOnce() -> String) -> Result<String> {
         if let Some(v) = self.get(name)? {
             return Ok(v);
@@ -120,16 +116,16 @@ impl SecretStore {
     }
 
     fn entry(&self, name: &str) -> Result<keyring::Entry> {
-        keyring::Entry::new(SERVICE, &format!("{}-{name}", self.account_prefix))
-            .map_err(|e| SecretsError::Storage(e.to_string()))
+        keyring::Entry::new(SERVICE, &format!("{}-{name}", self.account_prefix)).map_err(storage)
     }
 
     fn read_file(&self) -> Result<BTreeMap<String, String>> {
         match std::fs::read(&self.file) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|_| SecretsError::Storage("secrets file is not valid JSON".into())),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map_err(|_| storage(StorageError::CorruptSecrets))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
-            Err(e) => Err(SecretsError::Storage(e.to_string())),
+            Err(e) => Err(storage(e)),
         }
     }
 }

@@ -31,7 +31,7 @@ use std::time::{Duration, SystemTime};
 use parking_lot::{Mutex, RwLock};
 use subtle::ConstantTimeEq;
 
-use super::{digest, generate_token, Result, SecretStore, SecretsError};
+use super::{digest, generate_token, storage, Result, SecretStore, SecretsError, StorageError};
 use crate::settings::home::write_private;
 use crate::settings::Home;
 
@@ -181,9 +181,7 @@ impl RegistryFile {
                 tokens,
                 ..RegistryFile::default()
             }),
-            Err(_) => Err(SecretsError::Storage(
-                "token registry is not valid JSON".into(),
-            )),
+            Err(_) => Err(storage(StorageError::CorruptRegistry)),
         }
     }
 
@@ -192,9 +190,8 @@ impl RegistryFile {
     }
 
     fn write(&self, path: &Path) -> Result<Vec<u8>> {
-        let body =
-            serde_json::to_vec_pretty(self).map_err(|e| SecretsError::Storage(e.to_string()))?;
-        write_private(path, &body).map_err(|e| SecretsError::Storage(e.to_string()))?;
+        let body = serde_json::to_vec_pretty(self).map_err(storage)?;
+        write_private(path, &body).map_err(storage)?;
         Ok(body)
     }
 
@@ -210,7 +207,7 @@ fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     match std::fs::read(path) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(SecretsError::Storage(e.to_string())),
+        Err(e) => Err(storage(e)),
     }
 }
 
@@ -225,7 +222,7 @@ struct WriterLock {
 impl WriterLock {
     fn take(registry: &Path) -> Result<Self> {
         let dir = registry.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| SecretsError::Storage(e.to_string()))?;
+        std::fs::create_dir_all(dir).map_err(storage)?;
         let name = format!(
             "{}.lock",
             registry
@@ -240,10 +237,8 @@ impl WriterLock {
             use std::os::unix::fs::OpenOptionsExt;
             opts.mode(0o600);
         }
-        let f = opts
-            .open(dir.join(name))
-            .map_err(|e| SecretsError::Storage(e.to_string()))?;
-        f.lock().map_err(|e| SecretsError::Storage(e.to_string()))?;
+        let f = opts.open(dir.join(name)).map_err(storage)?;
+        f.lock().map_err(storage)?;
         Ok(WriterLock { _file: f })
     }
 }

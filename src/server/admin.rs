@@ -423,10 +423,13 @@ fn faults_put(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respons
         parts.push(format!("{k}={mode}"));
     }
     let before = serde_json::to_value(st.engine.faults.snapshot()).unwrap_or(Value::Null);
-    st.engine
-        .faults
-        .set_spec(&parts.join(","))
-        .map_err(|m| ApiError::Validation(vec![FieldProblem::new("body", m, "value_error")]))?;
+    st.engine.faults.set_spec(&parts.join(",")).map_err(|e| {
+        ApiError::Validation(vec![FieldProblem::new(
+            "body",
+            e.to_string(),
+            "value_error",
+        )])
+    })?;
     // The snapshots hold the fault points and modes only: closed vocabularies.
     let after = serde_json::to_value(st.engine.faults.snapshot()).unwrap_or(Value::Null);
     record.change(before, after.clone());

@@ -45,23 +45,59 @@ use crate::guard::{
 use crate::secrets::{SecretStore, TokenRegistry};
 use crate::settings::{Home, Settings};
 
-/// Why the server could not start.
+/// Why the server could not start. No message carries request data: the server has not
+/// seen a request yet, and the host and address are configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     /// Returned when the address cannot be bound (in use, no permission).
-    #[error("cannot listen on {addr}: {reason}")]
+    #[error("cannot listen on {addr}: {source}")]
     Bind {
         /// The address.
         addr: String,
-        /// Why.
-        reason: String,
+        /// Why the operating system refused it.
+        #[source]
+        source: std::io::Error,
     },
-    /// Returned when the settings do not allow this start (auth off on a public bind, …).
-    #[error("{0}")]
-    Config(String),
+    /// Returned when `security.auth` is `off` and the host is not a loopback address.
+    #[error(
+        "PHIGUARD_AUTH=off is refused on a non-loopback bind ({host}); bind 127.0.0.1 or turn auth on"
+    )]
+    AuthOffOnPublicBind {
+        /// The configured host.
+        host: String,
+    },
+    /// Returned when the host is not a loopback address and no client token is configured.
+    #[error(
+        "binding {host} needs an explicit client token: set PHIGUARD_AUTH_TOKEN (and PHIGUARD_ADMIN_TOKEN)"
+    )]
+    TokenRequired {
+        /// The configured host.
+        host: String,
+    },
+    /// Returned when the stored hash key is not 64 hex characters.
+    #[error("the stored hash key is corrupt; remove it to generate a new one")]
+    CorruptHashKey(#[source] crate::deid::DeidError),
+    /// Returned when the guard refuses the settings.
+    #[error(transparent)]
+    Guard(#[from] crate::guard::GuardConfigError),
+    /// Returned when `PHIGUARD_FAULTS` does not parse.
+    #[error(transparent)]
+    Faults(#[from] crate::engine::FaultSpecError),
+    /// Returned when the `cluster.*` settings are invalid.
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
     /// Returned when secrets or tokens cannot be read or created.
     #[error(transparent)]
     Secrets(#[from] crate::secrets::SecretsError),
+}
+
+impl ServerError {
+    /// True when the address is held by another process (the bind failed with
+    /// [`std::io::ErrorKind::AddrInUse`]): the desktop shell says "port in use" for it.
+    pub fn is_addr_in_use(&self) -> bool {
+        matches!(self, ServerError::Bind { source, .. }
+            if source.kind() == std::io::ErrorKind::AddrInUse)
+    }
 }
 
 /// What tests and embedders may inject.
@@ -198,7 +234,8 @@ fn batch_config(s: &Settings) -> BatchConfig {
 /// settings; the server and `phiguard deid` share it.
 ///
 /// # Errors
-/// [`ServerError::Config`] for settings the guard refuses or bad `PHIGUARD_FAULTS`.
+/// [`ServerError::Guard`] for settings the guard refuses, [`ServerError::Faults`] for a bad
+/// `PHIGUARD_FAULTS`.
 pub fn build_engine(
     settings: &Settings,
     home: &Home,
@@ -207,14 +244,16 @@ pub fn build_engine(
     let clock: Arc<dyn Clock> = opts.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let sleeper: Arc<dyn Sleeper> = opts.sleeper.unwrap_or_else(|| Arc::new(TokioSleeper));
     let jitter: Arc<dyn Jitter> = opts.jitter.unwrap_or_else(|| Arc::new(RandJitter));
-    let guard = Arc::new(
-        Guard::new(guard_config(settings), Arc::clone(&clock), sleeper, jitter)
-            .map_err(|e| ServerError::Config(e.to_string()))?,
-    );
+    let guard = Arc::new(Guard::new(
+        guard_config(settings),
+        Arc::clone(&clock),
+        sleeper,
+        jitter,
+    )?);
     let faults = Arc::new(Faults::default());
     if let Ok(spec) = std::env::var("PHIGUARD_FAULTS") {
         if Faults::ENABLED {
-            faults.set_spec(&spec).map_err(ServerError::Config)?;
+            faults.set_spec(&spec)?;
         } else if !spec.trim().is_empty() {
             tracing::warn!("PHIGUARD_FAULTS is ignored: this build has no fault injection");
         }
@@ -302,14 +341,10 @@ impl Server {
         let host = settings.get(keys::SERVER_HOST).to_string();
         let auth_off = settings.get(keys::SECURITY_AUTH) == "off";
         if auth_off && !is_loopback(&host) {
-            return Err(ServerError::Config(format!(
-                "PHIGUARD_AUTH=off is refused on a non-loopback bind ({host}); bind 127.0.0.1 or turn auth on"
-            )));
+            return Err(ServerError::AuthOffOnPublicBind { host });
         }
         if !is_loopback(&host) && settings.get(keys::SECURITY_AUTH_TOKEN).is_empty() {
-            return Err(ServerError::Config(format!(
-                "binding {host} needs an explicit client token: set PHIGUARD_AUTH_TOKEN (and PHIGUARD_ADMIN_TOKEN)"
-            )));
+            return Err(ServerError::TokenRequired { host });
         }
         let store = Arc::new(if opts.file_secrets {
             SecretStore::file_only(home.secrets_file())
@@ -322,16 +357,10 @@ impl Server {
             Some(settings.get(keys::SECURITY_AUTH_TOKEN).to_string()),
             Some(settings.get(keys::SECURITY_ADMIN_TOKEN).to_string()),
         )?);
-        let hash_key = match HashKey::from_hex(
+        let hash_key = HashKey::from_hex(
             &store.get_or_create("hash-key", || hex::encode(rand::random::<[u8; 32]>()))?,
-        ) {
-            Ok(k) => k,
-            Err(_) => {
-                return Err(ServerError::Config(
-                    "the stored hash key is corrupt; remove it to generate a new one".into(),
-                ))
-            }
-        };
+        )
+        .map_err(ServerError::CorruptHashKey)?;
         let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
         let desktop = opts.desktop;
         let engine = build_engine(&settings, &home, opts)?;
@@ -348,8 +377,7 @@ impl Server {
                 cfg.key_prefix = settings.get(keys::CLUSTER_KEY_PREFIX).to_string();
                 cfg.window = Duration::from_secs_f64(settings.get(keys::CLUSTER_WINDOW_SECONDS));
                 cfg.replicas = settings.get(keys::CLUSTER_REPLICAS) as u32;
-                cfg.validate()
-                    .map_err(|e| ServerError::Config(e.to_string()))?;
+                cfg.validate()?;
                 Some(crate::cluster::ClusterLimiter::new(cfg).await)
             }
         };
@@ -369,13 +397,13 @@ impl Server {
         let addr_text = format!("{host}:{port}");
         let listener = tokio::net::TcpListener::bind(&addr_text)
             .await
-            .map_err(|e| ServerError::Bind {
+            .map_err(|source| ServerError::Bind {
                 addr: addr_text.clone(),
-                reason: e.to_string(),
+                source,
             })?;
-        let addr = listener.local_addr().map_err(|e| ServerError::Bind {
+        let addr = listener.local_addr().map_err(|source| ServerError::Bind {
             addr: addr_text,
-            reason: e.to_string(),
+            source,
         })?;
         let _ = state.addr.set(addr);
         let router = app(state.clone(), max_body);
@@ -505,5 +533,56 @@ async fn preload(st: &AppState) {
         if !ok {
             tracing::warn!("a preload model failed to load");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_bind_refused_for_a_held_address_is_addr_in_use() {
+        let bind = |kind| ServerError::Bind {
+            addr: "127.0.0.1:8080".into(),
+            source: std::io::Error::from(kind),
+        };
+        assert!(bind(std::io::ErrorKind::AddrInUse).is_addr_in_use());
+        assert!(!bind(std::io::ErrorKind::PermissionDenied).is_addr_in_use());
+        let host = "0.0.0.0".to_string();
+        assert!(!ServerError::TokenRequired { host }.is_addr_in_use());
+    }
+
+    #[test]
+    fn a_held_port_fails_the_bind_as_addr_in_use() -> Result<(), Box<dyn std::error::Error>> {
+        let holder = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let addr = holder.local_addr()?.to_string();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()?;
+        let source = rt
+            .block_on(tokio::net::TcpListener::bind(&addr))
+            .err()
+            .ok_or("bound a held port")?;
+        assert!(ServerError::Bind { addr, source }.is_addr_in_use());
+        Ok(())
+    }
+
+    #[test]
+    fn refusals_name_the_setting_and_keep_their_wording() {
+        let host = || "0.0.0.0".to_string();
+        assert_eq!(
+            ServerError::AuthOffOnPublicBind { host: host() }.to_string(),
+            "PHIGUARD_AUTH=off is refused on a non-loopback bind (0.0.0.0); bind 127.0.0.1 or turn auth on"
+        );
+        assert_eq!(
+            ServerError::TokenRequired { host: host() }.to_string(),
+            "binding 0.0.0.0 needs an explicit client token: set PHIGUARD_AUTH_TOKEN (and PHIGUARD_ADMIN_TOKEN)"
+        );
+        let e = ServerError::Bind {
+            addr: "127.0.0.1:1".into(),
+            source: std::io::Error::other("boom"),
+        };
+        assert_eq!(e.to_string(), "cannot listen on 127.0.0.1:1: boom");
+        assert!(std::error::Error::source(&e).is_some());
     }
 }

@@ -729,8 +729,17 @@ fn a_tampered_weights_file_is_refused_at_load() -> TestResult {
         Err(e) => e,
     };
     assert!(
-        err.contains("model.safetensors") && err.contains("sha256"),
+        matches!(
+            &err,
+            phiguard::engine::LoadError::Files(phiguard::models::ModelError::Tampered { file })
+                if file == "model.safetensors"
+        ),
         "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("model.safetensors") && text.contains("sha256"),
+        "{text}"
     );
     // The same refusal through the registry, which the guard sees as a load failure.
     let registry = phiguard::engine::Registry::new(

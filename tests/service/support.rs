@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use phiguard::detect::{Label, Recognizer, RecognizerError, Source, Span};
+use phiguard::detect::{BackendError, Label, Recognizer, RecognizerError, Source, Span};
 use phiguard::guard::{FixedJitter, ManualClock};
 use phiguard::server::{Server, StartOptions};
 
@@ -84,7 +84,7 @@ impl Recognizer for Scripted {
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok()
         {
-            return Err(RecognizerError::Backend("scripted failure".into()));
+            return Err(RecognizerError::Backend(BackendError::Injected));
         }
         Ok(texts
             .iter()
