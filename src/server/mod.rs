@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub use admin::{Status, TrayState};
+pub use admin::{BreakerStateName, BreakerStatus, Status, TrayState};
 pub use error::ApiError;
 pub use router::app;
 pub use state::{AppState, Phase};
