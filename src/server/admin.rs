@@ -77,8 +77,8 @@ impl Status {
     }
 }
 
-/// A breaker's state on the wire (`half_open`): the guard's breaker states, mirrored here so
-/// that `guard` stays free of serde and schemas.
+// The guard's `BreakerState`, mirrored here so that `guard` stays free of serde and schemas.
+/// A breaker's state on the wire (`half_open`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BreakerStateName {

@@ -20,6 +20,8 @@ pub mod pii;
 mod router;
 pub mod state;
 pub mod stream;
+#[cfg(test)]
+mod ui_types;
 pub mod validate;
 
 use std::net::SocketAddr;
