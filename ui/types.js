@@ -93,6 +93,30 @@
  */
 
 /**
+ * `GET /admin/tokens`.
+ * @typedef {object} TokenList
+ * @property {Array<TokenInfo>} tokens The primary client token first, then the issued ones.
+ */
+
+/**
+ * A token as listed by the admin API (never the token itself, nor its digest).
+ * @typedef {object} TokenInfo
+ * @property {string} id Stable id (`tok_…`, or `client` for the primary client token).
+ * @property {string} label Admin-chosen label.
+ * @property {Scope} scope Scope.
+ * @property {string | null} created_at RFC 3339 creation time; `null` when unknown (a token pinned by the environment).
+ * @property {string} prefix First characters, to recognise it.
+ * @property {boolean} primary True for the primary client token: revoking it replaces it with a fresh one.
+ * @property {string | null} expires_at RFC 3339 expiry; `null` for a token that does not expire.
+ * @property {boolean} expired True once `expires_at` has passed: the token is refused.
+ */
+
+/**
+ * What a token may do.
+ * @typedef {"client" | "admin"} Scope
+ */
+
+/**
  * `GET /admin/audit`: the latest audit records, newest first.
  * @typedef {object} AuditList
  * @property {Array<AuditEntry>} entries Newest first.

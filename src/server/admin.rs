@@ -29,7 +29,7 @@ use super::state::{AppState, Phase};
 use super::validate::parse_object;
 use crate::cluster::{ClusterMode, ClusterStats};
 use crate::guard::{BreakerSnapshot, BreakerState};
-use crate::secrets::Scope;
+use crate::secrets::{Scope, TokenInfo};
 use crate::settings::{Value as SettingValue, TABLE};
 
 /// Tray colour, computed once here so the tray, the dashboard and tests agree.
@@ -400,14 +400,24 @@ fn breaker_action(
 }
 
 /// `GET /admin/tokens`.
-#[utoipa::path(get, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "the primary client token (id `client`, `primary: true`) and the issued tokens: ids, labels, scopes, prefixes; never the secrets or their digests", body = serde_json::Value)))]
+#[utoipa::path(get, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "the primary client token (id `client`, `primary: true`) and the issued tokens: ids, labels, scopes, prefixes; never the secrets or their digests", body = TokenList)))]
 pub async fn admin_tokens_list(State(st): State<AppState>) -> Response {
     // The background refresh runs every second; a listing shows changes made elsewhere now.
     let tokens = Arc::clone(&st.tokens);
     if let Ok(Err(e)) = tokio::task::spawn_blocking(move || tokens.refresh()).await {
         tracing::warn!(error = %e, "token registry refresh failed");
     }
-    axum::Json(json!({ "tokens": st.tokens.list() })).into_response()
+    axum::Json(TokenList {
+        tokens: st.tokens.list(),
+    })
+    .into_response()
+}
+
+/// `GET /admin/tokens`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct TokenList {
+    /// The primary client token first, then the issued ones.
+    pub tokens: Vec<TokenInfo>,
 }
 
 /// `POST /admin/tokens` `{"label","scope"}` → 201 with the token (shown once).

@@ -68,7 +68,8 @@ use super::validate::LANGS;
         super::admin::Status, super::admin::BreakerStatus, super::admin::BreakerStateName,
         super::admin::AdmissionStatus, super::admin::QueueDepth, super::admin::Totals,
         super::admin::ClusterStatus, super::admin::TrayState, super::state::Phase,
-        crate::cluster::ClusterMode, crate::cluster::ClusterStats,
+        crate::cluster::ClusterMode, crate::cluster::ClusterStats, super::admin::TokenList,
+        crate::secrets::TokenInfo, crate::secrets::Scope,
     )),
     modifiers(&Security, &Choices, &ErrorResponses, &Tags),
 )]
