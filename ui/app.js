@@ -592,13 +592,14 @@
 
   async function loadTokens() {
     try {
-      const res = await api('GET', '/admin/tokens');
+      const res = /** @type {import('./types.js').TokenList} */ (await api('GET', '/admin/tokens'));
       renderTokens(res.tokens || []);
     } catch (e) {
       if (e.status !== 401) toast(`Tokens: ${e.message}`, 'error');
     }
   }
 
+  /** @param {import('./types.js').TokenInfo[]} tokens */
   function renderTokens(tokens) {
     const body = $('tokens');
     if (!tokens.length) {
