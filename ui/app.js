@@ -10,7 +10,17 @@
 //   - inside the Tauri shell: `invoke('dashboard_bootstrap')` → `{ api_base, admin_token }`;
 //   - in a browser at /ui/: the page's own origin, and a token typed into the sign-in form,
 //     kept in sessionStorage (gone when the tab closes).
+//
+// Types: `// @ts-check` below lets an editor running TypeScript check what this file reads
+// from the admin API against `types.js`, JSDoc typedefs generated from the server's OpenAPI
+// schemas (regenerate with `PHIGUARD_UPDATE_UI_TYPES=1 cargo test --lib ui_types`). They are
+// comments only: the page does not load types.js and nothing is compiled.
+// @ts-check
 'use strict';
+
+/** @typedef {import('./types.js').Status} Status */
+/** @typedef {import('./types.js').BreakerStatus} BreakerStatus */
+/** @typedef {import('./types.js').Totals} Totals */
 
 (() => {
   const TOKEN_KEY = 'phiguard.adminToken';
@@ -36,6 +46,7 @@
     rebootstrapping: false,
     tauri: null,
     events: null,
+    /** @type {Status | null} */
     status: null,
     statusAt: 0,
     settings: [],
@@ -45,7 +56,8 @@
     rateSamples: [],
   };
 
-  const $ = (id) => document.getElementById(id);
+  /** The element with this id; `any`, since each caller knows which kind of element it is. */
+  const $ = (/** @type {string} */ id) => /** @type {any} */ (document.getElementById(id));
 
   /** Builds an element: h('button', {type: 'button', onclick}, 'text', child…). */
   function h(tag, attrs, ...children) {
@@ -152,12 +164,14 @@
 
   // ---------------------------------------------------------------- status view
 
-  /** Seconds left before an open breaker may half-open, counted down locally between events. */
+  /** Seconds left before an open breaker may half-open, counted down locally between events.
+      @param {BreakerStatus} breaker */
   function remaining(breaker) {
     const elapsed = (performance.now() - app.statusAt) / 1000;
     return Math.max(0, (breaker.retry_after_seconds || 0) - elapsed);
   }
 
+  /** @param {Status} status `GET /admin/status` or a `status` event */
   function renderStatus(status) {
     app.status = status;
     app.statusAt = performance.now();
@@ -168,17 +182,17 @@
     $('service-address').textContent = status.address ? `on ${status.address}` : '';
     $('service-uptime').textContent = '';
 
-    const rates = status.rates || deriveRates(status);
+    const rates = deriveRates(status);
     $('rate-requests').textContent = fmtRate(rates.requests_per_second);
     $('rate-errors').textContent = fmtRate(rates.errors_per_second);
     $('rate-shed').textContent = fmtRate(rates.shed_per_second);
-    const totals = status.totals || {};
+    const totals = /** @type {Partial<Totals>} */ (status.totals || {});
     $('total-requests').textContent = totals.requests !== undefined ? `${totals.requests} in total` : '';
     $('total-errors').textContent = totals.errors !== undefined ? `${totals.errors} in total` : '';
     $('total-shed').textContent = totals.shed !== undefined ? `${totals.shed} in total` : '';
 
-    const adm = status.admission || {};
-    const depth = adm.depth || {};
+    const adm = /** @type {Partial<import('./types.js').AdmissionStatus>} */ (status.admission || {});
+    const depth = /** @type {Partial<import('./types.js').QueueDepth>} */ (adm.depth || {});
     $('queue-depth').textContent = `${depth.interactive ?? 0} / ${depth.bulk ?? 0}`;
     $('queue-watermarks').textContent = adm.high_watermark !== undefined
       ? `watermarks ${adm.low_watermark} – ${adm.high_watermark}` : '';
@@ -190,7 +204,9 @@
   }
 
   /** Per-second rates from the cumulative `totals` of two status snapshots, over a window of
-      at least two seconds (the server sends totals; a rate from one event pair would jitter). */
+      at least two seconds (the server sends totals; a rate from one event pair would jitter).
+      @param {Status} status
+      @returns {{requests_per_second?: number, errors_per_second?: number, shed_per_second?: number}} */
   function deriveRates(status) {
     const t = status.uptime_seconds;
     const totals = status.totals || {};
@@ -202,7 +218,7 @@
     const first = samples[0];
     const dt = t - first.t;
     if (dt <= 0) return {};
-    const rate = (k) => (typeof totals[k] === 'number' && typeof first.totals[k] === 'number'
+    const rate = (/** @type {keyof Totals} */ k) => (typeof totals[k] === 'number' && typeof first.totals[k] === 'number'
       ? Math.max(0, totals[k] - first.totals[k]) / dt : undefined);
     return {
       requests_per_second: rate('requests'),
@@ -211,6 +227,7 @@
     };
   }
 
+  /** @param {BreakerStatus[]} breakers */
   function renderBreakers(breakers) {
     const root = $('breakers');
     const seen = new Set();
@@ -329,7 +346,7 @@
       $('service-state').textContent = 'unreachable · tray red';
     };
     es.addEventListener('status', (ev) => {
-      const status = parseEvent(ev);
+      const status = /** @type {Status | null} */ (parseEvent(ev));
       if (status) renderStatus(status);
     });
     es.addEventListener('breaker', (ev) => {
@@ -454,7 +471,7 @@
 
   function markDirty(key) {
     const s = settingByKey(key);
-    const field = document.querySelector(`[data-field="${CSS.escape(key)}"]`);
+    const field = /** @type {HTMLElement | null} */ (document.querySelector(`[data-field="${CSS.escape(key)}"]`));
     if (s && field) {
       field.dataset.dirty = String(isDirty(s));
       setFieldError(key, '');
@@ -530,7 +547,7 @@
   // ---------------------------------------------------------------- access: list settings
 
   function renderListEditors() {
-    for (const box of document.querySelectorAll('.list-editor')) {
+    for (const box of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('.list-editor'))) {
       const key = box.dataset.setting;
       const s = settingByKey(key);
       box.querySelector('.list-body')?.remove();
@@ -575,13 +592,14 @@
 
   async function loadTokens() {
     try {
-      const res = await api('GET', '/admin/tokens');
+      const res = /** @type {import('./types.js').TokenList} */ (await api('GET', '/admin/tokens'));
       renderTokens(res.tokens || []);
     } catch (e) {
       if (e.status !== 401) toast(`Tokens: ${e.message}`, 'error');
     }
   }
 
+  /** @param {import('./types.js').TokenInfo[]} tokens */
   function renderTokens(tokens) {
     const body = $('tokens');
     if (!tokens.length) {
@@ -839,7 +857,7 @@
   // ---------------------------------------------------------------- tabs
 
   function selectTab(tab) {
-    const tabs = [...document.querySelectorAll('[role="tab"]')];
+    const tabs = /** @type {HTMLElement[]} */ ([...document.querySelectorAll('[role="tab"]')]);
     for (const t of tabs) {
       const on = t === tab;
       t.setAttribute('aria-selected', String(on));
@@ -855,7 +873,7 @@
   }
 
   function wireTabs() {
-    const tabs = [...document.querySelectorAll('[role="tab"]')];
+    const tabs = /** @type {HTMLElement[]} */ ([...document.querySelectorAll('[role="tab"]')]);
     for (const tab of tabs) {
       tab.addEventListener('click', () => selectTab(tab));
       tab.addEventListener('keydown', (ev) => {
@@ -952,7 +970,8 @@
     $('banner-action').addEventListener('click', startServiceFromBanner);
     setInterval(tick, 250);
 
-    app.tauri = window.__TAURI__ && window.__TAURI__.core ? window.__TAURI__ : null;
+    const tauri = /** @type {any} */ (window).__TAURI__;
+    app.tauri = tauri && tauri.core ? tauri : null;
     if (app.tauri) {
       app.tauri.event?.listen?.('service-changed', () => bootstrapTauri());
       await bootstrapTauri();

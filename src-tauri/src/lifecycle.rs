@@ -7,12 +7,13 @@
 //! and the window say why the service is off instead of failing silently.
 //!
 //! [`ServiceView`] is the whole state the tray renders, derived on demand from the server's own
-//! `Status`; nothing is cached that could drift from it.
+//! typed `Status` (the struct `/admin/status` serialises, read by field, never by JSON key);
+//! nothing is cached that could drift from it.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
-use phiguard::server::{Server, StartOptions, TrayState};
+use phiguard::server::{BreakerStateName, BreakerStatus, Server, StartOptions, TrayState};
 use phiguard::settings::{Home, Settings, SettingsError};
 use serde::Serialize;
 use tokio::sync::Mutex;
@@ -204,14 +205,12 @@ impl Service {
         match &*self.slot.lock().await {
             Slot::Running(server) => {
                 let status = server.status();
-                let light = Light::from(status.tray());
-                let json = serde_json::to_value(&status).unwrap_or_default();
                 ServiceView {
                     state: ServiceState::Running,
                     address: Some(server.local_addr().to_string()),
-                    light,
+                    light: Light::from(status.tray),
                     problem: None,
-                    breakers: breaker_summary(&json),
+                    breakers: breaker_summary(&status.breakers),
                 }
             }
             Slot::Stopped => ServiceView {
@@ -270,33 +269,24 @@ pub(crate) fn api_base(addr: SocketAddr) -> String {
     format!("http://{}", SocketAddr::new(ip, addr.port()))
 }
 
-/// One line about the breakers, from the `/admin/status` JSON of the server: every breaker
-/// that is not closed is named with its state (and seconds to half-open when open).
-pub(crate) fn breaker_summary(status: &serde_json::Value) -> String {
-    let Some(breakers) = status.get("breakers").and_then(|b| b.as_array()) else {
-        return "breakers: unknown".to_owned();
-    };
+/// One line about the breakers of the server's `Status`: every breaker that is not closed is
+/// named with its state (and seconds to half-open when open).
+pub(crate) fn breaker_summary(breakers: &[BreakerStatus]) -> String {
     if breakers.is_empty() {
         return "breakers: no model loaded yet".to_owned();
     }
     let mut closed = 0usize;
     let mut others = Vec::new();
     for b in breakers {
-        let key = b.get("key").and_then(|k| k.as_str()).unwrap_or("?");
-        match b.get("state").and_then(|s| s.as_str()).unwrap_or("?") {
-            "closed" => closed += 1,
-            "open" => {
-                let secs = b
-                    .get("retry_after_seconds")
-                    .and_then(|s| s.as_f64())
-                    .unwrap_or(0.0)
-                    .max(0.0)
-                    .ceil();
-                others.push(format!("{key} open ({secs} s)"));
+        let key = &b.key;
+        match b.state {
+            BreakerStateName::Closed => closed += 1,
+            BreakerStateName::Open => {
+                others.push(format!("{key} open ({} s)", b.retry_after_seconds));
             }
-            "half_open" => others.push(format!("{key} half-open")),
-            "forced_open" => others.push(format!("{key} forced open")),
-            other => others.push(format!("{key} {other}")),
+            BreakerStateName::HalfOpen => others.push(format!("{key} half-open")),
+            BreakerStateName::ForcedOpen => others.push(format!("{key} forced open")),
+            BreakerStateName::Disabled => others.push(format!("{key} disabled")),
         }
     }
     match (closed, others.is_empty()) {
@@ -330,7 +320,6 @@ pub(crate) fn take_first_start(home: &Home) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn api_base_maps_wildcard_to_loopback() {
@@ -346,33 +335,35 @@ mod tests {
         }
     }
 
+    /// A breaker as the server reports it.
+    fn breaker(key: &str, state: BreakerStateName, retry_after_seconds: u64) -> BreakerStatus {
+        BreakerStatus {
+            key: key.to_owned(),
+            model_id: key.to_owned(),
+            state,
+            consecutive_failures: 0,
+            retry_after_seconds,
+            failure_rate: None,
+        }
+    }
+
     macro_rules! summary {
-        ($($name:ident: $breakers:expr => $want:expr;)*) => {$(
+        ($($name:ident: [$(($key:literal, $state:ident $(, $secs:literal)?)),*] => $want:expr;)*) => {$(
             #[test]
             fn $name() {
-                assert_eq!(breaker_summary(&json!({ "breakers": $breakers })), $want);
+                let breakers = [$(breaker($key, BreakerStateName::$state, 0 $(+ $secs)?)),*];
+                assert_eq!(breaker_summary(&breakers), $want);
             }
         )*};
     }
 
     summary! {
-        summary_none: json!([]) => "breakers: no model loaded yet";
-        summary_one_closed: json!([{"key": "rampart", "state": "closed"}]) => "breakers: 1 closed";
-        summary_all_closed: json!([{"key": "a", "state": "closed"}, {"key": "b", "state": "closed"}])
-            => "breakers: all 2 closed";
-        summary_open_rounds_up: json!([{"key": "rampart", "state": "open", "retry_after_seconds": 11.2}])
-            => "breakers: rampart open (12 s)";
-        summary_mixed: json!([
-            {"key": "a", "state": "half_open"},
-            {"key": "b", "state": "closed"},
-            {"key": "c", "state": "forced_open"},
-            {"key": "d", "state": "disabled"}
-        ]) => "breakers: a half-open, c forced open, d disabled; 1 closed";
-    }
-
-    #[test]
-    fn summary_without_breakers_field_is_unknown() {
-        assert_eq!(breaker_summary(&json!({})), "breakers: unknown");
+        summary_none: [] => "breakers: no model loaded yet";
+        summary_one_closed: [("rampart", Closed)] => "breakers: 1 closed";
+        summary_all_closed: [("a", Closed), ("b", Closed)] => "breakers: all 2 closed";
+        summary_open_counts_down: [("rampart", Open, 12)] => "breakers: rampart open (12 s)";
+        summary_mixed: [("a", HalfOpen), ("b", Closed), ("c", ForcedOpen), ("d", Disabled)]
+            => "breakers: a half-open, c forced open, d disabled; 1 closed";
     }
 
     #[test]

@@ -59,7 +59,9 @@ use script::Decision;
 const LOG_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Where admission decisions are made right now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ClusterMode {
     /// Decisions are made in Redis, shared by every replica.
@@ -69,7 +71,17 @@ pub enum ClusterMode {
 }
 
 /// Counters of one limiter since start (also exported as Prometheus series).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
 pub struct ClusterStats {
     /// Calls admitted (shared or local).
     pub admitted: u64,

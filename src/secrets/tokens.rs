@@ -47,7 +47,9 @@ pub fn registry_file(home: &Home) -> PathBuf {
 }
 
 /// What a token may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// Inference routes and model listing.
@@ -84,7 +86,7 @@ impl Primary {
 }
 
 /// A token as listed by the admin API (never the token itself, nor its digest).
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct TokenInfo {
     /// Stable id (`tok_…`, or `client` for the primary client token).
     pub id: String,
@@ -93,12 +95,14 @@ pub struct TokenInfo {
     /// Scope.
     pub scope: Scope,
     /// RFC 3339 creation time; `null` when unknown (a token pinned by the environment).
+    #[schema(required = true)]
     pub created_at: Option<String>,
     /// First characters, to recognise it.
     pub prefix: String,
     /// True for the primary client token: revoking it replaces it with a fresh one.
     pub primary: bool,
     /// RFC 3339 expiry; `null` for a token that does not expire.
+    #[schema(required = true)]
     pub expires_at: Option<String>,
     /// True once `expires_at` has passed: the token is refused.
     pub expired: bool,

@@ -2,6 +2,12 @@
 //! models, the audit log and the dashboard's server-sent events. Handlers parse, call the
 //! core and shape JSON; the logic lives in `settings`, `guard`, `secrets`, `engine` and
 //! `models`. Every handler that changes something writes an audit record (`audit.rs`).
+//!
+//! Why typed answers: the server, the desktop shell and the dashboard all read `Status`. As
+//! `json!` values re-read by string keys, a renamed or retyped field compiled everywhere and
+//! showed up as an empty card or a tray that said "unknown". The structs here are the wire
+//! format (serde, field order = key order), their schemas document the routes, and the
+//! dashboard's `ui/types.js` is generated from those schemas (`ui_types.rs`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -12,20 +18,22 @@ use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 use super::audit::{self, Action, Actor};
 use super::error::{ApiError, FieldProblem};
 use super::middleware::Body;
 use super::state::{AppState, Phase};
 use super::validate::parse_object;
-use crate::guard::BreakerState;
-use crate::secrets::Scope;
+use crate::cluster::{ClusterMode, ClusterStats};
+use crate::guard::{BreakerSnapshot, BreakerState};
+use crate::secrets::{Scope, TokenInfo};
 use crate::settings::{Value as SettingValue, TABLE};
 
 /// Tray colour, computed once here so the tray, the dashboard and tests agree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TrayState {
     /// Serving, every breaker closed.
@@ -36,29 +44,30 @@ pub enum TrayState {
     Red,
 }
 
-/// `GET /admin/status` as a value (also used by the desktop shell).
-#[derive(Clone, Debug, Serialize)]
+/// `GET /admin/status` and the `status` event: what the dashboard and the tray show.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Status {
     /// `starting`, `serving`, `draining`.
     pub state: Phase,
-    /// Bound address.
+    /// Bound address (empty before the listener is bound).
     pub address: String,
     /// Seconds since start.
     pub uptime_seconds: f64,
     /// Version.
-    pub version: &'static str,
+    pub version: String,
     /// Tray colour.
     pub tray: TrayState,
     /// Degraded mode on by default.
     pub degraded_fallback: bool,
     /// One entry per model breaker.
-    pub breakers: Vec<Value>,
+    pub breakers: Vec<BreakerStatus>,
     /// Admission queue.
-    pub admission: Value,
+    pub admission: AdmissionStatus,
     /// Totals (the dashboard derives rates).
-    pub totals: Value,
+    pub totals: Totals,
     /// The cluster-wide limit: `null` when per process.
-    pub cluster: Value,
+    #[schema(required = true)]
+    pub cluster: Option<ClusterStatus>,
 }
 
 impl Status {
@@ -66,6 +75,112 @@ impl Status {
     pub fn tray(&self) -> TrayState {
         self.tray
     }
+}
+
+// The guard's `BreakerState`, mirrored here so that `guard` stays free of serde and schemas.
+/// A breaker's state on the wire (`half_open`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerStateName {
+    /// Calls flow; failures are counted.
+    Closed,
+    /// Calls fail fast until `retry_after_seconds` pass.
+    Open,
+    /// A bounded number of probes decide between closed and open.
+    HalfOpen,
+    /// Turned off by an admin: every call flows, nothing is recorded.
+    Disabled,
+    /// Opened by an admin: every call fails fast until a reset.
+    ForcedOpen,
+}
+
+impl From<BreakerState> for BreakerStateName {
+    fn from(s: BreakerState) -> Self {
+        match s {
+            BreakerState::Closed => Self::Closed,
+            BreakerState::Open => Self::Open,
+            BreakerState::HalfOpen => Self::HalfOpen,
+            BreakerState::Disabled => Self::Disabled,
+            BreakerState::ForcedOpen => Self::ForcedOpen,
+        }
+    }
+}
+
+/// One model breaker, in `/admin/status` and as `POST /admin/breakers/{key}/{action}`'s answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct BreakerStatus {
+    /// The breaker's key: the model id.
+    pub key: String,
+    /// The model id (the same as `key`).
+    pub model_id: String,
+    /// Its state now (an elapsed open breaker shows as half-open).
+    pub state: BreakerStateName,
+    /// Consecutive failed logical requests in the closed state.
+    pub consecutive_failures: u32,
+    /// Whole seconds before a call can be admitted; 0 when calls flow now.
+    pub retry_after_seconds: u64,
+    /// Failure rate in percent over the window; `null` until it holds enough calls.
+    #[schema(required = true)]
+    pub failure_rate: Option<f64>,
+}
+
+impl From<&BreakerSnapshot> for BreakerStatus {
+    fn from(b: &BreakerSnapshot) -> Self {
+        BreakerStatus {
+            key: b.key.clone(),
+            model_id: b.key.clone(),
+            state: b.state.into(),
+            consecutive_failures: b.consecutive_failures,
+            retry_after_seconds: b.retry_after_seconds,
+            failure_rate: b.failure_rate,
+        }
+    }
+}
+
+/// The admission queue.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AdmissionStatus {
+    /// Queued plus running, by priority.
+    pub depth: QueueDepth,
+    /// Whether the high-watermark hysteresis is shedding.
+    pub shedding: bool,
+    /// Shedding starts at this depth.
+    pub high_watermark: u64,
+    /// Shedding stops below this depth.
+    pub low_watermark: u64,
+}
+
+/// Requests queued or running, by priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct QueueDepth {
+    /// `interactive` priority.
+    pub interactive: usize,
+    /// `bulk` priority.
+    pub bulk: usize,
+}
+
+/// Counters since start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Totals {
+    /// Requests answered.
+    pub requests: u64,
+    /// Requests answered with an error.
+    pub errors: u64,
+    /// Requests shed by admission, every priority and reason.
+    pub shed: u64,
+    /// Backend retries.
+    pub retries: u64,
+    /// Backend attempts (first attempts plus retries).
+    pub attempts: u64,
+}
+
+/// The cluster-wide admission limit of this replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ClusterStatus {
+    /// `shared` (through Redis) or `local_fallback`.
+    pub mode: ClusterMode,
+    /// Counters since start.
+    pub stats: ClusterStats,
 }
 
 /// Builds the status snapshot.
@@ -93,34 +208,35 @@ pub fn status(st: &AppState) -> Status {
         state: phase,
         address: st.addr.get().map(|a| a.to_string()).unwrap_or_default(),
         uptime_seconds: st.uptime().as_secs_f64(),
-        version: env!("CARGO_PKG_VERSION"),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
         tray,
         degraded_fallback: fallback,
-        breakers: snaps
-            .iter()
-            .map(|b| {
-                json!({"key": b.key, "model_id": b.key, "state": b.state.as_str(),
-                       "consecutive_failures": b.consecutive_failures,
-                       "retry_after_seconds": b.retry_after_seconds, "failure_rate": b.failure_rate})
-            })
-            .collect(),
-        admission: json!({
-            "depth": {"interactive": adm.depth[0], "bulk": adm.depth[1]},
-            "shedding": adm.shedding,
-            "high_watermark": settings.high_watermark(),
-            "low_watermark": settings.low_watermark(),
-        }),
-        cluster: match &st.cluster {
-            Some(c) => json!({"mode": c.mode(), "stats": c.stats()}),
-            None => Value::Null,
+        breakers: snaps.iter().map(BreakerStatus::from).collect(),
+        admission: AdmissionStatus {
+            depth: QueueDepth {
+                interactive: adm.depth[0],
+                bulk: adm.depth[1],
+            },
+            shedding: adm.shedding,
+            high_watermark: settings.high_watermark(),
+            low_watermark: settings.low_watermark(),
         },
-        totals: json!({"requests": requests, "errors": errors, "shed": shed,
-                       "retries": stats.retries, "attempts": stats.attempts}),
+        totals: Totals {
+            requests,
+            errors,
+            shed,
+            retries: stats.retries,
+            attempts: stats.attempts,
+        },
+        cluster: st.cluster.as_ref().map(|c| ClusterStatus {
+            mode: c.mode(),
+            stats: c.stats(),
+        }),
     }
 }
 
 /// `GET /admin/status`.
-#[utoipa::path(get, path = "/admin/status", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "breakers, admission, cluster and totals (the dashboard's status)", body = serde_json::Value)))]
+#[utoipa::path(get, path = "/admin/status", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "breakers, admission, cluster and totals (the dashboard's status)", body = Status)))]
 pub async fn admin_status(State(st): State<AppState>) -> Response {
     axum::Json(status(&st)).into_response()
 }
@@ -237,7 +353,7 @@ fn settings_put(
 }
 
 /// `POST /admin/breakers/{key}/{action}` with action `reset`, `force-open`, `disable`.
-#[utoipa::path(post, path = "/admin/breakers/{key}/{action}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("key" = String, Path, description = "an installed model id"), ("action" = String, Path, description = "`reset`, `force-open` or `disable`")), responses((status = 200, description = "the breaker after the action", body = serde_json::Value), (status = 404, description = "no such model or action (`not_found`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/breakers/{key}/{action}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("key" = String, Path, description = "an installed model id"), ("action" = String, Path, description = "`reset`, `force-open` or `disable`")), responses((status = 200, description = "the breaker after the action", body = BreakerStatus), (status = 404, description = "no such model or action (`not_found`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_breaker_action(
     State(st): State<AppState>,
     actor: Actor,
@@ -280,21 +396,28 @@ fn breaker_action(
         "status",
         serde_json::to_value(status(st)).unwrap_or(Value::Null),
     );
-    Ok(axum::Json(json!({"key": snap.key, "model_id": snap.key, "state": snap.state.as_str(),
-        "consecutive_failures": snap.consecutive_failures, "retry_after_seconds": snap.retry_after_seconds,
-        "failure_rate": snap.failure_rate}))
-    .into_response())
+    Ok(axum::Json(BreakerStatus::from(&snap)).into_response())
 }
 
 /// `GET /admin/tokens`.
-#[utoipa::path(get, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "the primary client token (id `client`, `primary: true`) and the issued tokens: ids, labels, scopes, prefixes; never the secrets or their digests", body = serde_json::Value)))]
+#[utoipa::path(get, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "the primary client token (id `client`, `primary: true`) and the issued tokens: ids, labels, scopes, prefixes; never the secrets or their digests", body = TokenList)))]
 pub async fn admin_tokens_list(State(st): State<AppState>) -> Response {
     // The background refresh runs every second; a listing shows changes made elsewhere now.
     let tokens = Arc::clone(&st.tokens);
     if let Ok(Err(e)) = tokio::task::spawn_blocking(move || tokens.refresh()).await {
         tracing::warn!(error = %e, "token registry refresh failed");
     }
-    axum::Json(json!({ "tokens": st.tokens.list() })).into_response()
+    axum::Json(TokenList {
+        tokens: st.tokens.list(),
+    })
+    .into_response()
+}
+
+/// `GET /admin/tokens`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct TokenList {
+    /// The primary client token first, then the issued ones.
+    pub tokens: Vec<TokenInfo>,
 }
 
 /// `POST /admin/tokens` `{"label","scope"}` → 201 with the token (shown once).
@@ -546,4 +669,90 @@ pub async fn admin_eval(
     )
     .await?;
     Ok(axum::Json(report).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(cluster: Option<ClusterStatus>) -> Status {
+        Status {
+            state: Phase::Serving,
+            address: "127.0.0.1:8080".into(),
+            uptime_seconds: 12.5,
+            version: "0.1.0".into(),
+            tray: TrayState::Amber,
+            degraded_fallback: true,
+            breakers: vec![BreakerStatus::from(&BreakerSnapshot {
+                key: "rampart".into(),
+                state: BreakerState::HalfOpen,
+                consecutive_failures: 3,
+                retry_after_seconds: 0,
+                failure_rate: Some(62.5),
+            })],
+            admission: AdmissionStatus {
+                depth: QueueDepth {
+                    interactive: 2,
+                    bulk: 7,
+                },
+                shedding: false,
+                high_watermark: 100,
+                low_watermark: 50,
+            },
+            totals: Totals {
+                requests: 40,
+                errors: 4,
+                shed: 1,
+                retries: 5,
+                attempts: 45,
+            },
+            cluster,
+        }
+    }
+
+    /// The wire format the dashboard and scripts have always read, key order included.
+    #[test]
+    fn status_serialises_to_the_documented_json() -> serde_json::Result<()> {
+        let stats = ClusterStats {
+            admitted: 9,
+            rejected: 1,
+            fallbacks: 0,
+            redis_errors: 2,
+        };
+        let with = sample(Some(ClusterStatus {
+            mode: ClusterMode::LocalFallback,
+            stats,
+        }));
+        let want = json!({
+            "state": "serving", "address": "127.0.0.1:8080", "uptime_seconds": 12.5,
+            "version": "0.1.0", "tray": "amber", "degraded_fallback": true,
+            "breakers": [{"key": "rampart", "model_id": "rampart", "state": "half_open",
+                          "consecutive_failures": 3, "retry_after_seconds": 0, "failure_rate": 62.5}],
+            "admission": {"depth": {"interactive": 2, "bulk": 7}, "shedding": false,
+                          "high_watermark": 100, "low_watermark": 50},
+            "totals": {"requests": 40, "errors": 4, "shed": 1, "retries": 5, "attempts": 45},
+            "cluster": {"mode": "local_fallback",
+                        "stats": {"admitted": 9, "rejected": 1, "fallbacks": 0, "redis_errors": 2}},
+        });
+        assert_eq!(serde_json::to_string(&with)?, want.to_string());
+        let without = serde_json::to_value(sample(None))?;
+        assert_eq!(without["cluster"], Value::Null);
+        Ok(())
+    }
+
+    #[test]
+    fn status_reads_back() -> serde_json::Result<()> {
+        let status = sample(None);
+        let back: Status = serde_json::from_str(&serde_json::to_string(&status)?)?;
+        assert_eq!(back, status);
+        Ok(())
+    }
+
+    #[test]
+    fn breaker_state_names_are_the_guard_labels() {
+        for state in BreakerState::ALL {
+            let wire = serde_json::to_value(BreakerStateName::from(state)).ok();
+            assert_eq!(wire, Some(json!(state.as_str())), "{state}");
+        }
+    }
 }

@@ -20,6 +20,8 @@ pub mod pii;
 mod router;
 pub mod state;
 pub mod stream;
+#[cfg(test)]
+mod ui_types;
 pub mod validate;
 
 use crate::settings::key::Float;
@@ -31,7 +33,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub use admin::{Status, TrayState};
+pub use admin::{BreakerStateName, BreakerStatus, Status, TrayState};
 pub use error::ApiError;
 pub use router::app;
 pub use state::{AppState, Phase};

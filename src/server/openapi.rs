@@ -65,6 +65,11 @@ use super::validate::LANGS;
         PredictionResponse, Entity, DeidentifyResponse, PiiEntity, HealthResponse, ProbeResponse,
         ModelsLoadedResponse, LoadedModel, UnloadResponse, Released, ErrorEnvelope, ErrorBody, KeepAlive,
         SettingsPatch, TokenCreateBody, ModelIdBody, EvalBody, AuditList, AuditEntry,
+        super::admin::Status, super::admin::BreakerStatus, super::admin::BreakerStateName,
+        super::admin::AdmissionStatus, super::admin::QueueDepth, super::admin::Totals,
+        super::admin::ClusterStatus, super::admin::TrayState, super::state::Phase,
+        crate::cluster::ClusterMode, crate::cluster::ClusterStats, super::admin::TokenList,
+        crate::secrets::TokenInfo, crate::secrets::Scope,
     )),
     modifiers(&Security, &Choices, &ErrorResponses, &Tags),
 )]

@@ -20,7 +20,9 @@ use crate::settings::keys;
 use crate::settings::{Home, Settings};
 
 /// Service lifecycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Preloading; `/readyz` answers 503.

@@ -176,7 +176,7 @@ async fn admission_sheds_at_high_watermark_until_low() {
     admitted.push(spawn(&t));
     t.until("depth 3", || {
         let s = phiguard::server::admin::status(t.server.as_ref().expect("server").state());
-        s.admission["depth"]["interactive"] == 3
+        s.admission.depth.interactive == 3
     })
     .await;
     let (body, headers) = expect_error(
