@@ -27,6 +27,7 @@ pub mod guard;
 pub mod inference;
 pub mod logging;
 pub mod models;
+pub mod runtime;
 pub mod secrets;
 pub mod server;
 pub mod settings;

@@ -89,13 +89,13 @@ async fn full_outage_then_recovery() {
         last_failure.clone(),
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let before = st.engine.guard.stats().attempts;
+    let before = st.engine.guard().stats().attempts;
     let ok_before = ok.load(Ordering::Relaxed);
-    st.engine.faults.set_spec("infer=fail").expect("faults");
+    st.engine.set_faults("infer=fail").expect("faults");
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let during = st.engine.guard.stats().attempts - before;
+    let during = st.engine.guard().stats().attempts - before;
     let requests_during = failed.load(Ordering::Relaxed);
-    st.engine.faults.set_spec("infer=ok").expect("faults");
+    st.engine.set_faults("infer=ok").expect("faults");
     let outage_ended = Instant::now();
     // Recovered = the last failure after the outage's end, once a full second has passed
     // with no failure at all (bounded).
@@ -141,14 +141,14 @@ async fn flaky_run(env: &[(&str, &str)]) -> (u64, u64, u64, u64) {
     let (server, _dir) = start(env).await;
     let base = format!("http://{}", server.local_addr());
     let st = server.state().clone();
-    st.engine.faults.set_spec("infer=flaky:50").expect("faults");
+    st.engine.set_faults("infer=flaky:50").expect("faults");
     let (stop, ok, failed) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicU64::new(0)),
     );
     let last_failure = Arc::new(parking_lot::Mutex::new(None));
-    let before = st.engine.guard.stats();
+    let before = st.engine.guard().stats();
     let handles = clients(
         base,
         8,
@@ -167,7 +167,7 @@ async fn flaky_run(env: &[(&str, &str)]) -> (u64, u64, u64, u64) {
     for h in handles {
         let _ = h.await;
     }
-    let after = st.engine.guard.stats();
+    let after = st.engine.guard().stats();
     server.shutdown().await;
     let ok = ok.load(Ordering::Relaxed);
     (

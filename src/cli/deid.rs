@@ -302,7 +302,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     let rt = runtime()?;
     rt.block_on(async move {
         let started = Instant::now();
-        let engine = crate::server::build_engine(&settings, &home, Default::default())
+        let engine = crate::runtime::build_engine(&settings, &home, Default::default())
             .map_err(|e| Failure::usage(e.to_string()))?;
         let id = engine.resolve(args.model.as_deref()).map_err(|_| {
             Failure::usage("the model is not installed (see `phiguard models list`)")
@@ -315,7 +315,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             let threshold = args.threshold as f32;
             async move {
                 let copts = CallOptions {
-                    deadline: Deadline::unbounded(engine.guard.clock().now()),
+                    deadline: Deadline::unbounded(engine.guard().clock().now()),
                     fallback_rules: false,
                     keep_alive: None,
                 };
@@ -360,7 +360,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed_precise} eta {eta}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        let parallel = engine.pool.threads().max(1) * 2;
+        let parallel = engine.inference_threads().max(1) * 2;
         let force = args.force;
         let results: Vec<(PathBuf, Result<LabelCounts, String>)> =
             futures::stream::iter(plan.jobs.clone())

@@ -42,7 +42,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     };
     let rt = runtime()?;
     let report = rt.block_on(async {
-        let engine = crate::server::build_engine(&settings, &home, Default::default())
+        let engine = crate::runtime::build_engine(&settings, &home, Default::default())
             .map_err(|e| Failure::usage(e.to_string()))?;
         let id = engine.resolve(args.model.as_deref()).map_err(|_| {
             Failure::usage("the model is not installed (see `phiguard models list`)")

@@ -117,13 +117,13 @@ pub struct Naming {
 /// The engine shared by every handler.
 pub struct Engine {
     /// Installed and resident models.
-    pub registry: Arc<Registry>,
+    registry: Arc<Registry>,
     /// Inference worker threads.
-    pub pool: WorkerPool,
+    pool: WorkerPool,
     /// The resilience layer.
-    pub guard: Arc<Guard>,
+    guard: Arc<Guard>,
     /// Injected faults (empty unless built with `fault-injection`).
-    pub faults: Arc<Faults>,
+    faults: Arc<Faults>,
     naming: RwLock<Naming>,
     fallback_default: AtomicBool,
 }
@@ -145,6 +145,92 @@ impl Engine {
             naming: RwLock::new(naming),
             fallback_default: AtomicBool::new(false),
         }
+    }
+
+    /// The resilience layer, for what reads its state (status, metrics) and the admission
+    /// gate in front of the model routes.
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// Installed and resident models, for what reads their state (status, metrics,
+    /// `/models/loaded`).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Replaces the guard's configuration (live settings).
+    ///
+    /// # Errors
+    /// The guard's refusal of an inconsistent configuration.
+    pub fn update_guard(
+        &self,
+        cfg: crate::guard::GuardConfig,
+    ) -> Result<(), crate::guard::GuardConfigError> {
+        self.guard.update_config(cfg)
+    }
+
+    /// Replaces the batching rules of the worker pool (live settings).
+    pub fn set_batch(&self, cfg: BatchConfig) {
+        self.pool.set_batch(cfg);
+    }
+
+    /// Inference worker threads.
+    pub fn inference_threads(&self) -> usize {
+        self.pool.threads()
+    }
+
+    /// Sets how many models stay resident and for how long an idle one stays (live settings).
+    pub fn configure_residency(&self, max_resident: Option<usize>, keep_alive: Option<Duration>) {
+        self.registry.configure(max_resident, keep_alive);
+    }
+
+    /// Replaces the per-label model thresholds (live settings).
+    pub fn set_label_thresholds(&self, thresholds: crate::detect::LabelThresholds) {
+        self.registry.set_label_thresholds(thresholds);
+    }
+
+    /// Registers a newly installed model.
+    pub fn install(&self, spec: ModelSpec) {
+        self.registry.add(spec);
+    }
+
+    /// Forgets a removed model (unloading it first).
+    pub fn uninstall(&self, id: &str) {
+        self.registry.remove(id);
+    }
+
+    /// Whether `id` is an installed model.
+    pub fn is_installed(&self, id: &str) -> bool {
+        self.registry.contains(id)
+    }
+
+    /// Unloads idle models past their keep-alive.
+    pub fn expire_idle(&self) {
+        self.registry.expire_idle();
+    }
+
+    /// Loads `id` now (preloading before readiness); false when it does not load.
+    pub async fn preload(&self, id: &str) -> bool {
+        let registry = Arc::clone(&self.registry);
+        let id = id.to_string();
+        tokio::task::spawn_blocking(move || registry.lease(&id, None).map(drop))
+            .await
+            .map(|r| r.is_ok())
+            .unwrap_or(false)
+    }
+
+    /// Replaces the injected faults (`target=mode,…`; fault-injection builds only).
+    ///
+    /// # Errors
+    /// [`FaultSpecError`] naming the bad part.
+    pub fn set_faults(&self, spec: &str) -> Result<(), FaultSpecError> {
+        self.faults.set_spec(spec)
+    }
+
+    /// The injected faults, rendered, for `GET /admin/faults`.
+    pub fn faults(&self) -> BTreeMap<String, String> {
+        self.faults.snapshot()
     }
 
     /// Replaces the naming rules (live settings).

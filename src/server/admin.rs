@@ -185,7 +185,7 @@ pub struct ClusterStatus {
 
 /// Builds the status snapshot.
 pub fn status(st: &AppState) -> Status {
-    let guard = &st.engine.guard;
+    let guard = st.engine.guard();
     let snaps = guard.breakers();
     let adm = guard.admission_snapshot();
     let fallback = st.engine.fallback_default();
@@ -339,7 +339,7 @@ fn settings_put(
         tracing::error!(error = %e, "could not persist settings");
         ApiError::Internal
     })?;
-    super::apply_live(st, &next);
+    crate::runtime::apply_live(&st.engine, &next);
     *st.settings.write() = std::sync::Arc::new(next);
     st.publish(
         "status",
@@ -378,11 +378,11 @@ fn breaker_action(
     record: &mut Action,
 ) -> Result<Response, ApiError> {
     // Only keys of installed models: a request-derived name never reaches the guard.
-    if !st.engine.registry.contains(key) {
+    if !st.engine.is_installed(key) {
         return Err(ApiError::NoSuchResource);
     }
     record.target(key);
-    let guard = &st.engine.guard;
+    let guard = st.engine.guard();
     let before = guard.breaker(key).snapshot().state;
     match action {
         "reset" => guard.reset_breaker(key),
@@ -517,7 +517,7 @@ async fn tokens_revoke(
 
 /// `GET /admin/faults` (fault-injection builds).
 pub async fn admin_faults_get(State(st): State<AppState>) -> Response {
-    axum::Json(st.engine.faults.snapshot()).into_response()
+    axum::Json(st.engine.faults()).into_response()
 }
 
 /// `PUT /admin/faults` `{"infer":"fail","load":"ok"}` (fault-injection builds).
@@ -545,8 +545,8 @@ fn faults_put(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respons
         };
         parts.push(format!("{k}={mode}"));
     }
-    let before = serde_json::to_value(st.engine.faults.snapshot()).unwrap_or(Value::Null);
-    st.engine.faults.set_spec(&parts.join(",")).map_err(|e| {
+    let before = serde_json::to_value(st.engine.faults()).unwrap_or(Value::Null);
+    st.engine.set_faults(&parts.join(",")).map_err(|e| {
         ApiError::Validation(vec![FieldProblem::new(
             "body",
             e.to_string(),
@@ -554,7 +554,7 @@ fn faults_put(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respons
         )])
     })?;
     // The snapshots hold the fault points and modes only: closed vocabularies.
-    let after = serde_json::to_value(st.engine.faults.snapshot()).unwrap_or(Value::Null);
+    let after = serde_json::to_value(st.engine.faults()).unwrap_or(Value::Null);
     record.change(before, after.clone());
     Ok(axum::Json(after).into_response())
 }

@@ -182,11 +182,11 @@ fn counter_vec(r: &Registry, name: &str, help: &str, label: &str, rows: &[(&str,
 /// Renders the text exposition (Prometheus 0.0.4).
 pub fn render(st: &AppState) -> String {
     let scrape = Registry::new();
-    let guard = &st.engine.guard;
+    let guard = st.engine.guard();
     let counts = guard.breaker_state_counts();
     let stats = guard.stats();
     let adm = guard.admission_snapshot();
-    let reg = &st.engine.registry;
+    let reg = st.engine.registry();
     let loaded = reg.loaded();
     gauge(
         &scrape,

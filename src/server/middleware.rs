@@ -466,7 +466,7 @@ pub async fn admission(State(st): State<AppState>, req: Request, next: Next) -> 
         .get::<Caller>()
         .map(|c| c.token_id.clone())
         .unwrap_or_default();
-    if let Err(e) = st.engine.guard.check_rate(&token) {
+    if let Err(e) = st.engine.guard().check_rate(&token) {
         return ApiError::from_guard(GuardError::<()>::RateLimited {
             retry_after: e.retry_after,
             scope: e.scope,
@@ -482,7 +482,7 @@ pub async fn admission(State(st): State<AppState>, req: Request, next: Next) -> 
             .into_response();
         }
     }
-    let permit = match st.engine.guard.admit(priority).await {
+    let permit = match st.engine.guard().admit(priority).await {
         Ok(p) => p,
         Err(e) => return ApiError::from_guard(GuardError::<()>::Shed(e)).into_response(),
     };

@@ -24,8 +24,6 @@ pub mod stream;
 mod ui_types;
 pub mod validate;
 
-use crate::settings::key::Float;
-use crate::settings::{keys, Key};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,13 +37,11 @@ pub use router::app;
 pub use state::{AppState, Phase};
 
 use crate::deid::HashKey;
-use crate::engine::{BatchConfig, Engine, Faults, Loader, ModelSpec, Naming, Registry, WorkerPool};
-use crate::guard::{
-    AdmissionConfig, BreakerConfig, BudgetConfig, BulkheadConfig, Clock, Guard, GuardConfig,
-    Jitter, JitterMode, RandJitter, RateConfig, RetryConfig, Sleeper, SystemClock, TokioSleeper,
-};
+use crate::engine::Loader;
+use crate::guard::{Clock, Jitter, Sleeper, SystemClock};
+use crate::runtime::{BuildError, EngineOptions};
 use crate::secrets::{SecretStore, TokenRegistry};
-use crate::settings::{Home, Settings};
+use crate::settings::{keys, Home, Settings};
 
 /// Why the server could not start. No message carries request data: the server has not
 /// seen a request yet, and the host and address are configuration.
@@ -93,6 +89,15 @@ pub enum ServerError {
     Secrets(#[from] crate::secrets::SecretsError),
 }
 
+impl From<BuildError> for ServerError {
+    fn from(e: BuildError) -> Self {
+        match e {
+            BuildError::Guard(e) => ServerError::Guard(e),
+            BuildError::Faults(e) => ServerError::Faults(e),
+        }
+    }
+}
+
 impl ServerError {
     /// True when the address is held by another process (the bind failed with
     /// [`std::io::ErrorKind::AddrInUse`]): the desktop shell says "port in use" for it.
@@ -102,7 +107,8 @@ impl ServerError {
     }
 }
 
-/// What tests and embedders may inject.
+/// What tests and embedders may inject: the engine's parts (see
+/// [`EngineOptions`](crate::runtime::EngineOptions)) and the server's own.
 #[derive(Default)]
 pub struct StartOptions {
     /// Time source for the guard (tests use `ManualClock`).
@@ -119,182 +125,6 @@ pub struct StartOptions {
     pub file_secrets: bool,
     /// Hosted by the desktop app: the webview's origins (`tauri://localhost`, …) may call.
     pub desktop: bool,
-}
-
-/// Builds the guard configuration from settings.
-pub fn guard_config(s: &Settings) -> GuardConfig {
-    let secs = |k: Key<Float>| Duration::from_secs_f64(s.get(k));
-    let jitter_mode = match s.get(keys::RETRY_JITTER_MODE) {
-        "full" => JitterMode::Full,
-        "decorrelated" => JitterMode::Decorrelated,
-        _ => JitterMode::Additive,
-    };
-    let rate_threshold = s.get(keys::BREAKER_FAILURE_RATE_THRESHOLD);
-    let slow = s.get(keys::BREAKER_SLOW_CALL_SECONDS);
-    let mut cfg = GuardConfig::default();
-    cfg.resilience_enabled = s.get(keys::RETRY_ENABLED);
-    cfg.retry = RetryConfig {
-        max_attempts: s.get(keys::RETRY_MAX_ATTEMPTS) as u32,
-        backoff_initial: secs(keys::RETRY_BACKOFF_INITIAL_SECONDS),
-        backoff_multiplier: s.get(keys::RETRY_BACKOFF_MULTIPLIER),
-        backoff_max: secs(keys::RETRY_BACKOFF_MAX_SECONDS),
-        jitter: secs(keys::RETRY_BACKOFF_JITTER_SECONDS),
-        jitter_mode,
-    };
-    cfg.budget = BudgetConfig {
-        window: secs(keys::RETRY_BUDGET_WINDOW_SECONDS),
-        ratio: s.get(keys::RETRY_BUDGET_RATIO),
-        min_per_second: s.get(keys::RETRY_BUDGET_MIN_PER_SECOND),
-    };
-    cfg.breaker = BreakerConfig {
-        failure_threshold: s.get(keys::BREAKER_FAILURE_THRESHOLD) as u32,
-        recovery_timeout: secs(keys::BREAKER_RECOVERY_TIMEOUT_SECONDS),
-        permitted_calls_in_half_open_state: s.get(keys::BREAKER_HALF_OPEN_CALLS) as u32,
-        failure_rate_threshold: if rate_threshold > 0.0 {
-            rate_threshold
-        } else {
-            100.0
-        },
-        // The windows are opt-in: a size of 0 turns them off in the guard.
-        sliding_window_size: if rate_threshold > 0.0 || slow > 0.0 {
-            s.get(keys::BREAKER_SLIDING_WINDOW_SIZE) as u32
-        } else {
-            0
-        },
-        minimum_number_of_calls: s.get(keys::BREAKER_MINIMUM_CALLS) as u32,
-        slow_call_duration_threshold: (slow > 0.0).then(|| Duration::from_secs_f64(slow)),
-        slow_call_rate_threshold: s.get(keys::BREAKER_SLOW_CALL_RATE_THRESHOLD),
-    };
-    cfg.rate = RateConfig {
-        global_rps: s.get(keys::LIMITS_RATE_LIMIT_RPS),
-        global_burst: s.get(keys::LIMITS_RATE_LIMIT_BURST) as u32,
-        per_token_rps: s.get(keys::LIMITS_TOKEN_RATE_LIMIT_RPS),
-        per_token_burst: s.get(keys::LIMITS_TOKEN_RATE_LIMIT_BURST) as u32,
-        ..cfg.rate
-    };
-    cfg.admission = AdmissionConfig {
-        capacity: s.get(keys::ADMISSION_CAPACITY) as usize,
-        high_watermark: s.high_watermark() as usize,
-        low_watermark: s.low_watermark() as usize,
-        max_queue_wait: Duration::from_secs_f64(s.get(keys::ADMISSION_MAX_QUEUE_WAIT_MS) / 1000.0),
-    };
-    cfg.bulkhead = BulkheadConfig {
-        max_concurrent_calls: s.get(keys::LIMITS_MAX_CONCURRENCY) as u32,
-        max_wait_duration: secs(keys::LIMITS_CONCURRENCY_WAIT_SECONDS),
-    };
-    cfg
-}
-
-fn naming(s: &Settings) -> Naming {
-    Naming {
-        aliases: s
-            .get(keys::MODELS_ALIASES)
-            .iter()
-            .filter_map(|p| p.split_once('='))
-            .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
-            .collect(),
-        served: s.get(keys::MODELS_SERVED).to_vec(),
-        default_model: s.get(keys::MODELS_DEFAULT).to_string(),
-    }
-}
-
-/// Applies settings that change live: guard, batching, naming, residency, fallback.
-pub fn apply_live(st: &AppState, s: &Settings) {
-    if let Err(e) = st.engine.guard.update_config(guard_config(s)) {
-        tracing::warn!(error = %e, "guard settings refused");
-    }
-    st.engine.pool.set_batch(batch_config(s));
-    st.engine.set_naming(naming(s));
-    st.engine
-        .set_fallback_default(s.get(keys::ADMISSION_DEGRADED_FALLBACK) == "rules");
-    st.engine.registry.configure(
-        s.get(keys::MODELS_MAX_RESIDENT).map(|v| v as usize),
-        s.get(keys::MODELS_KEEP_ALIVE).map(Duration::from_secs_f64),
-    );
-    st.engine.registry.set_label_thresholds(label_thresholds(s));
-}
-
-/// `models.label_thresholds`; settings validation already refused a bad list.
-fn label_thresholds(s: &Settings) -> crate::detect::LabelThresholds {
-    crate::detect::LabelThresholds::parse(s.get(keys::MODELS_LABEL_THRESHOLDS)).unwrap_or_else(
-        |e| {
-            tracing::warn!(error = %e, "models.label_thresholds ignored");
-            crate::detect::LabelThresholds::default()
-        },
-    )
-}
-
-fn batch_config(s: &Settings) -> BatchConfig {
-    BatchConfig {
-        max_batch: s.get(keys::ADMISSION_BATCH_MAX_SIZE) as usize,
-        max_wait: Duration::from_secs_f64(s.get(keys::ADMISSION_BATCH_MAX_WAIT_MS) / 1000.0),
-        wait: s.get(keys::ADMISSION_BATCHING_ENABLED),
-    }
-}
-
-/// Builds the engine (guard, registry with the installed models, worker pool) from
-/// settings; the server and `phiguard deid` share it.
-///
-/// # Errors
-/// [`ServerError::Guard`] for settings the guard refuses, [`ServerError::Faults`] for a bad
-/// `PHIGUARD_FAULTS`.
-pub fn build_engine(
-    settings: &Settings,
-    home: &Home,
-    opts: StartOptions,
-) -> Result<Arc<Engine>, ServerError> {
-    let clock: Arc<dyn Clock> = opts.clock.unwrap_or_else(|| Arc::new(SystemClock));
-    let sleeper: Arc<dyn Sleeper> = opts.sleeper.unwrap_or_else(|| Arc::new(TokioSleeper));
-    let jitter: Arc<dyn Jitter> = opts.jitter.unwrap_or_else(|| Arc::new(RandJitter));
-    let guard = Arc::new(Guard::new(
-        guard_config(settings),
-        Arc::clone(&clock),
-        sleeper,
-        jitter,
-    )?);
-    let faults = Arc::new(Faults::default());
-    if let Ok(spec) = std::env::var("PHIGUARD_FAULTS") {
-        if Faults::ENABLED {
-            faults.set_spec(&spec)?;
-        } else if !spec.trim().is_empty() {
-            tracing::warn!("PHIGUARD_FAULTS is ignored: this build has no fault injection");
-        }
-    }
-    let rules: Arc<dyn crate::detect::Recognizer> =
-        Arc::new(crate::detect::Layered::service_rules());
-    let loader = opts
-        .loader
-        .unwrap_or_else(|| crate::engine::loader::default_loader(settings));
-    let mut specs: Vec<ModelSpec> = crate::engine::loader::installed_specs(home);
-    for (id, _) in &opts.extra_backends {
-        specs.push(ModelSpec {
-            id: id.clone(),
-            dir: Some(std::path::PathBuf::from(format!("scripted:{id}"))),
-            footprint_bytes: 0,
-        });
-    }
-    let loader: Arc<dyn Loader> = if opts.extra_backends.is_empty() {
-        loader
-    } else {
-        Arc::new(crate::engine::loader::WithScripted {
-            inner: loader,
-            scripted: opts.extra_backends.into_iter().collect(),
-        })
-    };
-    let registry = Arc::new(Registry::new(rules, loader, Arc::clone(&faults), specs));
-    registry.set_label_thresholds(label_thresholds(settings));
-    let threads = settings
-        .get(keys::MODELS_INFERENCE_THREADS)
-        .map(|v| v as usize)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let pool = WorkerPool::new(threads, 1024, batch_config(settings), Arc::clone(&faults));
-    Ok(Arc::new(Engine::new(
-        registry,
-        pool,
-        Arc::clone(&guard),
-        faults,
-        naming(settings),
-    )))
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -365,8 +195,17 @@ impl Server {
         .map_err(ServerError::CorruptHashKey)?;
         let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
         let desktop = opts.desktop;
-        let engine = build_engine(&settings, &home, opts)?;
-        let guard = Arc::clone(&engine.guard);
+        let engine = crate::runtime::build_engine(
+            &settings,
+            &home,
+            EngineOptions {
+                clock: opts.clock,
+                sleeper: opts.sleeper,
+                jitter: opts.jitter,
+                loader: opts.loader,
+                extra_backends: opts.extra_backends,
+            },
+        )?;
         let port = settings.get(keys::SERVER_PORT) as u16;
         let max_body = settings.get(keys::LIMITS_MAX_REQUEST_BYTES) as usize;
         let cluster = match settings.get(keys::CLUSTER_REDIS_URL) {
@@ -386,10 +225,10 @@ impl Server {
         let state = AppState::new(
             settings, engine, tokens, hash_key, clock, home, auth_off, desktop, cluster,
         );
-        apply_live(&state, &state.settings());
+        crate::runtime::apply_live(&state.engine, &state.settings());
         {
             let st = state.clone();
-            guard.set_breaker_listener(Some(Arc::new(move |t: &crate::guard::BreakerTransition| {
+            state.engine.guard().set_breaker_listener(Some(Arc::new(move |t: &crate::guard::BreakerTransition| {
                 st.publish(
                     "breaker",
                     serde_json::json!({"key": t.key.to_string(), "from": t.from.as_str(), "to": t.to.as_str()}),
@@ -435,7 +274,7 @@ impl Server {
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(Duration::from_secs(5)).await;
-                    st.engine.registry.expire_idle();
+                    st.engine.expire_idle();
                 }
             });
         }
@@ -527,12 +366,7 @@ async fn preload(st: &AppState) {
             tracing::warn!("a preload model is not installed; skipped");
             continue;
         };
-        let reg = Arc::clone(&st.engine.registry);
-        let ok = tokio::task::spawn_blocking(move || reg.lease(&id, None).map(drop))
-            .await
-            .map(|r| r.is_ok())
-            .unwrap_or(false);
-        if !ok {
+        if !st.engine.preload(&id).await {
             tracing::warn!("a preload model failed to load");
         }
     }

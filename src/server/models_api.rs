@@ -197,7 +197,7 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
             .await;
         let state = match &result {
             Ok(m) => {
-                st2.engine.registry.add(ModelSpec {
+                st2.engine.install(ModelSpec {
                     id: m.id.clone(),
                     dir: Some(m.dir.clone()),
                     footprint_bytes: m.size_bytes,
@@ -301,7 +301,7 @@ pub async fn admin_models_default(
 
 fn models_default(st: &AppState, body: &[u8], record: &mut Action) -> Result<Response, ApiError> {
     let id = id_field(body)?;
-    if !st.engine.registry.contains(&id) {
+    if !st.engine.is_installed(&id) {
         return Err(ApiError::NoSuchResource);
     }
     record.target(id.clone());
@@ -316,7 +316,7 @@ fn models_default(st: &AppState, body: &[u8], record: &mut Action) -> Result<Res
             )
         })?;
     next.persist().map_err(|_| ApiError::Internal)?;
-    super::apply_live(st, &next);
+    crate::runtime::apply_live(&st.engine, &next);
     *st.settings.write() = Arc::new(next);
     record.change(json!(before.get(keys::MODELS_DEFAULT)), json!(id));
     Ok(axum::Json(json!({"default": id})).into_response())
@@ -356,6 +356,6 @@ async fn models_delete(
     // Installed: from here on the id is a known one, refused or not.
     record.target(id.clone());
     removed?;
-    st.engine.registry.remove(&id);
+    st.engine.uninstall(&id);
     Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -70,7 +70,7 @@ pub async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
 #[utoipa::path(get, path = "/models/loaded", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "resident models", body = super::openapi::ModelsLoadedResponse)))]
 pub async fn models_loaded(State(st): State<AppState>) -> Response {
     let s = st.settings();
-    let reg = &st.engine.registry;
+    let reg = st.engine.registry();
     let loaded = reg.loaded();
     let models: serde_json::Map<String, serde_json::Value> = loaded
         .iter()
@@ -119,7 +119,7 @@ fn unload(
 ) -> Result<Response, ApiError> {
     let map = parse_object(body)?;
     let req = UnloadRequest::parse(&map)?;
-    let reg = &st.engine.registry;
+    let reg = st.engine.registry();
     let id = match &req.model_name {
         Some(name) => Some(st.resolve_model(Some(name))?),
         None => None,

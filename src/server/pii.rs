@@ -34,7 +34,7 @@ pub(crate) fn call_options(
     keep_alive: Option<Option<std::time::Duration>>,
 ) -> CallOptions {
     let settings = st.settings();
-    let guard = &st.engine.guard;
+    let guard = st.engine.guard();
     let deadline = match settings.request_timeout() {
         Some(t) => guard.deadline(t),
         None => crate::guard::Deadline::unbounded(st.clock.now()),

@@ -118,7 +118,7 @@ fn resolved_empty(s: &Settings, key: &str) -> Option<String> {
             ),
             None => "off".into(),
         }),
-        // As `server::build_engine` sizes the worker pool.
+        // As `runtime::build_engine` sizes the worker pool.
         "models.inference_threads" => Some(
             std::thread::available_parallelism()
                 .map_or(2, |n| n.get())

@@ -146,19 +146,11 @@ async fn outage_recovery_across_two_replicas_stays_under_the_cluster_limit() -> 
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     for s in [&a, &b] {
-        s.state()
-            .engine
-            .faults
-            .set_spec("infer=fail")
-            .expect("faults");
+        s.state().engine.set_faults("infer=fail").expect("faults");
     }
     tokio::time::sleep(Duration::from_secs(10)).await;
     for s in [&a, &b] {
-        s.state()
-            .engine
-            .faults
-            .set_spec("infer=ok")
-            .expect("faults");
+        s.state().engine.set_faults("infer=ok").expect("faults");
     }
     let ended = Instant::now();
     let recovered = loop {

@@ -304,8 +304,8 @@ async fn degraded_mode_answers_from_rules_while_open() {
 async fn a_failing_model_load_is_model_load_error() {
     let t = TestServer::start(&[NO_TIMEOUT, ("PHIGUARD_RETRY_MAX_ATTEMPTS", "2")]).await;
     let st = t.server.as_ref().expect("server").state().clone();
-    st.engine.registry.unload("scripted");
-    st.engine.faults.set_spec("load=fail").expect("faults");
+    st.engine.registry().unload("scripted");
+    st.engine.set_faults("load=fail").expect("faults");
     let (status, body, _) = envelope(
         t.drive(t.post("/pii/extract", json!({"text": "Zed"})))
             .await,
@@ -322,7 +322,7 @@ async fn a_failing_model_load_is_model_load_error() {
         .await
         .expect("json");
     assert_eq!(faults["load"], "fail");
-    st.engine.faults.set_spec("load=ok").expect("faults");
+    st.engine.set_faults("load=ok").expect("faults");
     assert_eq!(
         t.post("/pii/extract", json!({"text": "Zed"}))
             .await
