@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{init_logging, runtime, Failure};
+use crate::detect::Detectors;
 use crate::detect::Span;
-use crate::engine::Detectors;
 use crate::eval::{read_gold, LabelMap};
 use crate::settings::{Home, Settings};
 

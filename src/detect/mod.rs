@@ -7,6 +7,7 @@
 
 pub mod context;
 pub mod merge;
+pub mod merged;
 pub mod normalize;
 pub mod protected;
 pub mod rules;
@@ -16,6 +17,7 @@ pub mod thresholds;
 
 pub use context::ContextRecognizer;
 pub use merge::resolve;
+pub use merged::{Detectors, Merged};
 pub use rules::RuleRecognizer;
 pub use span::{CharIndex, Label, Source, Span};
 pub use thresholds::LabelThresholds;

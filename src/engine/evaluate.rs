@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{CallOptions, Detectors, Engine, EngineError};
+use super::{CallOptions, Engine, EngineError};
 use crate::deid::{DeidOptions, Deidentifier, HashKey, Method};
+use crate::detect::Detectors;
 use crate::detect::Span;
 use crate::eval::{score, GoldDoc, Report};
 use crate::guard::Deadline;

@@ -24,7 +24,7 @@ use parking_lot::RwLock;
 use crate::detect::{RecognizerError, Span};
 use crate::guard::{Classify, Deadline, Guard, GuardError};
 pub use faults::{FaultSpecError, Faults};
-pub use registry::{Detectors, LoadError, Loader, ModelSpec, Registry, RULES_ID};
+pub use registry::{LoadError, Loader, ModelSpec, Registry, RULES_ID};
 pub use workers::{BatchConfig, PoolError, WorkerPool};
 
 /// Why a detection did not produce spans. Mapped to HTTP in `server::error`.

@@ -2,14 +2,9 @@
 //! keep-alive, and least-recently-used unloading past the resident maximum (as OpenMed's warm
 //! pool).
 //!
-//! Every served model is a [`Backend`]: an optional token classifier merged with the rule
-//! recognizers. The `rules` backend has no model and is always resident.
-//!
-//! The merge is recall first: model spans are filtered (per-label thresholds, protected
-//! terms), then unioned with the rule spans ([`crate::detect::resolve`]), then the safety
-//! sweep marks every other occurrence of a name found once ([`crate::detect::sweep`]).
-//! All of it runs on the normalised view of each text ([`crate::detect::normalize`]), and
-//! the spans are mapped back to the submitted text's offsets last.
+//! Every served model is a [`Merged`] recognizer: an optional token classifier merged with
+//! the rule recognizers (how, `detect::merged` says). The `rules` backend has no model and is
+//! always resident.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -20,23 +15,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 
 use super::faults::Faults;
-use crate::detect::normalize::View;
-use crate::detect::{LabelThresholds, Recognizer, RecognizerError, Span};
-
-/// Which recognizers a detection runs (`phiguard eval --detectors`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Detectors {
-    /// The model and the rules, merged (what the service runs).
-    #[default]
-    Both,
-    /// The model alone (its spans still pass the thresholds and protected terms).
-    Model,
-    /// The rules alone.
-    Rules,
-}
-
-/// The model-span filters shared by every backend; live settings replace them.
-pub type SharedThresholds = Arc<RwLock<LabelThresholds>>;
+use crate::detect::merged::SharedThresholds;
+use crate::detect::{LabelThresholds, Merged, Recognizer};
 
 /// The id of the rules-only backend.
 pub const RULES_ID: &str = "rules";
@@ -79,70 +59,8 @@ pub trait Loader: Send + Sync {
     fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, LoadError>;
 }
 
-/// A model merged with the rule recognizers: the unit the guard protects.
-pub struct Backend {
-    model: Option<Arc<dyn Recognizer>>,
-    rules: Arc<dyn Recognizer>,
-    thresholds: SharedThresholds,
-}
-
-impl Backend {
-    /// The rules-only backend.
-    pub fn rules_only(rules: Arc<dyn Recognizer>) -> Self {
-        Backend {
-            model: None,
-            rules,
-            thresholds: SharedThresholds::default(),
-        }
-    }
-
-    /// Runs the chosen recognizers and merges their spans (see the module docs).
-    ///
-    /// # Errors
-    /// What the recognizers return.
-    pub fn detect_with(
-        &self,
-        texts: &[&str],
-        detectors: Detectors,
-    ) -> Result<Vec<Vec<Span>>, RecognizerError> {
-        // Every recognizer reads the normalised view; spans go back to the submitted text's
-        // offsets at the end (see `detect::normalize`).
-        let views: Vec<View<'_>> = texts.iter().map(|t| View::new(t)).collect();
-        let texts: Vec<&str> = views.iter().map(View::text).collect();
-        let texts = texts.as_slice();
-        let mut found: Vec<Vec<Span>> = if detectors == Detectors::Model {
-            vec![Vec::new(); texts.len()]
-        } else {
-            self.rules.detect_batch(texts)?
-        };
-        if let (Some(model), false) = (&self.model, detectors == Detectors::Rules) {
-            let spans = model.detect_batch(texts)?;
-            let thresholds = self.thresholds.read().clone();
-            for ((r, mut m), text) in found.iter_mut().zip(spans).zip(texts) {
-                thresholds.retain(&mut m);
-                crate::detect::protected::drop_protected(text, &mut m);
-                r.extend(m);
-            }
-        }
-        Ok(found
-            .into_iter()
-            .zip(&views)
-            .map(|(spans, view)| {
-                let spans = crate::detect::sweep::sweep(view.text(), crate::detect::resolve(spans));
-                view.to_original(spans)
-            })
-            .collect())
-    }
-}
-
-impl Recognizer for Backend {
-    fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
-        self.detect_with(texts, Detectors::Both)
-    }
-}
-
 struct Resident {
-    backend: Arc<Backend>,
+    backend: Arc<Merged>,
     last_used: Instant,
     active: Arc<AtomicUsize>,
     keep_alive: Option<Duration>,
@@ -163,7 +81,7 @@ pub enum RegistryError {
 /// A lease on a resident backend: counts as an active request until dropped.
 pub struct Lease {
     /// The backend.
-    pub backend: Arc<Backend>,
+    pub backend: Arc<Merged>,
     active: Arc<AtomicUsize>,
 }
 
@@ -271,12 +189,12 @@ impl Registry {
     }
 
     /// The rules-only backend (degraded mode).
-    pub fn rules_backend(&self) -> Arc<Backend> {
-        Arc::new(Backend {
-            model: None,
-            rules: Arc::clone(&self.rules),
-            thresholds: Arc::clone(&self.thresholds),
-        })
+    pub fn rules_backend(&self) -> Arc<Merged> {
+        Arc::new(Merged::new(
+            None,
+            Arc::clone(&self.rules),
+            Arc::clone(&self.thresholds),
+        ))
     }
 
     /// The backend for `id`, loading it if needed (blocking: call off the async runtime).
@@ -325,11 +243,11 @@ impl Registry {
         self.loads.fetch_add(1, Ordering::Relaxed);
         self.load_seconds_micros
             .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-        let backend = Arc::new(Backend {
+        let backend = Arc::new(Merged::new(
             model,
-            rules: Arc::clone(&self.rules),
-            thresholds: Arc::clone(&self.thresholds),
-        });
+            Arc::clone(&self.rules),
+            Arc::clone(&self.thresholds),
+        ));
         let active = Arc::new(AtomicUsize::new(1));
         let mut res = self.resident.lock();
         let entry = res.entry(id.to_string()).or_insert(Resident {
@@ -442,82 +360,5 @@ impl Registry {
                 )
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::detect::{Label, Source};
-
-    /// A recognizer that returns the same spans for every text (a test double for a model).
-    struct Fixed(Vec<Span>);
-
-    impl Recognizer for Fixed {
-        fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
-            Ok(texts.iter().map(|_| self.0.clone()).collect())
-        }
-    }
-
-    fn backend(thresholds: &[&str]) -> Result<Backend, crate::detect::thresholds::ThresholdError> {
-        // "Hodgkin lymphoma; Mrs. Davis; Davis; MRN 4455667"
-        let model = Fixed(vec![
-            Span::new(0, 7, Label::LastName, 0.9, Source::Model),
-            Span::new(23, 28, Label::LastName, 0.4, Source::Model),
-            Span::new(41, 48, Label::IdNum, 0.99, Source::Model),
-        ]);
-        Ok(Backend {
-            model: Some(Arc::new(model)),
-            rules: Arc::new(crate::detect::Layered::service_rules()),
-            thresholds: Arc::new(RwLock::new(LabelThresholds::parse(thresholds)?)),
-        })
-    }
-
-    const TEXT: &str = "Hodgkin lymphoma; Mrs. Davis; Davis; MRN 4455667";
-
-    fn found(b: &Backend, d: Detectors) -> Vec<(usize, usize, Label)> {
-        b.detect_with(&[TEXT], d)
-            .unwrap_or_default()
-            .concat()
-            .into_iter()
-            .map(|s| (s.start, s.end, s.label))
-            .collect()
-    }
-
-    #[test]
-    fn merged_spans_drop_protected_terms_sweep_names_and_prefer_context_labels(
-    ) -> Result<(), crate::detect::thresholds::ThresholdError> {
-        let b = backend(&[])?;
-        let both = found(&b, Detectors::Both);
-        assert!(
-            !both.iter().any(|s| s.0 == 0),
-            "Hodgkin is protected: {both:?}"
-        );
-        assert!(both.contains(&(23, 28, Label::LastName)), "{both:?}");
-        assert!(both.contains(&(30, 35, Label::LastName)), "swept: {both:?}");
-        assert!(
-            both.contains(&(41, 48, Label::MedicalRecordNumber)),
-            "{both:?}"
-        );
-        Ok(())
-    }
-
-    #[test]
-    fn detectors_choose_the_side_and_thresholds_filter_model_spans(
-    ) -> Result<(), crate::detect::thresholds::ThresholdError> {
-        let b = backend(&["LAST_NAME=0.5"])?;
-        let model = found(&b, Detectors::Model);
-        assert_eq!(
-            model,
-            vec![(41, 48, Label::IdNum)],
-            "the 0.4 surname is below its threshold"
-        );
-        let rules = found(&b, Detectors::Rules);
-        assert!(rules.iter().all(|s| s.2 != Label::IdNum), "{rules:?}");
-        assert!(
-            rules.contains(&(41, 48, Label::MedicalRecordNumber)),
-            "{rules:?}"
-        );
-        Ok(())
     }
 }

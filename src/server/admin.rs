@@ -664,7 +664,7 @@ pub async fn admin_eval(
         &docs,
         method,
         threshold as f32,
-        crate::engine::Detectors::Both,
+        crate::detect::Detectors::Both,
         || {},
     )
     .await?;
