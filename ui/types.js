@@ -117,6 +117,60 @@
  */
 
 /**
+ * `GET /admin/models`: the installed models, the catalog and this process's downloads.
+ * @typedef {object} ModelsList
+ * @property {string} default The default model id.
+ * @property {Array<InstalledModel>} installed Models that can be loaded now.
+ * @property {Array<CatalogModel>} catalog Models that can be downloaded.
+ * @property {Array<DownloadInfo>} downloads Downloads known to this process, running or finished.
+ */
+
+/**
+ * An installed model (its folder is not shown: absolute paths are the user's business).
+ * @typedef {object} InstalledModel
+ * @property {string} id Model id.
+ * @property {string} family `model_type` of its `config.json`.
+ * @property {number} size_bytes Total size of its files.
+ * @property {Array<string>} labels Entity types from `id2label` (BIO prefixes removed).
+ * @property {string | null} license SPDX licence id; `null` when unknown.
+ * @property {ModelSource} source Where it came from.
+ */
+
+/**
+ * Where an installed model came from.
+ * @typedef {"bundled" | "imported" | "downloaded"} ModelSource
+ */
+
+/**
+ * A catalog entry as the dashboard lists it.
+ * @typedef {object} CatalogModel
+ * @property {string} id Catalog id.
+ * @property {Array<string>} aliases Other names that resolve to it.
+ * @property {string} family `model_type` of its `config.json` (`bert`, `deberta-v2`, …).
+ * @property {number} params_millions Parameter count in millions, as the model's name gives it.
+ * @property {number} size_bytes Approximate download size.
+ * @property {Array<string>} labels Canonical (UPPER_SNAKE) labels the model emits.
+ * @property {string} license SPDX licence id.
+ * @property {boolean} verified True when the repository id was checked against the hub's listing.
+ * @property {boolean} installed Installed in the model store.
+ */
+
+/**
+ * One download as the dashboard shows it, in `GET /admin/models` and as a `download` event.
+ * @typedef {object} DownloadInfo
+ * @property {string} id Catalog id.
+ * @property {DownloadState} state Where it stands.
+ * @property {number} bytes Bytes fetched.
+ * @property {number} total_bytes Bytes in all; 0 until known.
+ * @property {number} percent 0..100.
+ */
+
+/**
+ * Where a download stands.
+ * @typedef {"running" | "done" | "failed" | "cancelled"} DownloadState
+ */
+
+/**
  * `GET /admin/audit`: the latest audit records, newest first.
  * @typedef {object} AuditList
  * @property {Array<AuditEntry>} entries Newest first.

@@ -69,7 +69,10 @@ use super::validate::LANGS;
         super::admin::AdmissionStatus, super::admin::QueueDepth, super::admin::Totals,
         super::admin::ClusterStatus, super::admin::TrayState, super::state::Phase,
         crate::cluster::ClusterMode, crate::cluster::ClusterStats, super::admin::TokenList,
-        crate::secrets::TokenInfo, crate::secrets::Scope,
+        crate::secrets::TokenInfo, crate::secrets::Scope, super::models_api::ModelsList,
+        super::models_api::InstalledModel, super::models_api::CatalogModel,
+        super::models_api::DownloadInfo, super::models_api::DownloadState,
+        crate::models::ModelSource,
     )),
     modifiers(&Security, &Choices, &ErrorResponses, &Tags),
 )]

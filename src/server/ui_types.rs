@@ -15,7 +15,13 @@
 use serde_json::Value;
 
 /// The admin answers the dashboard reads; their referenced schemas come along.
-const ROOTS: &[&str] = &["Status", "BreakerStatus", "TokenList", "AuditList"];
+const ROOTS: &[&str] = &[
+    "Status",
+    "BreakerStatus",
+    "TokenList",
+    "ModelsList",
+    "AuditList",
+];
 
 /// The command that rewrites `ui/types.js`.
 const COMMAND: &str = "PHIGUARD_UPDATE_UI_TYPES=1 cargo test --lib ui_types";
