@@ -93,6 +93,36 @@
  */
 
 /**
+ * `GET /admin/settings` and `PUT /admin/settings`'s answer: every setting, in table order.
+ * @typedef {object} SettingsList
+ * @property {Array<SettingInfo>} settings One row per key of the settings table.
+ */
+
+/**
+ * One setting as the dashboard edits it.
+ * @typedef {object} SettingInfo
+ * @property {string} key Dotted key, `group.name`.
+ * @property {string} group The part of `key` before the dot.
+ * @property {string} env The `PHIGUARD_*` environment variable.
+ * @property {string | null} alias OpenMed's variable for the same setting; `null` when there is none.
+ * @property {string} type `int`, `float`, `bool`, `enum`, `string` or `list`.
+ * @property {Array<string> | null} choices The fixed choices of an enum; `null` for the other types.
+ * @property {any} default The default as its typed value; `null` when unset or secret.
+ * @property {any} value The effective value; `null` when unset or secret.
+ * @property {SettingSource} source Where the value came from.
+ * @property {boolean} locked Set by the environment, or secret: the dashboard cannot change it.
+ * @property {string} rule What a valid value looks like, in words.
+ * @property {string} description What the setting does.
+ * @property {boolean} secret Never shown, never written to `settings.toml`.
+ * @property {boolean} restart_required Takes effect only after a restart.
+ */
+
+/**
+ * Where a value came from.
+ * @typedef {"default" | "file" | "env"} SettingSource
+ */
+
+/**
  * `GET /admin/tokens`.
  * @typedef {object} TokenList
  * @property {Array<TokenInfo>} tokens The primary client token first, then the issued ones.
@@ -168,6 +198,26 @@
 /**
  * Where a download stands.
  * @typedef {"running" | "done" | "failed" | "cancelled"} DownloadState
+ */
+
+/**
+ * `POST /admin/models/pull`'s 202: the download started.
+ * @typedef {object} PullStarted
+ * @property {string} id Catalog id (the one the requested name resolved to).
+ * @property {DownloadState} state Always `running`.
+ */
+
+/**
+ * `POST /admin/models/verify`'s answer.
+ * @typedef {object} ModelVerification
+ * @property {string} id Model id.
+ * @property {boolean} ok Whether every file matches its recorded digest.
+ */
+
+/**
+ * `POST /admin/models/default`'s answer.
+ * @typedef {object} DefaultModel
+ * @property {string} default The new default model id.
  */
 
 /**

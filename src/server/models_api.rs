@@ -140,6 +140,31 @@ pub struct DownloadInfo {
     cancel: Option<CancellationToken>,
 }
 
+/// `POST /admin/models/pull`'s 202: the download started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PullStarted {
+    /// Catalog id (the one the requested name resolved to).
+    pub id: String,
+    /// Always `running`.
+    pub state: DownloadState,
+}
+
+/// `POST /admin/models/verify`'s answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ModelVerification {
+    /// Model id.
+    pub id: String,
+    /// Whether every file matches its recorded digest.
+    pub ok: bool,
+}
+
+/// `POST /admin/models/default`'s answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DefaultModel {
+    /// The new default model id.
+    pub default: String,
+}
+
 /// Downloads known to this process.
 #[derive(Default)]
 pub struct Downloads(Mutex<BTreeMap<String, DownloadInfo>>);
@@ -199,7 +224,7 @@ pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiErr
 }
 
 /// `POST /admin/models/pull {"id"}` → 202; progress arrives as `download` events.
-#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = serde_json::Value), (status = 409, description = "already downloading, or the entry is unpinned while models.require_pinned is on (`conflict`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = PullStarted), (status = 409, description = "already downloading, or the entry is unpinned while models.require_pinned is on (`conflict`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_pull(
     State(st): State<AppState>,
     actor: Actor,
@@ -322,7 +347,10 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
     });
     Ok((
         StatusCode::ACCEPTED,
-        axum::Json(json!({"id": id, "state": "running"})),
+        axum::Json(PullStarted {
+            id,
+            state: DownloadState::Running,
+        }),
     )
         .into_response())
 }
@@ -354,7 +382,7 @@ pub async fn admin_models_cancel(
 }
 
 /// `POST /admin/models/verify {"id"}`.
-#[utoipa::path(post, path = "/admin/models/verify", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "`{\"id\", \"ok\"}`: whether every file matches its recorded digest", body = serde_json::Value), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/verify", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "whether every file matches its recorded digest", body = ModelVerification), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_verify(
     State(st): State<AppState>,
     Body(body): Body,
@@ -374,11 +402,11 @@ pub async fn admin_models_verify(
     })
     .await
     .map_err(|_| ApiError::Internal)??;
-    Ok(axum::Json(json!({"id": id, "ok": ok})).into_response())
+    Ok(axum::Json(ModelVerification { id, ok }).into_response())
 }
 
 /// `POST /admin/models/default {"id"}`: persists `models.default`.
-#[utoipa::path(post, path = "/admin/models/default", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "the new default", body = serde_json::Value), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/default", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "the new default", body = DefaultModel), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_default(
     State(st): State<AppState>,
     actor: Actor,
@@ -410,7 +438,7 @@ fn models_default(st: &AppState, body: &[u8], record: &mut Action) -> Result<Res
     super::apply_live(st, &next);
     *st.settings.write() = Arc::new(next);
     record.change(json!(before.get(keys::MODELS_DEFAULT)), json!(id));
-    Ok(axum::Json(json!({"default": id})).into_response())
+    Ok(axum::Json(DefaultModel { default: id }).into_response())
 }
 
 /// `DELETE /admin/models/{id}` (ids may contain `/`).
@@ -539,6 +567,32 @@ mod tests {
         assert_eq!(back.downloads[0].state, DownloadState::Done);
         assert!(back.downloads[0].cancel.is_none());
         assert_eq!(serde_json::to_string(&back)?, text);
+        Ok(())
+    }
+
+    /// The action answers, against the `json!` the handlers built before these types.
+    #[test]
+    fn model_action_answers_serialise_to_the_documented_json() -> serde_json::Result<()> {
+        let id = "rampart";
+        let pull = PullStarted {
+            id: id.into(),
+            state: DownloadState::Running,
+        };
+        assert_eq!(
+            serde_json::to_string(&pull)?,
+            json!({"id": id, "state": "running"}).to_string()
+        );
+        let ok = false;
+        let verified = ModelVerification { id: id.into(), ok };
+        assert_eq!(
+            serde_json::to_string(&verified)?,
+            json!({"id": id, "ok": ok}).to_string()
+        );
+        let default = DefaultModel { default: id.into() };
+        assert_eq!(
+            serde_json::to_string(&default)?,
+            json!({"default": id}).to_string()
+        );
         Ok(())
     }
 

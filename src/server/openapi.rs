@@ -72,7 +72,9 @@ use super::validate::LANGS;
         crate::secrets::TokenInfo, crate::secrets::Scope, super::models_api::ModelsList,
         super::models_api::InstalledModel, super::models_api::CatalogModel,
         super::models_api::DownloadInfo, super::models_api::DownloadState,
-        crate::models::ModelSource,
+        crate::models::ModelSource, super::models_api::PullStarted,
+        super::models_api::ModelVerification, super::models_api::DefaultModel,
+        super::admin::SettingsList, super::admin::SettingInfo, crate::settings::SettingSource,
     )),
     modifiers(&Security, &Choices, &ErrorResponses, &Tags),
 )]

@@ -18,8 +18,12 @@ use serde_json::Value;
 const ROOTS: &[&str] = &[
     "Status",
     "BreakerStatus",
+    "SettingsList",
     "TokenList",
     "ModelsList",
+    "PullStarted",
+    "ModelVerification",
+    "DefaultModel",
     "AuditList",
 ];
 
