@@ -296,6 +296,7 @@
     }
   }
 
+  /** @param {import('./types.js').BreakerEvent} ev a `breaker` event */
   function recordTransition(ev) {
     app.transitions.unshift({ at: new Date(), ...ev });
     app.transitions.length = Math.min(app.transitions.length, 12);
@@ -355,7 +356,7 @@
       if (status) renderStatus(status);
     });
     es.addEventListener('breaker', (ev) => {
-      const change = parseEvent(ev);
+      const change = /** @type {import('./types.js').BreakerEvent | null} */ (parseEvent(ev));
       if (change) recordTransition(change);
     });
     es.addEventListener('download', (ev) => {

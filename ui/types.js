@@ -93,6 +93,14 @@
  */
 
 /**
+ * The `breaker` event: a breaker changed state.
+ * @typedef {object} BreakerEvent
+ * @property {string} key The breaker's key: the model id.
+ * @property {BreakerStateName} from The state it left.
+ * @property {BreakerStateName} to The state it entered.
+ */
+
+/**
  * `GET /admin/settings` and `PUT /admin/settings`'s answer: every setting, in table order.
  * @typedef {object} SettingsList
  * @property {Array<SettingInfo>} settings One row per key of the settings table.

@@ -28,7 +28,7 @@ use super::middleware::Body;
 use super::state::{AppState, Phase};
 use super::validate::parse_object;
 use crate::cluster::{ClusterMode, ClusterStats};
-use crate::guard::{BreakerSnapshot, BreakerState};
+use crate::guard::{BreakerSnapshot, BreakerState, BreakerTransition};
 use crate::secrets::{Scope, TokenInfo};
 use crate::settings::{SettingSource, Value as SettingValue, TABLE};
 
@@ -133,6 +133,27 @@ impl From<&BreakerSnapshot> for BreakerStatus {
             consecutive_failures: b.consecutive_failures,
             retry_after_seconds: b.retry_after_seconds,
             failure_rate: b.failure_rate,
+        }
+    }
+}
+
+/// The `breaker` event: a breaker changed state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct BreakerEvent {
+    /// The breaker's key: the model id.
+    pub key: String,
+    /// The state it left.
+    pub from: BreakerStateName,
+    /// The state it entered.
+    pub to: BreakerStateName,
+}
+
+impl From<&BreakerTransition> for BreakerEvent {
+    fn from(t: &BreakerTransition) -> Self {
+        BreakerEvent {
+            key: t.key.to_string(),
+            from: t.from.into(),
+            to: t.to.into(),
         }
     }
 }
@@ -656,8 +677,9 @@ fn audit_limit(query: Option<&str>) -> Result<usize, ApiError> {
 }
 
 /// `GET /admin/events`: server-sent events for the dashboard: `status` every second and on
-/// every change, `breaker` on transitions, `download` on progress.
-#[utoipa::path(get, path = "/admin/events", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "server-sent events: `status` every second and on change, `breaker`, `download`", body = String, content_type = "text/event-stream")))]
+/// every change (a [`Status`]), `breaker` on transitions (a [`BreakerEvent`]), `download` on
+/// progress (a [`DownloadInfo`](super::models_api::DownloadInfo)).
+#[utoipa::path(get, path = "/admin/events", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "server-sent events: `status` (a Status) every second and on change, `breaker` (a BreakerEvent) on transitions, `download` (a DownloadInfo) on progress", body = String, content_type = "text/event-stream")))]
 pub async fn admin_events(
     State(st): State<AppState>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
@@ -847,6 +869,29 @@ mod tests {
         assert_eq!(serde_json::to_string(&list)?, settings_json(&s).to_string());
         let back: SettingsList = serde_json::from_str(&serde_json::to_string(&list)?)?;
         assert_eq!(back, list);
+        Ok(())
+    }
+
+    /// The `breaker` event, against the `json!` the listener built before `BreakerEvent`.
+    #[test]
+    fn breaker_event_serialises_to_the_documented_json() -> serde_json::Result<()> {
+        for (from, to) in [
+            (BreakerState::Closed, BreakerState::Open),
+            (BreakerState::Open, BreakerState::HalfOpen),
+            (BreakerState::Disabled, BreakerState::ForcedOpen),
+        ] {
+            let t = BreakerTransition {
+                key: Arc::from("rampart"),
+                from,
+                to,
+            };
+            let want =
+                json!({"key": t.key.to_string(), "from": t.from.as_str(), "to": t.to.as_str()});
+            assert_eq!(
+                serde_json::to_string(&BreakerEvent::from(&t))?,
+                want.to_string()
+            );
+        }
         Ok(())
     }
 

@@ -389,12 +389,14 @@ impl Server {
         apply_live(&state, &state.settings());
         {
             let st = state.clone();
-            guard.set_breaker_listener(Some(Arc::new(move |t: &crate::guard::BreakerTransition| {
-                st.publish(
-                    "breaker",
-                    serde_json::json!({"key": t.key.to_string(), "from": t.from.as_str(), "to": t.to.as_str()}),
-                );
-            })));
+            guard.set_breaker_listener(Some(Arc::new(
+                move |t: &crate::guard::BreakerTransition| {
+                    st.publish(
+                        "breaker",
+                        serde_json::to_value(admin::BreakerEvent::from(t)).unwrap_or_default(),
+                    );
+                },
+            )));
         }
         let addr_text = format!("{host}:{port}");
         let listener = tokio::net::TcpListener::bind(&addr_text)

@@ -75,6 +75,7 @@ use super::validate::LANGS;
         crate::models::ModelSource, super::models_api::PullStarted,
         super::models_api::ModelVerification, super::models_api::DefaultModel,
         super::admin::SettingsList, super::admin::SettingInfo, crate::settings::SettingSource,
+        super::admin::BreakerEvent,
     )),
     modifiers(&Security, &Choices, &ErrorResponses, &Tags),
 )]

@@ -18,6 +18,7 @@ use serde_json::Value;
 const ROOTS: &[&str] = &[
     "Status",
     "BreakerStatus",
+    "BreakerEvent",
     "SettingsList",
     "TokenList",
     "ModelsList",
