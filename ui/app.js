@@ -21,6 +21,9 @@
 /** @typedef {import('./types.js').Status} Status */
 /** @typedef {import('./types.js').BreakerStatus} BreakerStatus */
 /** @typedef {import('./types.js').Totals} Totals */
+/** @typedef {import('./types.js').ModelsList} ModelsList */
+/** @typedef {import('./types.js').CatalogModel} CatalogModel */
+/** @typedef {import('./types.js').DownloadInfo} DownloadInfo */
 
 (() => {
   const TOKEN_KEY = 'phiguard.adminToken';
@@ -50,7 +53,9 @@
     status: null,
     statusAt: 0,
     settings: [],
+    /** @type {ModelsList | null} */
     models: null,
+    /** @type {Map<string, DownloadInfo>} */
     downloads: new Map(),
     transitions: [],
     rateSamples: [],
@@ -291,6 +296,7 @@
     }
   }
 
+  /** @param {import('./types.js').BreakerEvent} ev a `breaker` event */
   function recordTransition(ev) {
     app.transitions.unshift({ at: new Date(), ...ev });
     app.transitions.length = Math.min(app.transitions.length, 12);
@@ -350,11 +356,11 @@
       if (status) renderStatus(status);
     });
     es.addEventListener('breaker', (ev) => {
-      const change = parseEvent(ev);
+      const change = /** @type {import('./types.js').BreakerEvent | null} */ (parseEvent(ev));
       if (change) recordTransition(change);
     });
     es.addEventListener('download', (ev) => {
-      const dl = parseEvent(ev);
+      const dl = /** @type {DownloadInfo | null} */ (parseEvent(ev));
       if (dl) onDownload(dl);
     });
   }
@@ -689,7 +695,7 @@
 
   async function loadModels() {
     try {
-      const res = await api('GET', '/admin/models');
+      const res = /** @type {ModelsList} */ (await api('GET', '/admin/models'));
       app.models = res;
       for (const dl of res.downloads || []) app.downloads.set(dl.id, dl);
       renderModels();
@@ -723,12 +729,13 @@
     $('catalog').replaceChildren(...(catalog.length ? catalog.map((c) => h('tr', { 'data-model': c.id },
       h('td', {}, c.id),
       h('td', {}, c.family || ''),
-      h('td', {}, fmtParams(c.params)),
+      h('td', {}, fmtParams(c.params_millions * 1e6)),
       h('td', {}, fmtBytes(c.size_bytes)),
       h('td', {}, c.license || ''),
       h('td', { class: 'download-cell' }, downloadCell(c)))) : [h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'The catalog is empty.'))]));
   }
 
+  /** @param {CatalogModel} c */
   function downloadCell(c) {
     const dl = app.downloads.get(c.id);
     if (dl && dl.state === 'running') {
@@ -749,6 +756,7 @@
       note);
   }
 
+  /** @param {DownloadInfo} dl a `download` event, or the pull just started */
   function onDownload(dl) {
     const before = app.downloads.get(dl.id);
     app.downloads.set(dl.id, dl);

@@ -93,6 +93,44 @@
  */
 
 /**
+ * The `breaker` event: a breaker changed state.
+ * @typedef {object} BreakerEvent
+ * @property {string} key The breaker's key: the model id.
+ * @property {BreakerStateName} from The state it left.
+ * @property {BreakerStateName} to The state it entered.
+ */
+
+/**
+ * `GET /admin/settings` and `PUT /admin/settings`'s answer: every setting, in table order.
+ * @typedef {object} SettingsList
+ * @property {Array<SettingInfo>} settings One row per key of the settings table.
+ */
+
+/**
+ * One setting as the dashboard edits it.
+ * @typedef {object} SettingInfo
+ * @property {string} key Dotted key, `group.name`.
+ * @property {string} group The part of `key` before the dot.
+ * @property {string} env The `PHIGUARD_*` environment variable.
+ * @property {string | null} alias OpenMed's variable for the same setting; `null` when there is none.
+ * @property {string} type `int`, `float`, `bool`, `enum`, `string` or `list`.
+ * @property {Array<string> | null} choices The fixed choices of an enum; `null` for the other types.
+ * @property {any} default The default as its typed value; `null` when unset or secret.
+ * @property {any} value The effective value; `null` when unset or secret.
+ * @property {SettingSource} source Where the value came from.
+ * @property {boolean} locked Set by the environment, or secret: the dashboard cannot change it.
+ * @property {string} rule What a valid value looks like, in words.
+ * @property {string} description What the setting does.
+ * @property {boolean} secret Never shown, never written to `settings.toml`.
+ * @property {boolean} restart_required Takes effect only after a restart.
+ */
+
+/**
+ * Where a value came from.
+ * @typedef {"default" | "file" | "env"} SettingSource
+ */
+
+/**
  * `GET /admin/tokens`.
  * @typedef {object} TokenList
  * @property {Array<TokenInfo>} tokens The primary client token first, then the issued ones.
@@ -114,6 +152,80 @@
 /**
  * What a token may do.
  * @typedef {"client" | "admin"} Scope
+ */
+
+/**
+ * `GET /admin/models`: the installed models, the catalog and this process's downloads.
+ * @typedef {object} ModelsList
+ * @property {string} default The default model id.
+ * @property {Array<InstalledModel>} installed Models that can be loaded now.
+ * @property {Array<CatalogModel>} catalog Models that can be downloaded.
+ * @property {Array<DownloadInfo>} downloads Downloads known to this process, running or finished.
+ */
+
+/**
+ * An installed model (its folder is not shown: absolute paths are the user's business).
+ * @typedef {object} InstalledModel
+ * @property {string} id Model id.
+ * @property {string} family `model_type` of its `config.json`.
+ * @property {number} size_bytes Total size of its files.
+ * @property {Array<string>} labels Entity types from `id2label` (BIO prefixes removed).
+ * @property {string | null} license SPDX licence id; `null` when unknown.
+ * @property {ModelSource} source Where it came from.
+ */
+
+/**
+ * Where an installed model came from.
+ * @typedef {"bundled" | "imported" | "downloaded"} ModelSource
+ */
+
+/**
+ * A catalog entry as the dashboard lists it.
+ * @typedef {object} CatalogModel
+ * @property {string} id Catalog id.
+ * @property {Array<string>} aliases Other names that resolve to it.
+ * @property {string} family `model_type` of its `config.json` (`bert`, `deberta-v2`, …).
+ * @property {number} params_millions Parameter count in millions, as the model's name gives it.
+ * @property {number} size_bytes Approximate download size.
+ * @property {Array<string>} labels Canonical (UPPER_SNAKE) labels the model emits.
+ * @property {string} license SPDX licence id.
+ * @property {boolean} verified True when the repository id was checked against the hub's listing.
+ * @property {boolean} installed Installed in the model store.
+ */
+
+/**
+ * One download as the dashboard shows it, in `GET /admin/models` and as a `download` event.
+ * @typedef {object} DownloadInfo
+ * @property {string} id Catalog id.
+ * @property {DownloadState} state Where it stands.
+ * @property {number} bytes Bytes fetched.
+ * @property {number} total_bytes Bytes in all; 0 until known.
+ * @property {number} percent 0..100.
+ */
+
+/**
+ * Where a download stands.
+ * @typedef {"running" | "done" | "failed" | "cancelled"} DownloadState
+ */
+
+/**
+ * `POST /admin/models/pull`'s 202: the download started.
+ * @typedef {object} PullStarted
+ * @property {string} id Catalog id (the one the requested name resolved to).
+ * @property {DownloadState} state Always `running`.
+ */
+
+/**
+ * `POST /admin/models/verify`'s answer.
+ * @typedef {object} ModelVerification
+ * @property {string} id Model id.
+ * @property {boolean} ok Whether every file matches its recorded digest.
+ */
+
+/**
+ * `POST /admin/models/default`'s answer.
+ * @typedef {object} DefaultModel
+ * @property {string} default The new default model id.
  */
 
 /**

@@ -20,7 +20,7 @@ pub const MANIFEST_FILE: &str = "phiguard-manifest.json";
 pub(crate) const SCHEMA: u32 = 1;
 
 /// Where an installed model came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelSource {
     /// Ships with phiguard (`models/rampart`); read-only.

@@ -28,9 +28,9 @@ use super::middleware::Body;
 use super::state::{AppState, Phase};
 use super::validate::parse_object;
 use crate::cluster::{ClusterMode, ClusterStats};
-use crate::guard::{BreakerSnapshot, BreakerState};
+use crate::guard::{BreakerSnapshot, BreakerState, BreakerTransition};
 use crate::secrets::{Scope, TokenInfo};
-use crate::settings::{Value as SettingValue, TABLE};
+use crate::settings::{SettingSource, Value as SettingValue, TABLE};
 
 /// Tray colour, computed once here so the tray, the dashboard and tests agree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -133,6 +133,27 @@ impl From<&BreakerSnapshot> for BreakerStatus {
             consecutive_failures: b.consecutive_failures,
             retry_after_seconds: b.retry_after_seconds,
             failure_rate: b.failure_rate,
+        }
+    }
+}
+
+/// The `breaker` event: a breaker changed state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct BreakerEvent {
+    /// The breaker's key: the model id.
+    pub key: String,
+    /// The state it left.
+    pub from: BreakerStateName,
+    /// The state it entered.
+    pub to: BreakerStateName,
+}
+
+impl From<&BreakerTransition> for BreakerEvent {
+    fn from(t: &BreakerTransition) -> Self {
+        BreakerEvent {
+            key: t.key.to_string(),
+            from: t.from.into(),
+            to: t.to.into(),
         }
     }
 }
@@ -241,9 +262,51 @@ pub async fn admin_status(State(st): State<AppState>) -> Response {
     axum::Json(status(&st)).into_response()
 }
 
-fn settings_json(st: &AppState) -> Value {
-    let s = st.settings();
-    let rows: Vec<Value> = TABLE
+/// `GET /admin/settings` and `PUT /admin/settings`'s answer: every setting, in table order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SettingsList {
+    /// One row per key of the settings table.
+    pub settings: Vec<SettingInfo>,
+}
+
+/// One setting as the dashboard edits it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SettingInfo {
+    /// Dotted key, `group.name`.
+    pub key: String,
+    /// The part of `key` before the dot.
+    pub group: String,
+    /// The `PHIGUARD_*` environment variable.
+    pub env: String,
+    /// OpenMed's variable for the same setting; `null` when there is none.
+    #[schema(required = true)]
+    pub alias: Option<String>,
+    /// `int`, `float`, `bool`, `enum`, `string` or `list`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The fixed choices of an enum; `null` for the other types.
+    #[schema(required = true)]
+    pub choices: Option<Vec<String>>,
+    /// The default as its typed value; `null` when unset or secret.
+    pub default: Value,
+    /// The effective value; `null` when unset or secret.
+    pub value: Value,
+    /// Where the value came from.
+    pub source: SettingSource,
+    /// Set by the environment, or secret: the dashboard cannot change it.
+    pub locked: bool,
+    /// What a valid value looks like, in words.
+    pub rule: String,
+    /// What the setting does.
+    pub description: String,
+    /// Never shown, never written to `settings.toml`.
+    pub secret: bool,
+    /// Takes effect only after a restart.
+    pub restart_required: bool,
+}
+
+fn settings_list(s: &crate::settings::Settings) -> SettingsList {
+    let settings = TABLE
         .iter()
         .map(|d| {
             let value = if d.secret {
@@ -252,28 +315,42 @@ fn settings_json(st: &AppState) -> Value {
                 serde_json::to_value(s.value(d.key)).unwrap_or(Value::Null)
             };
             let default = d.kind.parse(d.default).unwrap_or(SettingValue::Unset);
-            json!({
-                "key": d.key, "group": d.group(), "env": d.env, "alias": d.alias,
-                "type": d.kind.type_name(), "choices": d.kind.choices(),
-                "default": if d.secret { Value::Null } else { serde_json::to_value(default).unwrap_or(Value::Null) },
-                "value": value, "source": s.source(d.key),
-                "locked": s.source(d.key) == crate::settings::SettingSource::Env || d.secret,
-                "rule": d.kind.rule(), "description": d.description, "secret": d.secret,
-                "restart_required": d.restart,
-            })
+            SettingInfo {
+                key: d.key.to_owned(),
+                group: d.group().to_owned(),
+                env: d.env.to_owned(),
+                alias: d.alias.map(str::to_owned),
+                kind: d.kind.type_name().to_owned(),
+                choices: d
+                    .kind
+                    .choices()
+                    .map(|c| c.iter().map(|w| (*w).to_owned()).collect()),
+                default: if d.secret {
+                    Value::Null
+                } else {
+                    serde_json::to_value(default).unwrap_or(Value::Null)
+                },
+                value,
+                source: s.source(d.key),
+                locked: s.source(d.key) == SettingSource::Env || d.secret,
+                rule: d.kind.rule(),
+                description: d.description.to_owned(),
+                secret: d.secret,
+                restart_required: d.restart,
+            }
         })
         .collect();
-    json!({ "settings": rows })
+    SettingsList { settings }
 }
 
 /// `GET /admin/settings`.
-#[utoipa::path(get, path = "/admin/settings", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "every setting: key, env, type, choices, default, value, source, rule", body = serde_json::Value)))]
+#[utoipa::path(get, path = "/admin/settings", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "every setting: key, env, type, choices, default, value, source, rule", body = SettingsList)))]
 pub async fn admin_settings_get(State(st): State<AppState>) -> Response {
-    axum::Json(settings_json(&st)).into_response()
+    axum::Json(settings_list(&st.settings())).into_response()
 }
 
 /// `PUT /admin/settings` — validate all, apply live, persist; 422 lists each bad field.
-#[utoipa::path(put, path = "/admin/settings", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::SettingsPatch, content_type = "application/json"), responses((status = 200, description = "the settings after the change", body = serde_json::Value)))]
+#[utoipa::path(put, path = "/admin/settings", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::SettingsPatch, content_type = "application/json"), responses((status = 200, description = "the settings after the change", body = SettingsList)))]
 pub async fn admin_settings_put(
     State(st): State<AppState>,
     actor: Actor,
@@ -297,7 +374,7 @@ pub async fn admin_settings_put(
         // Refused: nothing changed, and the submitted keys may be unknown names.
         Err(_) => audit::record(&st, &actor, Action::new("settings.update"), &outcome).await,
     }
-    outcome.map(|_| axum::Json(settings_json(&st)).into_response())
+    outcome.map(|_| axum::Json(settings_list(&st.settings())).into_response())
 }
 
 /// Validates, persists and applies a settings patch on top of `before`; the changed keys.
@@ -600,8 +677,9 @@ fn audit_limit(query: Option<&str>) -> Result<usize, ApiError> {
 }
 
 /// `GET /admin/events`: server-sent events for the dashboard: `status` every second and on
-/// every change, `breaker` on transitions, `download` on progress.
-#[utoipa::path(get, path = "/admin/events", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "server-sent events: `status` every second and on change, `breaker`, `download`", body = String, content_type = "text/event-stream")))]
+/// every change (a [`Status`]), `breaker` on transitions (a [`BreakerEvent`]), `download` on
+/// progress (a [`DownloadInfo`](super::models_api::DownloadInfo)).
+#[utoipa::path(get, path = "/admin/events", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "server-sent events: `status` (a Status) every second and on change, `breaker` (a BreakerEvent) on transitions, `download` (a DownloadInfo) on progress", body = String, content_type = "text/event-stream")))]
 pub async fn admin_events(
     State(st): State<AppState>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
@@ -745,6 +823,75 @@ mod tests {
         let status = sample(None);
         let back: Status = serde_json::from_str(&serde_json::to_string(&status)?)?;
         assert_eq!(back, status);
+        Ok(())
+    }
+
+    /// The rows as the handler built them with `json!` before `SettingInfo`.
+    fn settings_json(s: &crate::settings::Settings) -> Value {
+        let rows: Vec<Value> = TABLE
+            .iter()
+            .map(|d| {
+                let value = if d.secret {
+                    Value::Null
+                } else {
+                    serde_json::to_value(s.value(d.key)).unwrap_or(Value::Null)
+                };
+                let default = d.kind.parse(d.default).unwrap_or(SettingValue::Unset);
+                json!({
+                    "key": d.key, "group": d.group(), "env": d.env, "alias": d.alias,
+                    "type": d.kind.type_name(), "choices": d.kind.choices(),
+                    "default": if d.secret { Value::Null } else { serde_json::to_value(default).unwrap_or(Value::Null) },
+                    "value": value, "source": s.source(d.key),
+                    "locked": s.source(d.key) == SettingSource::Env || d.secret,
+                    "rule": d.kind.rule(), "description": d.description, "secret": d.secret,
+                    "restart_required": d.restart,
+                })
+            })
+            .collect();
+        json!({ "settings": rows })
+    }
+
+    #[test]
+    fn settings_list_serialises_to_the_documented_json() -> Result<(), Box<dyn std::error::Error>> {
+        let mut s = crate::settings::Settings::defaults();
+        s.apply(&[
+            ("server.port".into(), "9123".into()),
+            ("models.default".into(), "rampart".into()),
+        ])
+        .map_err(|e| format!("{e:?}"))?;
+        let list = settings_list(&s);
+        assert!(list
+            .settings
+            .iter()
+            .any(|r| r.source == SettingSource::File));
+        assert!(list.settings.iter().any(|r| r.secret));
+        assert!(list.settings.iter().any(|r| r.choices.is_some()));
+        assert_eq!(serde_json::to_string(&list)?, settings_json(&s).to_string());
+        let back: SettingsList = serde_json::from_str(&serde_json::to_string(&list)?)?;
+        assert_eq!(back, list);
+        Ok(())
+    }
+
+    /// The `breaker` event, against the `json!` the listener built before `BreakerEvent`.
+    #[test]
+    fn breaker_event_serialises_to_the_documented_json() -> serde_json::Result<()> {
+        for (from, to) in [
+            (BreakerState::Closed, BreakerState::Open),
+            (BreakerState::Open, BreakerState::HalfOpen),
+            (BreakerState::Disabled, BreakerState::ForcedOpen),
+        ] {
+            let t = BreakerTransition {
+                key: Arc::from("rampart"),
+                from,
+                to,
+            };
+            let want =
+                json!({"key": t.key.to_string(), "from": t.from.as_str(), "to": t.to.as_str()});
+            assert_eq!(
+                serde_json::to_string(&BreakerEvent::from(&t))?,
+                want.to_string()
+            );
+        }
         Ok(())
     }
 

@@ -228,12 +228,14 @@ impl Server {
         crate::runtime::apply_live(&state.engine, &state.settings());
         {
             let st = state.clone();
-            state.engine.guard().set_breaker_listener(Some(Arc::new(move |t: &crate::guard::BreakerTransition| {
-                st.publish(
-                    "breaker",
-                    serde_json::json!({"key": t.key.to_string(), "from": t.from.as_str(), "to": t.to.as_str()}),
-                );
-            })));
+            state.engine.guard().set_breaker_listener(Some(Arc::new(
+                move |t: &crate::guard::BreakerTransition| {
+                    st.publish(
+                        "breaker",
+                        serde_json::to_value(admin::BreakerEvent::from(t)).unwrap_or_default(),
+                    );
+                },
+            )));
         }
         let addr_text = format!("{host}:{port}");
         let listener = tokio::net::TcpListener::bind(&addr_text)

@@ -10,8 +10,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use parking_lot::Mutex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 use super::audit::{self, Action, Actor};
 use super::error::{ApiError, FieldProblem};
@@ -19,24 +20,149 @@ use super::middleware::Body;
 use super::state::AppState;
 use super::validate::{parse_object, Fields};
 use crate::engine::ModelSpec;
-use crate::models::{CancellationToken, Catalog, Downloader, Store};
+use crate::models::{
+    CancellationToken, Catalog, CatalogEntry, Downloader, Installed, ModelSource, Store,
+};
 use crate::settings::keys;
 
-/// One download as the dashboard shows it.
-#[derive(Clone, Debug, Serialize)]
+/// `GET /admin/models`: the installed models, the catalog and this process's downloads.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct ModelsList {
+    /// The default model id.
+    pub default: String,
+    /// Models that can be loaded now.
+    pub installed: Vec<InstalledModel>,
+    /// Models that can be downloaded.
+    pub catalog: Vec<CatalogModel>,
+    /// Downloads known to this process, running or finished.
+    pub downloads: Vec<DownloadInfo>,
+}
+
+/// An installed model (its folder is not shown: absolute paths are the user's business).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct InstalledModel {
+    /// Model id.
+    pub id: String,
+    /// `model_type` of its `config.json`.
+    pub family: String,
+    /// Total size of its files.
+    pub size_bytes: u64,
+    /// Entity types from `id2label` (BIO prefixes removed).
+    pub labels: Vec<String>,
+    /// SPDX licence id; `null` when unknown.
+    #[schema(required = true)]
+    pub license: Option<String>,
+    /// Where it came from.
+    pub source: ModelSource,
+}
+
+impl From<&Installed> for InstalledModel {
+    fn from(m: &Installed) -> Self {
+        InstalledModel {
+            id: m.id.clone(),
+            family: m.family.clone(),
+            size_bytes: m.size_bytes,
+            labels: m.labels.clone(),
+            license: m.license.clone(),
+            source: m.source,
+        }
+    }
+}
+
+/// A catalog entry as the dashboard lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CatalogModel {
+    /// Catalog id.
+    pub id: String,
+    /// Other names that resolve to it.
+    pub aliases: Vec<String>,
+    /// `model_type` of its `config.json` (`bert`, `deberta-v2`, …).
+    pub family: String,
+    /// Parameter count in millions, as the model's name gives it.
+    pub params_millions: u32,
+    /// Approximate download size.
+    pub size_bytes: u64,
+    /// Canonical (UPPER_SNAKE) labels the model emits.
+    pub labels: Vec<String>,
+    /// SPDX licence id.
+    pub license: String,
+    /// True when the repository id was checked against the hub's listing.
+    pub verified: bool,
+    /// Installed in the model store.
+    pub installed: bool,
+}
+
+impl CatalogModel {
+    fn new(e: &CatalogEntry, installed: bool) -> Self {
+        CatalogModel {
+            id: e.id.clone(),
+            aliases: e.aliases.clone(),
+            family: e.family.clone(),
+            params_millions: e.params_millions,
+            size_bytes: e.approx_size_mb * 1_000_000,
+            labels: e.labels.clone(),
+            license: e.license.clone(),
+            verified: e.verified,
+            installed,
+        }
+    }
+}
+
+/// Where a download stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DownloadState {
+    /// Fetching; `download` events report progress.
+    Running,
+    /// Installed.
+    Done,
+    /// Stopped by an error (logged, not shown).
+    Failed,
+    /// Stopped by `DELETE /admin/models/pull/{id}`.
+    Cancelled,
+}
+
+/// One download as the dashboard shows it, in `GET /admin/models` and as a `download` event.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct DownloadInfo {
     /// Catalog id.
     pub id: String,
-    /// `running`, `done`, `failed`, `cancelled`.
-    pub state: &'static str,
+    /// Where it stands.
+    pub state: DownloadState,
     /// Bytes fetched.
     pub bytes: u64,
-    /// Bytes in all.
+    /// Bytes in all; 0 until known.
     pub total_bytes: u64,
     /// 0..100.
     pub percent: f64,
     #[serde(skip)]
+    #[schema(ignore)]
     cancel: Option<CancellationToken>,
+}
+
+/// `POST /admin/models/pull`'s 202: the download started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PullStarted {
+    /// Catalog id (the one the requested name resolved to).
+    pub id: String,
+    /// Always `running`.
+    pub state: DownloadState,
+}
+
+/// `POST /admin/models/verify`'s answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ModelVerification {
+    /// Model id.
+    pub id: String,
+    /// Whether every file matches its recorded digest.
+    pub ok: bool,
+}
+
+/// `POST /admin/models/default`'s answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DefaultModel {
+    /// The new default model id.
+    pub default: String,
 }
 
 /// Downloads known to this process.
@@ -72,7 +198,7 @@ fn id_field(body: &[u8]) -> Result<String, ApiError> {
 }
 
 /// `GET /admin/models`.
-#[utoipa::path(get, path = "/admin/models", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "installed models, the catalog and running downloads", body = serde_json::Value)))]
+#[utoipa::path(get, path = "/admin/models", tag = "admin", security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "installed models, the catalog and running downloads", body = ModelsList)))]
 pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiError> {
     let st2 = st.clone();
     let (installed, catalog) = tokio::task::spawn_blocking(move || {
@@ -82,35 +208,23 @@ pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiErr
     .await
     .map_err(|_| ApiError::Internal)??;
     let ids: Vec<&str> = installed.iter().map(|m| m.id.as_str()).collect();
-    let catalog_json: Vec<Value> = catalog
+    let catalog = catalog
         .entries()
         .iter()
-        .map(|e| {
-            json!({"id": e.id, "aliases": e.aliases, "family": e.family, "params_millions": e.params_millions,
-                   "size_bytes": e.approx_size_mb * 1_000_000, "labels": e.labels, "license": e.license,
-                   "verified": e.verified, "installed": ids.contains(&e.id.as_str())})
-        })
-        .collect();
-    // Installed folders are not shown: their absolute paths are the user's business.
-    let installed_json: Vec<Value> = installed
-        .iter()
-        .map(|m| {
-            json!({"id": m.id, "family": m.family, "size_bytes": m.size_bytes, "labels": m.labels,
-                   "license": m.license, "source": m.source})
-        })
+        .map(|e| CatalogModel::new(e, ids.contains(&e.id.as_str())))
         .collect();
     let downloads: Vec<DownloadInfo> = st.downloads.0.lock().values().cloned().collect();
-    Ok(axum::Json(json!({
-        "default": st.engine.default_model(),
-        "installed": installed_json,
-        "catalog": catalog_json,
-        "downloads": downloads,
-    }))
+    Ok(axum::Json(ModelsList {
+        default: st.engine.default_model(),
+        installed: installed.iter().map(InstalledModel::from).collect(),
+        catalog,
+        downloads,
+    })
     .into_response())
 }
 
 /// `POST /admin/models/pull {"id"}` → 202; progress arrives as `download` events.
-#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = serde_json::Value), (status = 409, description = "already downloading, or the entry is unpinned while models.require_pinned is on (`conflict`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = PullStarted), (status = 409, description = "already downloading, or the entry is unpinned while models.require_pinned is on (`conflict`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_pull(
     State(st): State<AppState>,
     actor: Actor,
@@ -141,7 +255,9 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
     let cancel = CancellationToken::new();
     {
         let mut d = st.downloads.0.lock();
-        if d.get(&id).is_some_and(|x| x.state == "running") {
+        if d.get(&id)
+            .is_some_and(|x| x.state == DownloadState::Running)
+        {
             return Err(ApiError::Conflict {
                 message: "This model is already downloading",
             });
@@ -150,7 +266,7 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
             id.clone(),
             DownloadInfo {
                 id: id.clone(),
-                state: "running",
+                state: DownloadState::Running,
                 bytes: 0,
                 total_bytes: 0,
                 percent: 0.0,
@@ -202,19 +318,19 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
                     dir: Some(m.dir.clone()),
                     footprint_bytes: m.size_bytes,
                 });
-                "done"
+                DownloadState::Done
             }
-            Err(_) if cancel.is_cancelled() => "cancelled",
+            Err(_) if cancel.is_cancelled() => DownloadState::Cancelled,
             Err(e) => {
                 tracing::warn!(model = %id2, error = %e, "model download failed");
-                "failed"
+                DownloadState::Failed
             }
         };
         let info = {
             let mut d = st2.downloads.0.lock();
             d.get_mut(&id2).map(|e| {
                 e.state = state;
-                if state == "done" {
+                if state == DownloadState::Done {
                     e.percent = 100.0;
                     e.bytes = e.total_bytes.max(e.bytes);
                 }
@@ -231,7 +347,10 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
     });
     Ok((
         StatusCode::ACCEPTED,
-        axum::Json(json!({"id": id, "state": "running"})),
+        axum::Json(PullStarted {
+            id,
+            state: DownloadState::Running,
+        }),
     )
         .into_response())
 }
@@ -263,7 +382,7 @@ pub async fn admin_models_cancel(
 }
 
 /// `POST /admin/models/verify {"id"}`.
-#[utoipa::path(post, path = "/admin/models/verify", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "`{\"id\", \"ok\"}`: whether every file matches its recorded digest", body = serde_json::Value), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/verify", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "whether every file matches its recorded digest", body = ModelVerification), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_verify(
     State(st): State<AppState>,
     Body(body): Body,
@@ -283,11 +402,11 @@ pub async fn admin_models_verify(
     })
     .await
     .map_err(|_| ApiError::Internal)??;
-    Ok(axum::Json(json!({"id": id, "ok": ok})).into_response())
+    Ok(axum::Json(ModelVerification { id, ok }).into_response())
 }
 
 /// `POST /admin/models/default {"id"}`: persists `models.default`.
-#[utoipa::path(post, path = "/admin/models/default", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "the new default", body = serde_json::Value), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/default", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "the new default", body = DefaultModel), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_default(
     State(st): State<AppState>,
     actor: Actor,
@@ -319,7 +438,7 @@ fn models_default(st: &AppState, body: &[u8], record: &mut Action) -> Result<Res
     crate::runtime::apply_live(&st.engine, &next);
     *st.settings.write() = Arc::new(next);
     record.change(json!(before.get(keys::MODELS_DEFAULT)), json!(id));
-    Ok(axum::Json(json!({"default": id})).into_response())
+    Ok(axum::Json(DefaultModel { default: id }).into_response())
 }
 
 /// `DELETE /admin/models/{id}` (ids may contain `/`).
@@ -358,4 +477,135 @@ async fn models_delete(
     removed?;
     st.engine.uninstall(&id);
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn installed(license: Option<&str>) -> Installed {
+        Installed {
+            id: "rampart".into(),
+            dir: "models/rampart".into(),
+            family: "bert".into(),
+            size_bytes: 1234,
+            labels: vec!["NAME".into(), "DATE".into()],
+            license: license.map(str::to_owned),
+            source: ModelSource::Bundled,
+        }
+    }
+
+    fn entry() -> CatalogEntry {
+        CatalogEntry {
+            id: "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1".into(),
+            aliases: vec!["superclinical_small".into()],
+            task: crate::models::Task::Pii,
+            family: "deberta-v2".into(),
+            params_millions: 44,
+            approx_size_mb: 180,
+            license: "apache-2.0".into(),
+            revision: "main".into(),
+            files: vec!["config.json".into()],
+            pins: Vec::new(),
+            labels: vec!["NAME".into()],
+            bundled: false,
+            verified: true,
+            description: "small".into(),
+        }
+    }
+
+    fn download(state: DownloadState) -> DownloadInfo {
+        DownloadInfo {
+            id: "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1".into(),
+            state,
+            bytes: 512,
+            total_bytes: 2048,
+            percent: 25.0,
+            cancel: Some(CancellationToken::new()),
+        }
+    }
+
+    /// The wire format the dashboard has always read, key order included: the `json!` the
+    /// handler built before these types.
+    #[test]
+    fn models_list_serialises_to_the_documented_json() -> serde_json::Result<()> {
+        let (m, e) = (installed(None), entry());
+        let list = ModelsList {
+            default: "rampart".into(),
+            installed: vec![InstalledModel::from(&m)],
+            catalog: vec![CatalogModel::new(&e, false)],
+            downloads: vec![download(DownloadState::Running)],
+        };
+        let want = json!({
+            "default": "rampart",
+            "installed": [json!({"id": m.id, "family": m.family, "size_bytes": m.size_bytes, "labels": m.labels,
+                                 "license": m.license, "source": m.source})],
+            "catalog": [json!({"id": e.id, "aliases": e.aliases, "family": e.family, "params_millions": e.params_millions,
+                               "size_bytes": e.approx_size_mb * 1_000_000, "labels": e.labels, "license": e.license,
+                               "verified": e.verified, "installed": false})],
+            "downloads": [{"id": "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1", "state": "running",
+                           "bytes": 512, "total_bytes": 2048, "percent": 25.0}],
+        });
+        assert_eq!(serde_json::to_string(&list)?, want.to_string());
+        let licensed = serde_json::to_value(InstalledModel::from(&installed(Some("mit"))))?;
+        assert_eq!(licensed["license"], "mit");
+        Ok(())
+    }
+
+    #[test]
+    fn models_list_reads_back() -> serde_json::Result<()> {
+        let list = ModelsList {
+            default: "rampart".into(),
+            installed: vec![InstalledModel::from(&installed(Some("mit")))],
+            catalog: vec![CatalogModel::new(&entry(), true)],
+            downloads: vec![download(DownloadState::Done)],
+        };
+        let text = serde_json::to_string(&list)?;
+        let back: ModelsList = serde_json::from_str(&text)?;
+        assert_eq!(back.installed, list.installed);
+        assert_eq!(back.catalog, list.catalog);
+        assert_eq!(back.downloads[0].state, DownloadState::Done);
+        assert!(back.downloads[0].cancel.is_none());
+        assert_eq!(serde_json::to_string(&back)?, text);
+        Ok(())
+    }
+
+    /// The action answers, against the `json!` the handlers built before these types.
+    #[test]
+    fn model_action_answers_serialise_to_the_documented_json() -> serde_json::Result<()> {
+        let id = "rampart";
+        let pull = PullStarted {
+            id: id.into(),
+            state: DownloadState::Running,
+        };
+        assert_eq!(
+            serde_json::to_string(&pull)?,
+            json!({"id": id, "state": "running"}).to_string()
+        );
+        let ok = false;
+        let verified = ModelVerification { id: id.into(), ok };
+        assert_eq!(
+            serde_json::to_string(&verified)?,
+            json!({"id": id, "ok": ok}).to_string()
+        );
+        let default = DefaultModel { default: id.into() };
+        assert_eq!(
+            serde_json::to_string(&default)?,
+            json!({"default": id}).to_string()
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn download_states_are_the_old_words() {
+        let cases = [
+            (DownloadState::Running, "running"),
+            (DownloadState::Done, "done"),
+            (DownloadState::Failed, "failed"),
+            (DownloadState::Cancelled, "cancelled"),
+        ];
+        for (state, word) in cases {
+            assert_eq!(serde_json::to_value(state).ok(), Some(json!(word)));
+        }
+    }
 }

@@ -15,7 +15,18 @@
 use serde_json::Value;
 
 /// The admin answers the dashboard reads; their referenced schemas come along.
-const ROOTS: &[&str] = &["Status", "BreakerStatus", "TokenList", "AuditList"];
+const ROOTS: &[&str] = &[
+    "Status",
+    "BreakerStatus",
+    "BreakerEvent",
+    "SettingsList",
+    "TokenList",
+    "ModelsList",
+    "PullStarted",
+    "ModelVerification",
+    "DefaultModel",
+    "AuditList",
+];
 
 /// The command that rewrites `ui/types.js`.
 const COMMAND: &str = "PHIGUARD_UPDATE_UI_TYPES=1 cargo test --lib ui_types";

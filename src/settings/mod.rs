@@ -21,7 +21,9 @@ pub use table::{keys, Def, TABLE};
 pub use value::{Kind, Value};
 
 /// Where a value came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SettingSource {
     /// The table's default.
