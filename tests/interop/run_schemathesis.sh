@@ -27,7 +27,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# schemathesis sends wrong tokens on purpose (its authentication checks); with the per-peer
+# limit of failed authentications in force, every later request from 127.0.0.1 would be a
+# 429 and the run would test little else. The limit has its own tests (tests/service).
 PHIGUARD_HOME="$home" PHIGUARD_PORT=0 PHIGUARD_AUTH_TOKEN="$token" PHIGUARD_ADMIN_TOKEN="$admin" \
+    PHIGUARD_AUTH_FAILURE_BURST=1000000 \
     PHIGUARD_METRICS_ENABLED=true RUST_LOG="${RUST_LOG:-warn}" "$bin" serve >"$log" 2>&1 &
 pid=$!
 base=""
