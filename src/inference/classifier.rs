@@ -293,6 +293,8 @@ impl TokenClassifier {
 
     fn forward_padded(&self, batch: &[&[u32]]) -> Result<Vec<Vec<Vec<f32>>>> {
         let width = batch.iter().map(|s| s.len()).max().unwrap_or(0);
+        // Shapes only, never token ids or text: trace lines are PHI-free like every other.
+        let _span = tracing::trace_span!("encoder", windows = batch.len(), width).entered();
         if width == 0 {
             return Ok(vec![Vec::new(); batch.len()]);
         }
@@ -327,10 +329,13 @@ impl TokenClassifier {
     /// # Errors
     /// [`InferenceError`] when tokenization or the forward pass fails.
     pub fn token_logits(&self, texts: &[&str]) -> Result<Vec<TokenLogits>> {
-        let encoded = texts
-            .iter()
-            .map(|t| self.tokenizer.encode(t))
-            .collect::<Result<Vec<Encoded>>>()?;
+        let encoded = {
+            let _span = tracing::trace_span!("tokenize", texts = texts.len()).entered();
+            texts
+                .iter()
+                .map(|t| self.tokenizer.encode(t))
+                .collect::<Result<Vec<Encoded>>>()?
+        };
         let budget = self.window_budget();
         let mut jobs: Vec<(usize, Window)> = Vec::new();
         for (i, enc) in encoded.iter().enumerate() {
@@ -378,6 +383,7 @@ impl TokenClassifier {
     /// [`InferenceError`] when tokenization or the forward pass fails.
     pub fn spans(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>> {
         let logits = self.token_logits(texts)?;
+        let _span = tracing::trace_span!("decode", texts = texts.len()).entered();
         let n = self.table.num_classes();
         let mut out = Vec::with_capacity(texts.len());
         for (text, tl) in texts.iter().zip(&logits) {
