@@ -115,15 +115,7 @@ async fn retries_recover_and_client_errors_are_not_retried() {
     let r = t.post("/pii/extract", json!({"text": ""})).await;
     assert_eq!(r.status(), 422);
     assert_eq!(t.script.calls.load(Ordering::SeqCst), 3);
-    let metrics = t
-        .http
-        .get(t.url("/metrics"))
-        .send()
-        .await
-        .expect("send")
-        .text()
-        .await
-        .expect("text");
+    let metrics = t.metrics_text().await;
     assert!(metrics.contains("phiguard_retries_total 2"), "{metrics}");
     t.shutdown().await;
 }

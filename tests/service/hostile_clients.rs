@@ -105,15 +105,7 @@ async fn connections_over_the_cap_are_answered_503() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let ok = t.post("/pii/extract", json!({"text": "Zed"})).await;
     assert_eq!(ok.status(), 200);
-    let metrics = t
-        .http
-        .get(t.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let metrics = t.metrics_text().await;
     assert!(
         metrics.contains("phiguard_connections_refused_total 1"),
         "{metrics}"
@@ -153,15 +145,7 @@ async fn a_stream_whose_reader_stops_releases_its_admission() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(ok, "a stalled stream reader kept its admission");
-    let metrics = t
-        .http
-        .get(t.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let metrics = t.metrics_text().await;
     assert!(
         metrics.contains("phiguard_streams_abandoned_total 1"),
         "{metrics}"
@@ -372,13 +356,8 @@ async fn a_query_token_with_broken_escapes_is_an_invalid_token_not_a_panic() {
 async fn an_unknown_settings_key_is_not_echoed() {
     let t = TestServer::start(&[]).await;
     let r = t
-        .http
-        .put(t.url("/admin/settings"))
-        .bearer_auth(ADMIN)
-        .json(&json!({"Zqx Canary Smith": "1"}))
-        .send()
-        .await
-        .expect("request");
+        .admin_put("/admin/settings", json!({"Zqx Canary Smith": "1"}))
+        .await;
     let (body, _) = expect_error(r, 422, "validation_error").await;
     assert!(!body.to_string().contains("Canary"), "{body}");
     t.shutdown().await;

@@ -147,15 +147,7 @@ async fn canary_name_never_appears_in_logs_metrics_errors_or_headers() {
         let text = r.text().await.unwrap_or_default();
         record(status, &headers, &text);
     }
-    let metrics = t
-        .http
-        .get(t.url("/metrics"))
-        .send()
-        .await
-        .expect("send")
-        .text()
-        .await
-        .expect("text");
+    let metrics = t.metrics_text().await;
     let status = t
         .admin_get("/admin/status")
         .await

@@ -18,15 +18,7 @@ fn client_from(ip: [u8; 4]) -> reqwest::Client {
 }
 
 async fn metric(t: &TestServer, name: &str) -> f64 {
-    let text = t
-        .http
-        .get(t.url("/metrics"))
-        .send()
-        .await
-        .expect("send")
-        .text()
-        .await
-        .expect("text");
+    let text = t.metrics_text().await;
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {name} in the metrics"))
@@ -83,13 +75,8 @@ async fn failed_authentications_are_limited_per_peer_address() {
 async fn the_limit_follows_the_settings_live() {
     let t = TestServer::start(&[]).await;
     let r = t
-        .http
-        .put(t.url("/admin/settings"))
-        .bearer_auth(ADMIN)
-        .json(&json!({"security.auth_failure_burst": 2}))
-        .send()
-        .await
-        .expect("send");
+        .admin_put("/admin/settings", json!({"security.auth_failure_burst": 2}))
+        .await;
     assert_eq!(r.status(), 200);
     let models = t.url("/models/loaded");
     for expected in [401, 401, 429] {
@@ -193,13 +180,8 @@ async fn a_token_with_an_expiry_is_refused_once_it_passes() {
 async fn admin_actions_are_audited_with_who_what_and_the_values() {
     let t = TestServer::start(&[("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0")]).await;
     let r = t
-        .http
-        .put(t.url("/admin/settings"))
-        .bearer_auth(ADMIN)
-        .json(&json!({"retry.max_attempts": 5}))
-        .send()
-        .await
-        .expect("send");
+        .admin_put("/admin/settings", json!({"retry.max_attempts": 5}))
+        .await;
     assert_eq!(r.status(), 200);
     let created: Value = t
         .http

@@ -182,6 +182,29 @@ impl TestServer {
         })
     }
 
+    /// PUT JSON with the admin token.
+    pub(crate) async fn admin_put(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
+        self.http
+            .put(self.url(path))
+            .bearer_auth(ADMIN)
+            .json(&body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// The Prometheus text of `/metrics` (open route; the test server enables it).
+    pub(crate) async fn metrics_text(&self) -> String {
+        self.http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text")
+    }
+
     /// GET with the admin token.
     pub(crate) async fn admin_get(&self, path: &str) -> reqwest::Response {
         self.http
