@@ -13,8 +13,11 @@ use std::collections::BTreeSet;
 use phiguard::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
 use phiguard::deid::{DeidOptions, Deidentifier, HashKey, Method, Policy};
 use phiguard::detect::{CharIndex, Label, RuleRecognizer, Source, Span};
-use phiguard::server::api::{AnalyzeRequest, DeidentifyRequest, ExtractRequest, UnloadRequest};
-use phiguard::server::validate::{parse_object, TextLimits};
+use phiguard::server::api::{
+    AnalyzeRequest, DeidentifyRequest, DeidentifyStreamRequest, ExtractRequest,
+    ExtractStreamRequest, UnloadRequest,
+};
+use phiguard::server::validate::{parse_map, parse_object, TextLimits};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use rand::SeedableRng;
@@ -196,32 +199,32 @@ fn check_outcome<T>(
 }
 
 fn parse_every_route(map: &Map<String, Value>) {
-    check_outcome(ExtractRequest::parse(map, LIMITS), |(r, _)| {
+    check_outcome(parse_map::<ExtractRequest>(map, LIMITS), |r| {
         Some(r.text.as_str())
     });
-    check_outcome(ExtractRequest::parse_stream(map, LIMITS), |(r, s)| {
+    check_outcome(parse_map::<ExtractStreamRequest>(map, LIMITS), |r| {
         assert!(
-            (1..=32768).contains(&s.chunk_size) && s.window_chars >= 64 && s.max_entity_chars >= 1
+            (1..=32768).contains(&r.chunk_size) && r.window_chars >= 64 && r.max_entity_chars >= 1
         );
         Some(r.text.as_str())
     });
-    for stream in [false, true] {
-        check_outcome(
-            DeidentifyRequest::parse(map, LIMITS, stream),
-            |(r, chunk)| {
-                assert!(phiguard::server::api::METHODS.contains(&r.method.as_str()));
-                assert_eq!(chunk.is_some(), stream);
-                if r.date_shift_days.is_some() {
-                    assert_eq!(r.method, "shift_dates");
-                }
-                Some(r.text.as_str())
-            },
-        );
-    }
-    check_outcome(AnalyzeRequest::parse(map, LIMITS), |r| {
+    check_outcome(parse_map::<DeidentifyRequest>(map, LIMITS), |r| {
+        if r.date_shift_days.is_some() {
+            assert_eq!(r.method(), Method::ShiftDates);
+        }
         Some(r.text.as_str())
     });
-    check_outcome(UnloadRequest::parse(map), |r| {
+    check_outcome(parse_map::<DeidentifyStreamRequest>(map, LIMITS), |r| {
+        assert!((1..=32768).contains(&r.chunk_size));
+        if r.date_shift_days.is_some() {
+            assert_eq!(r.method(), Method::ShiftDates);
+        }
+        Some(r.text.as_str())
+    });
+    check_outcome(parse_map::<AnalyzeRequest>(map, LIMITS), |r| {
+        Some(r.text.as_str())
+    });
+    check_outcome(parse_map::<UnloadRequest>(map, LIMITS), |r| {
         assert!(r.all || r.model_name.is_some());
         None
     });

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::Failure;
 use crate::secrets::{generate_token, registry_file, Primary, Scope, SecretStore, TokenRegistry};
-use crate::server::admin::MAX_TOKEN_LIFETIME_SECONDS;
+use crate::server::api::MAX_TOKEN_LIFETIME_SECONDS;
 use crate::server::audit::{audit_file, Action, AuditLog};
 use crate::settings::{Home, Settings};
 

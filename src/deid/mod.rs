@@ -81,6 +81,11 @@ impl Method {
     /// Every method's wire name, in declaration order.
     pub const NAMES: [&'static str; 5] = ["mask", "remove", "replace", "hash", "shift_dates"];
 
+    /// The wire name (`mask`, `shift_dates`, …).
+    pub fn wire(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
     /// Parses a wire name (`mask`, `shift_dates`, …); `None` for anything else.
     pub fn from_wire(name: &str) -> Option<Method> {
         Some(match name {

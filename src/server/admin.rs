@@ -22,14 +22,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
+use super::api::{EvalRequest, TokenCreateRequest};
 use super::audit::{self, Action, Actor};
 use super::error::{ApiError, FieldProblem};
 use super::middleware::Body;
 use super::state::{AppState, Phase};
-use super::validate::parse_object;
+use super::validate::{parse, parse_object};
 use crate::cluster::{ClusterMode, ClusterStats};
 use crate::guard::{BreakerSnapshot, BreakerState, BreakerTransition};
-use crate::secrets::{Scope, TokenInfo};
+use crate::secrets::TokenInfo;
 use crate::settings::{SettingSource, Value as SettingValue, TABLE};
 
 /// Tray colour, computed once here so the tray, the dashboard and tests agree.
@@ -498,7 +499,7 @@ pub struct TokenList {
 }
 
 /// `POST /admin/tokens` `{"label","scope"}` → 201 with the token (shown once).
-#[utoipa::path(post, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::TokenCreateBody, content_type = "application/json"), responses((status = 201, description = "the new token, its secret shown this once", body = serde_json::Value)))]
+#[utoipa::path(post, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = TokenCreateRequest, content_type = "application/json"), responses((status = 201, description = "the new token, its secret shown this once", body = serde_json::Value)))]
 pub async fn admin_tokens_create(
     State(st): State<AppState>,
     actor: Actor,
@@ -510,30 +511,18 @@ pub async fn admin_tokens_create(
     outcome
 }
 
-/// The longest token lifetime accepted: ten years.
-pub const MAX_TOKEN_LIFETIME_SECONDS: i64 = 10 * 365 * 86_400;
-
 async fn tokens_create(
     st: &AppState,
     body: &[u8],
     record: &mut Action,
 ) -> Result<Response, ApiError> {
-    let map = parse_object(body)?;
-    let mut f = super::validate::Fields::new(&map);
-    let label = f.opt_str("label").unwrap_or_default();
-    let scope = match f.opt_choice("scope", &["client", "admin"]) {
-        Some("admin") => Scope::Admin,
-        _ => Scope::Client,
-    };
-    let lifetime = f
-        .opt_i64_in("expires_in_seconds", 1, MAX_TOKEN_LIFETIME_SECONDS)
+    let req: TokenCreateRequest = parse(body, super::pii::limits(st))?;
+    let lifetime = req
+        .expires_in_seconds
         .map(|s| Duration::from_secs(s.unsigned_abs()));
-    if label.chars().count() > 80 {
-        f.body_problem("label must be at most 80 characters");
-    }
-    f.finish()?;
+    let scope = req.scope;
     let tokens = Arc::clone(&st.tokens);
-    let label = label.trim().to_string();
+    let label = req.label.unwrap_or_default().trim().to_string();
     let t = tokio::task::spawn_blocking(move || tokens.create(&label, scope, lifetime))
         .await
         .map_err(|_| ApiError::Internal)?
@@ -710,38 +699,26 @@ fn status_event(st: &AppState) -> SseEvent {
 /// `POST /admin/eval` `{"gold": "<JSONL or JSON array>", "model_name"?, "method"?}`: the
 /// `phiguard eval` report as JSON, for the dashboard. Gold errors name the line, never
 /// the text.
-#[utoipa::path(post, path = "/admin/eval", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::EvalBody, content_type = "application/json"), responses((status = 200, description = "the `phiguard eval` report", body = serde_json::Value)))]
+#[utoipa::path(post, path = "/admin/eval", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = EvalRequest, content_type = "application/json"), responses((status = 200, description = "the `phiguard eval` report", body = serde_json::Value)))]
 pub async fn admin_eval(
     State(st): State<AppState>,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let map = parse_object(&body)?;
-    let mut f = super::validate::Fields::new(&map);
-    let gold = f.opt_str("gold").unwrap_or_default();
-    let model = f.opt_str("model_name");
-    let method = f
-        .opt_choice("method", super::api::METHODS)
-        .unwrap_or("mask");
-    let threshold = f.f64_in("confidence_threshold", 0.5, 0.0, 1.0);
-    if gold.trim().is_empty() {
-        f.body_problem("gold must hold JSONL gold documents");
-    }
-    f.finish()?;
-    let docs = crate::eval::read_gold_str(&gold, None).map_err(|e| {
+    let req: EvalRequest = parse(&body, super::pii::limits(&st))?;
+    let docs = crate::eval::read_gold_str(&req.gold, None).map_err(|e| {
         ApiError::Validation(vec![FieldProblem::new(
             "body.gold",
             e.to_string(),
             "value_error",
         )])
     })?;
-    let id = st.resolve_model(model.as_deref())?;
-    let method = crate::deid::Method::from_wire(method).unwrap_or_default();
+    let id = st.resolve_model(req.model_name.as_deref())?;
     let (report, _) = crate::engine::evaluate::evaluate(
         &st.engine,
         &id,
         &docs,
-        method,
-        threshold as f32,
+        req.method,
+        req.confidence_threshold as f32,
         crate::detect::Detectors::Both,
         || {},
     )

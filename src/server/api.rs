@@ -1,329 +1,838 @@
-//! Request types of the OpenMed-compatible endpoints, with OpenMed 3.1's defaults and rules,
-//! parsed with [`super::validate::Fields`]. The `ToSchema` derives feed
-//! `/openapi.json`.
+//! The wire types of the OpenMed-compatible endpoints: one struct per request body and per
+//! response, with OpenMed 3.1's defaults and rules.
+//!
+//! Each request type is what a client sends and what the handler reads: it derives
+//! `Deserialize` (through the PHI-free readers of [`super::validate`]), `Serialize` and
+//! `ToSchema`, so `/openapi.json` documents the very type the server parses. Ranges appear
+//! twice on a field, in the reader (`int_in::<_, 1, 32768>`) and in `#[schema]`, side by
+//! side; a test below checks every documented bound and default against the parser.
 
 use std::time::Duration;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
 
-use super::error::ApiError;
-use super::validate::{Fields, TextLimits, LANGS};
+use super::validate::{read, Body, Checks, Choice, LANGS};
+use crate::deid::{Method, Policy};
 
-/// Degraded-mode choice carried by a request (`"fallback": "rules"`).
-fn fallback(f: &mut Fields<'_>) -> Option<bool> {
-    f.opt_choice("fallback", FALLBACKS).map(|c| c == "rules")
-}
-
-/// Values of `fallback`.
-pub const FALLBACKS: &[&str] = &["rules", "none"];
-
-/// Values of `aggregation_strategy` on `/analyze`.
-pub const AGGREGATIONS: &[&str] = &["simple", "first", "average", "max"];
-
-/// `POST /pii/extract`.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct ExtractRequest {
-    /// Clinical text (stripped of surrounding whitespace; offsets refer to the stripped text).
-    pub text: String,
-    /// Model id or alias; default: the configured default model.
-    pub model_name: Option<String>,
-    /// Minimum confidence, 0..1 (default 0.5).
-    pub confidence_threshold: f64,
-    /// Accepted for OpenMed compatibility (merging is always on).
-    pub use_smart_merging: bool,
-    /// Language code (OpenMed's list).
-    pub lang: String,
-    /// Accepted for OpenMed compatibility.
-    pub normalize_accents: Option<bool>,
-    /// Keep-alive for the model: seconds, `30s`, `5m`, `never`.
-    #[schema(value_type = Option<String>)]
-    #[serde(skip)]
-    pub keep_alive: Option<Option<Duration>>,
-    /// `rules` answers from the rule recognizers while the model's breaker is open.
-    #[schema(value_type = Option<String>)]
-    #[serde(skip)]
-    pub fallback: Option<bool>,
-}
-
-/// Streaming knobs of `POST /pii/extract/stream`.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct StreamOptions {
-    /// Characters fed per step, 1..32768 (default 1024).
-    pub chunk_size: usize,
-    /// Detection window, ≥ 64 (default 4096).
-    pub window_chars: usize,
-    /// Left context kept for detection, ≥ 0 (default 128).
-    pub tokenizer_context_chars: usize,
-    /// Longest entity held back at a chunk edge, ≥ 1 (default 512).
-    pub max_entity_chars: usize,
-    /// Include span text in events (default true).
-    pub include_text: bool,
-}
-
-/// `POST /pii/deidentify`.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct DeidentifyRequest {
-    /// Clinical text.
-    pub text: String,
-    /// `mask` (default), `remove`, `replace`, `hash`, `shift_dates`.
-    pub method: String,
-    /// Model id or alias.
-    pub model_name: Option<String>,
-    /// Minimum confidence, 0..1 (default 0.7).
-    pub confidence_threshold: f64,
-    /// With `shift_dates`, keep the source year.
-    pub keep_year: bool,
-    /// Days to shift dates by (requires `shift_dates`); random non-zero when absent.
-    pub date_shift_days: Option<i64>,
-    /// Return `mapping` (replacement → original).
-    pub keep_mapping: bool,
-    /// Policy name, e.g. `hipaa_safe_harbor`.
-    pub policy: Option<String>,
-    /// Accepted for OpenMed compatibility.
-    pub use_smart_merging: bool,
-    /// Accepted for OpenMed compatibility (the rules always sweep).
-    pub use_safety_sweep: bool,
-    /// Language code.
-    pub lang: String,
-    /// Accepted for OpenMed compatibility.
-    pub normalize_accents: Option<bool>,
-    /// Keep-alive for the model.
-    #[schema(value_type = Option<String>)]
-    #[serde(skip)]
-    pub keep_alive: Option<Option<Duration>>,
-    /// `rules` answers from the rule recognizers while the model's breaker is open.
-    #[schema(value_type = Option<String>)]
-    #[serde(skip)]
-    pub fallback: Option<bool>,
-}
-
-/// `POST /analyze`.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct AnalyzeRequest {
-    /// Clinical text.
-    pub text: String,
-    /// Model id or alias.
-    pub model_name: Option<String>,
-    /// Minimum confidence, 0..1 (default 0).
-    pub confidence_threshold: f64,
-    /// Accepted for OpenMed compatibility.
-    pub group_entities: bool,
-    /// `simple`, `first`, `average`, `max`.
-    pub aggregation_strategy: Option<String>,
-    /// Accepted for OpenMed compatibility.
-    pub sentence_detection: bool,
-    /// Keep-alive for the model.
-    #[schema(value_type = Option<String>)]
-    #[serde(skip)]
-    pub keep_alive: Option<Option<Duration>>,
-}
-
-/// `POST /models/unload`.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-pub struct UnloadRequest {
-    /// Model to unload.
-    pub model_name: Option<String>,
-    /// Unload every idle model.
-    pub all: bool,
-}
-
-fn common_pii(f: &mut Fields<'_>) -> (bool, String, Option<bool>) {
-    let smart = f.bool_or("use_smart_merging", true);
-    let lang = f.opt_choice("lang", LANGS).unwrap_or("en").to_string();
-    let accents = f.opt_bool("normalize_accents");
-    (smart, lang, accents)
-}
-
-impl ExtractRequest {
-    /// Parses and validates.
-    ///
-    /// # Errors
-    /// 422 listing every problem.
-    pub fn parse(
-        map: &Map<String, Value>,
-        limits: TextLimits,
-    ) -> Result<(Self, Option<StreamOptions>), ApiError> {
-        Self::parse_inner(map, limits, false)
-    }
-
-    /// Parses the streaming variant.
-    ///
-    /// # Errors
-    /// 422 listing every problem.
-    pub fn parse_stream(
-        map: &Map<String, Value>,
-        limits: TextLimits,
-    ) -> Result<(Self, StreamOptions), ApiError> {
-        let (r, s) = Self::parse_inner(map, limits, true)?;
-        Ok((r, s.unwrap_or_else(StreamOptions::default_deid)))
-    }
-
-    fn parse_inner(
-        map: &Map<String, Value>,
-        limits: TextLimits,
-        stream: bool,
-    ) -> Result<(Self, Option<StreamOptions>), ApiError> {
-        let mut f = Fields::new(map);
-        let text = f.text("text", limits);
-        let model_name = f.opt_str("model_name");
-        let confidence_threshold = f.f64_in("confidence_threshold", 0.5, 0.0, 1.0);
-        let (use_smart_merging, lang, normalize_accents) = common_pii(&mut f);
-        let keep_alive = f.keep_alive();
-        let fallback = fallback(&mut f);
-        let opts = stream.then(|| StreamOptions {
-            chunk_size: f.i64_in("chunk_size", 1024, 1, 32768) as usize,
-            window_chars: f.i64_in("window_chars", 4096, 64, 1 << 24) as usize,
-            tokenizer_context_chars: f.i64_in("tokenizer_context_chars", 128, 0, 1 << 20) as usize,
-            max_entity_chars: f.i64_in("max_entity_chars", 512, 1, 1 << 20) as usize,
-            include_text: f.bool_or("include_text", true),
-        });
-        f.finish()?;
-        Ok((
-            ExtractRequest {
-                text,
-                model_name,
-                confidence_threshold,
-                use_smart_merging,
-                lang,
-                normalize_accents,
-                keep_alive,
-                fallback,
-            },
-            opts,
-        ))
-    }
-}
-
-impl StreamOptions {
-    /// The defaults used by `/pii/deidentify/stream` (only `chunk_size` is a field there).
-    pub fn default_deid() -> Self {
-        StreamOptions {
-            chunk_size: 1024,
-            window_chars: 4096,
-            tokenizer_context_chars: 128,
-            max_entity_chars: 512,
-            include_text: true,
-        }
-    }
-}
-
-/// Methods accepted by `/pii/deidentify`.
-pub const METHODS: &[&str] = &crate::deid::Method::NAMES;
-
-impl DeidentifyRequest {
-    /// Parses and validates (with `chunk_size` when `stream`).
-    ///
-    /// # Errors
-    /// 422 listing every problem.
-    pub fn parse(
-        map: &Map<String, Value>,
-        limits: TextLimits,
-        stream: bool,
-    ) -> Result<(Self, Option<usize>), ApiError> {
-        let mut f = Fields::new(map);
-        let text = f.text("text", limits);
-        let method_raw = f.opt_choice("method", METHODS);
-        let model_name = f.opt_str("model_name");
-        let confidence_threshold = f.f64_in("confidence_threshold", 0.7, 0.0, 1.0);
-        let keep_year = f.bool_or("keep_year", false);
-        let shift_dates = f.opt_bool("shift_dates");
-        let date_shift_days = f.opt_i64_in("date_shift_days", -36_500, 36_500);
-        let keep_mapping = f.bool_or("keep_mapping", false);
-        let policy = f.opt_str("policy");
-        let (use_smart_merging, lang, normalize_accents) = common_pii(&mut f);
-        let use_safety_sweep = f.bool_or("use_safety_sweep", true);
-        let keep_alive = f.keep_alive();
-        let fallback = fallback(&mut f);
-        let chunk_size = stream.then(|| f.i64_in("chunk_size", 1024, 1, 32768) as usize);
-        let mut method = method_raw.unwrap_or("mask").to_string();
-        match (shift_dates, method.as_str()) {
-            (Some(true), _) => method = "shift_dates".into(),
-            (Some(false), "shift_dates") => {
-                f.body_problem("Value error, shift_dates=false conflicts with method='shift_dates'")
-            }
-            _ => {}
-        }
-        if date_shift_days.is_some() && method != "shift_dates" {
-            f.body_problem("Value error, date_shift_days requires method='shift_dates'");
-        }
-        if let Some(p) = &policy {
-            if crate::deid::Policy::parse(p).is_err() {
-                f.body_problem(format!(
-                    "Value error, unknown policy; valid policies: {}",
-                    crate::deid::Policy::valid_names().join(", ")
-                ));
+/// `{type: string, enum: NAMES}` as the schema of a [`Choice`].
+macro_rules! choice_schema {
+    ($t:ty) => {
+        impl PartialSchema for $t {
+            fn schema() -> RefOr<Schema> {
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(<$t as Choice>::NAMES.iter().copied()))
+                    .into()
             }
         }
-        f.finish()?;
-        Ok((
-            DeidentifyRequest {
-                text,
-                method,
-                model_name,
-                confidence_threshold,
-                keep_year,
-                date_shift_days,
-                keep_mapping,
-                policy,
-                use_smart_merging,
-                use_safety_sweep,
-                lang,
-                normalize_accents,
-                keep_alive,
-                fallback,
-            },
-            chunk_size,
-        ))
+        impl ToSchema for $t {}
+    };
+}
+
+/// Degraded-mode choice: `rules` answers from the rule recognizers while the model's
+/// breaker is open; `none` fails fast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// Answer from the rules.
+    Rules,
+    /// Fail fast (503).
+    None,
+}
+
+impl Choice for Fallback {
+    const NAMES: &'static [&'static str] = &["rules", "none"];
+    fn from_index(i: usize) -> Self {
+        [Fallback::Rules, Fallback::None][i]
+    }
+}
+choice_schema!(Fallback);
+
+/// Token aggregation of `/analyze` (accepted for OpenMed compatibility).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregation {
+    /// OpenMed's default.
+    #[default]
+    Simple,
+    /// First token's label.
+    First,
+    /// Averaged scores.
+    Average,
+    /// Highest score.
+    Max,
+}
+
+impl Aggregation {
+    /// The wire name.
+    pub fn wire(self) -> &'static str {
+        Self::NAMES[self as usize]
     }
 }
 
-impl AnalyzeRequest {
-    /// Parses and validates.
-    ///
-    /// # Errors
-    /// 422 listing every problem.
-    pub fn parse(map: &Map<String, Value>, limits: TextLimits) -> Result<Self, ApiError> {
-        let mut f = Fields::new(map);
-        let text = f.text("text", limits);
-        let model_name = f.opt_str("model_name");
-        let confidence_threshold = f.f64_in("confidence_threshold", 0.0, 0.0, 1.0);
-        let group_entities = f.bool_or("group_entities", false);
-        let aggregation_strategy = f
-            .opt_choice("aggregation_strategy", AGGREGATIONS)
-            .map(str::to_string);
-        let sentence_detection = f.bool_or("sentence_detection", true);
-        let _ = f.opt_str("sentence_language");
-        let _ = f.opt_bool("sentence_clean");
-        let _ = f.opt_bool("use_fast_tokenizer");
-        let keep_alive = f.keep_alive();
-        f.finish()?;
-        Ok(AnalyzeRequest {
-            text,
-            model_name,
-            confidence_threshold,
-            group_entities,
-            aggregation_strategy,
-            sentence_detection,
-            keep_alive,
+impl Choice for Aggregation {
+    const NAMES: &'static [&'static str] = &["simple", "first", "average", "max"];
+    fn from_index(i: usize) -> Self {
+        [Self::Simple, Self::First, Self::Average, Self::Max][i]
+    }
+}
+choice_schema!(Aggregation);
+
+impl Choice for Method {
+    const NAMES: &'static [&'static str] = &Method::NAMES;
+    fn from_index(i: usize) -> Self {
+        Method::from_wire(Method::NAMES[i]).unwrap_or_default()
+    }
+}
+choice_schema!(Method);
+
+/// A language code from OpenMed's list (case-insensitive; `en` by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Lang(&'static str);
+
+impl Lang {
+    /// The code, lower case.
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl Default for Lang {
+    fn default() -> Self {
+        Lang("en")
+    }
+}
+
+impl Choice for Lang {
+    const NAMES: &'static [&'static str] = LANGS;
+    fn from_index(i: usize) -> Self {
+        Lang(LANGS[i])
+    }
+}
+choice_schema!(Lang);
+
+/// A de-identification policy (`hipaa_safe_harbor`, its aliases, …); an unknown name is a
+/// whole-body problem, as OpenMed's model validator reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyName(pub Policy);
+
+impl<'de> Deserialize<'de> for PolicyName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = read::string(d)?;
+        Policy::parse(&name).map(PolicyName).map_err(|_| {
+            super::validate::reject_body(format_args!(
+                "Value error, unknown policy; valid policies: {}",
+                Policy::valid_names().join(", ")
+            ))
         })
     }
 }
 
-impl UnloadRequest {
-    /// Parses and validates.
-    ///
-    /// # Errors
-    /// 422 listing every problem.
-    pub fn parse(map: &Map<String, Value>) -> Result<Self, ApiError> {
-        let mut f = Fields::new(map);
-        let model_name = f.opt_str("model_name");
-        let all = f.bool_or("all", false);
-        if !all && model_name.is_none() {
-            f.body_problem("Value error, model_name is required unless all=true");
+impl Serialize for PolicyName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.name())
+    }
+}
+
+impl PartialSchema for PolicyName {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(Policy::valid_names()))
+            .into()
+    }
+}
+impl ToSchema for PolicyName {}
+
+/// OpenMed's `keep_alive`: seconds (≥ 0), a duration string (`30s`, `5m`, `1h30m`, `500ms`,
+/// `1d`, a numeric string), a no-expiry word (`never`, `off`, …), or empty for the server's
+/// default. `None` inside is "no expiry".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeepAlive(pub Option<Duration>);
+
+/// Reads `keep_alive`; an empty string is the server's default (`None`).
+fn keep_alive<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<KeepAlive>, D::Error> {
+    let parsed = match Value::deserialize(d)? {
+        Value::Number(n) => n
+            .as_f64()
+            .and_then(crate::settings::value::keep_alive_seconds),
+        Value::String(s) if s.trim().is_empty() => return Ok(None),
+        Value::String(s) => crate::settings::value::parse_keep_alive(&s),
+        _ => None,
+    };
+    // Beyond ten years is "no expiry" already; `try_from` keeps a panic impossible anyway.
+    match parsed {
+        Some(None) => Ok(Some(KeepAlive(None))),
+        Some(Some(secs)) => Duration::try_from_secs_f64(secs)
+            .map(|d| Some(KeepAlive(Some(d))))
+            .map_err(|_| keep_alive_problem()),
+        None => Err(keep_alive_problem()),
+    }
+}
+
+fn keep_alive_problem<E: serde::de::Error>() -> E {
+    super::validate::reject(
+        "value_error",
+        "Value error, keep_alive must be seconds >= 0 or a duration like 30s, 5m, 1h30m, never",
+    )
+}
+
+impl Serialize for KeepAlive {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Some(d) => s.serialize_f64(d.as_secs_f64()),
+            None => s.serialize_str("never"),
         }
-        f.finish()?;
-        Ok(UnloadRequest { model_name, all })
+    }
+}
+
+impl PartialSchema for KeepAlive {
+    fn schema() -> RefOr<Schema> {
+        // Documented a little narrower than parsed (at most a billion seconds or nine digits a
+        // part); anything beyond ten years means no expiry.
+        let seconds = ObjectBuilder::new()
+            .schema_type(Type::Number)
+            .minimum(Some(0.0))
+            .maximum(Some(1e9));
+        let text = ObjectBuilder::new().schema_type(Type::String).pattern(Some(
+            r"^[ \t\n\r]*(|off|none|never|forever|infinite|infinity|[0-9]{1,9}(\.[0-9]{1,6})?|([0-9]{1,9}(\.[0-9]{1,6})?(ms|s|m|h|d)){1,4})[ \t\n\r]*$",
+        ));
+        OneOfBuilder::new().item(seconds).item(text).into()
+    }
+}
+impl ToSchema for KeepAlive {}
+
+/// The keep-alive a request asks for, as the engine takes it: `None` for the server's
+/// default, `Some(None)` for no expiry.
+pub fn keep_alive_option(k: Option<KeepAlive>) -> Option<Option<Duration>> {
+    k.map(|k| k.0)
+}
+
+fn yes() -> bool {
+    true
+}
+fn english() -> String {
+    "en".into()
+}
+fn half() -> f64 {
+    0.5
+}
+fn seven_tenths() -> f64 {
+    0.7
+}
+fn chunk_1024() -> usize {
+    1024
+}
+fn window_4096() -> usize {
+    4096
+}
+fn context_128() -> usize {
+    128
+}
+fn entity_512() -> usize {
+    512
+}
+
+/// The fields `/pii/extract` and its stream share, followed by `$extra`.
+macro_rules! extract_body {
+    ($(#[$doc:meta])* $name:ident { $($extra:tt)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// Clinical text; surrounding whitespace is stripped and offsets refer to the
+            /// stripped text.
+            #[serde(default, deserialize_with = "read::text")]
+            #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
+            #[schema(required = true)]
+            pub text: String,
+            /// Model id or alias; must be served (else 422 `model_not_served`).
+            #[serde(default, deserialize_with = "read::opt_string", skip_serializing_if = "Option::is_none")]
+            pub model_name: Option<String>,
+            /// Minimum confidence.
+            #[serde(default = "half", deserialize_with = "read::unit_interval")]
+            #[schema(minimum = 0.0, maximum = 1.0, default = 0.5)]
+            pub confidence_threshold: f64,
+            /// Accepted for OpenMed compatibility (merging is always on).
+            #[serde(default = "yes", deserialize_with = "read::boolean")]
+            #[schema(default = true)]
+            pub use_smart_merging: bool,
+            /// Language code (OpenMed's list, case-insensitive).
+            #[serde(default, deserialize_with = "read::choice")]
+            #[schema(default = "en")]
+            #[schema(inline)]
+            pub lang: Lang,
+            /// Accepted for OpenMed compatibility.
+            #[serde(default, deserialize_with = "read::opt_boolean", skip_serializing_if = "Option::is_none")]
+            pub normalize_accents: Option<bool>,
+            /// How long the model stays loaded after this request.
+            #[serde(default, deserialize_with = "keep_alive", skip_serializing_if = "Option::is_none")]
+            #[schema(inline)]
+            pub keep_alive: Option<KeepAlive>,
+            /// `rules` answers from the rule recognizers while the model's breaker is open.
+            #[serde(default, deserialize_with = "read::opt_choice", skip_serializing_if = "Option::is_none")]
+            #[schema(inline)]
+            pub fallback: Option<Fallback>,
+            $($extra)*
+        }
+
+        impl Body for $name {
+            fn check(&self, c: &mut Checks<'_>) {
+                c.text("text", &self.text);
+            }
+        }
+    };
+}
+
+extract_body! {
+    /// Body of `POST /pii/extract`. Unknown fields are rejected (422 `validation_error`).
+    ExtractRequest {}
+}
+
+extract_body! {
+    /// Body of `POST /pii/extract/stream`: the extract body plus the streaming knobs.
+    ExtractStreamRequest {
+        /// Characters fed per step.
+        #[serde(default = "chunk_1024", deserialize_with = "read::count_in::<_, 1, 32768>")]
+        #[schema(minimum = 1, maximum = 32768, default = 1024)]
+        pub chunk_size: usize,
+        /// Detection window.
+        #[serde(default = "window_4096", deserialize_with = "read::count_in::<_, 64, 16_777_216>")]
+        #[schema(minimum = 64, maximum = 16_777_216, default = 4096)]
+        pub window_chars: usize,
+        /// Left context kept for detection.
+        #[serde(default = "context_128", deserialize_with = "read::count_in::<_, 0, 1_048_576>")]
+        #[schema(minimum = 0, maximum = 1_048_576, default = 128)]
+        pub tokenizer_context_chars: usize,
+        /// Longest entity held back at a chunk edge.
+        #[serde(default = "entity_512", deserialize_with = "read::count_in::<_, 1, 1_048_576>")]
+        #[schema(minimum = 1, maximum = 1_048_576, default = 512)]
+        pub max_entity_chars: usize,
+        /// Include span text in events.
+        #[serde(default = "yes", deserialize_with = "read::boolean")]
+        #[schema(default = true)]
+        pub include_text: bool,
+    }
+}
+
+/// Streaming knobs of `POST /pii/extract/stream`.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamOptions {
+    /// Characters fed per step.
+    pub chunk_size: usize,
+    /// Detection window.
+    pub window_chars: usize,
+    /// Left context kept for detection.
+    pub tokenizer_context_chars: usize,
+    /// Longest entity held back at a chunk edge.
+    pub max_entity_chars: usize,
+    /// Include span text in events.
+    pub include_text: bool,
+}
+
+impl ExtractStreamRequest {
+    /// The request and its streaming knobs apart.
+    pub fn split(self) -> (ExtractRequest, StreamOptions) {
+        let opts = StreamOptions {
+            chunk_size: self.chunk_size,
+            window_chars: self.window_chars,
+            tokenizer_context_chars: self.tokenizer_context_chars,
+            max_entity_chars: self.max_entity_chars,
+            include_text: self.include_text,
+        };
+        let req = ExtractRequest {
+            text: self.text,
+            model_name: self.model_name,
+            confidence_threshold: self.confidence_threshold,
+            use_smart_merging: self.use_smart_merging,
+            lang: self.lang,
+            normalize_accents: self.normalize_accents,
+            keep_alive: self.keep_alive,
+            fallback: self.fallback,
+        };
+        (req, opts)
+    }
+}
+
+/// The fields `/pii/deidentify` and its stream share, followed by `$extra`.
+macro_rules! deidentify_body {
+    ($(#[$doc:meta])* $name:ident { $($extra:tt)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// Clinical text; surrounding whitespace is stripped.
+            #[serde(default, deserialize_with = "read::text")]
+            #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
+            #[schema(required = true)]
+            pub text: String,
+            /// De-identification method.
+            #[serde(default, deserialize_with = "read::choice")]
+            #[schema(default = "mask")]
+            #[schema(inline)]
+            pub method: Method,
+            /// Model id or alias.
+            #[serde(default, deserialize_with = "read::opt_string", skip_serializing_if = "Option::is_none")]
+            pub model_name: Option<String>,
+            /// Minimum confidence.
+            #[serde(default = "seven_tenths", deserialize_with = "read::unit_interval")]
+            #[schema(minimum = 0.0, maximum = 1.0, default = 0.7)]
+            pub confidence_threshold: f64,
+            /// With `shift_dates`, keep the source year.
+            #[serde(default, deserialize_with = "read::boolean")]
+            #[schema(default = false)]
+            pub keep_year: bool,
+            /// Deprecated alias: `true` forces `method=shift_dates`; `false` conflicts with it
+            /// (422).
+            #[serde(default, deserialize_with = "read::opt_boolean", skip_serializing_if = "Option::is_none")]
+            pub shift_dates: Option<bool>,
+            /// Days to shift dates by; only with `method=shift_dates` (else 422); random
+            /// non-zero when absent.
+            #[serde(default, deserialize_with = "read::opt_int_in::<_, -36500, 36500>", skip_serializing_if = "Option::is_none")]
+            #[schema(minimum = -36500, maximum = 36500)]
+            pub date_shift_days: Option<i64>,
+            /// Return `mapping` (replacement → original).
+            #[serde(default, deserialize_with = "read::boolean")]
+            #[schema(default = false)]
+            pub keep_mapping: bool,
+            /// Policy name, e.g. `hipaa_safe_harbor` (unknown → 422).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schema(inline)]
+            pub policy: Option<PolicyName>,
+            /// Accepted for OpenMed compatibility.
+            #[serde(default = "yes", deserialize_with = "read::boolean")]
+            #[schema(default = true)]
+            pub use_smart_merging: bool,
+            /// Language code.
+            #[serde(default, deserialize_with = "read::choice")]
+            #[schema(default = "en")]
+            #[schema(inline)]
+            pub lang: Lang,
+            /// Accepted for OpenMed compatibility.
+            #[serde(default, deserialize_with = "read::opt_boolean", skip_serializing_if = "Option::is_none")]
+            pub normalize_accents: Option<bool>,
+            /// Accepted for OpenMed compatibility (the rules always sweep).
+            #[serde(default = "yes", deserialize_with = "read::boolean")]
+            #[schema(default = true)]
+            pub use_safety_sweep: bool,
+            /// How long the model stays loaded after this request.
+            #[serde(default, deserialize_with = "keep_alive", skip_serializing_if = "Option::is_none")]
+            #[schema(inline)]
+            pub keep_alive: Option<KeepAlive>,
+            /// `rules` answers from the rule recognizers while the model's breaker is open.
+            #[serde(default, deserialize_with = "read::opt_choice", skip_serializing_if = "Option::is_none")]
+            #[schema(inline)]
+            pub fallback: Option<Fallback>,
+            $($extra)*
+        }
+
+        impl Body for $name {
+            fn check(&self, c: &mut Checks<'_>) {
+                c.text("text", &self.text);
+                if self.shift_dates == Some(false) && self.method == Method::ShiftDates {
+                    c.body("Value error, shift_dates=false conflicts with method='shift_dates'");
+                }
+                let shifting = self.shift_dates == Some(true) || self.method == Method::ShiftDates;
+                if self.date_shift_days.is_some() && !shifting {
+                    c.body("Value error, date_shift_days requires method='shift_dates'");
+                }
+            }
+        }
+
+        impl $name {
+            /// The method asked for: `shift_dates: true` forces `shift_dates`; `mask` by
+            /// default.
+            pub fn method(&self) -> Method {
+                if self.shift_dates == Some(true) {
+                    Method::ShiftDates
+                } else {
+                    self.method
+                }
+            }
+        }
+    };
+}
+
+deidentify_body! {
+    /// Body of `POST /pii/deidentify`.
+    DeidentifyRequest {}
+}
+
+deidentify_body! {
+    /// Body of `POST /pii/deidentify/stream`: the de-identify body plus `chunk_size`.
+    DeidentifyStreamRequest {
+        /// Characters fed per step.
+        #[serde(default = "chunk_1024", deserialize_with = "read::count_in::<_, 1, 32768>")]
+        #[schema(minimum = 1, maximum = 32768, default = 1024)]
+        pub chunk_size: usize,
+    }
+}
+
+impl DeidentifyStreamRequest {
+    /// The request and its chunk size apart.
+    pub fn split(self) -> (DeidentifyRequest, usize) {
+        let req = DeidentifyRequest {
+            text: self.text,
+            method: self.method,
+            model_name: self.model_name,
+            confidence_threshold: self.confidence_threshold,
+            keep_year: self.keep_year,
+            shift_dates: self.shift_dates,
+            date_shift_days: self.date_shift_days,
+            keep_mapping: self.keep_mapping,
+            policy: self.policy,
+            use_smart_merging: self.use_smart_merging,
+            lang: self.lang,
+            normalize_accents: self.normalize_accents,
+            use_safety_sweep: self.use_safety_sweep,
+            keep_alive: self.keep_alive,
+            fallback: self.fallback,
+        };
+        (req, self.chunk_size)
+    }
+}
+
+/// Body of `POST /analyze`.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalyzeRequest {
+    /// Clinical text.
+    #[serde(default, deserialize_with = "read::text")]
+    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
+    #[schema(required = true)]
+    pub text: String,
+    /// Model id or alias (OpenMed's default is `disease_detection_superclinical`).
+    #[serde(
+        default,
+        deserialize_with = "read::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub model_name: Option<String>,
+    /// Minimum confidence.
+    #[serde(default, deserialize_with = "read::unit_interval")]
+    #[schema(minimum = 0.0, maximum = 1.0, default = 0.0)]
+    pub confidence_threshold: f64,
+    /// Accepted for OpenMed compatibility.
+    #[serde(default, deserialize_with = "read::boolean")]
+    #[schema(default = false)]
+    pub group_entities: bool,
+    /// Token aggregation.
+    #[serde(default, deserialize_with = "read::choice")]
+    #[schema(default = "simple")]
+    #[schema(inline)]
+    pub aggregation_strategy: Aggregation,
+    /// Accepted for OpenMed compatibility.
+    #[serde(default = "yes", deserialize_with = "read::boolean")]
+    #[schema(default = true)]
+    pub sentence_detection: bool,
+    /// Accepted for OpenMed compatibility.
+    #[serde(default = "english", deserialize_with = "read::string")]
+    #[schema(default = "en")]
+    pub sentence_language: String,
+    /// Accepted for OpenMed compatibility.
+    #[serde(default, deserialize_with = "read::boolean")]
+    #[schema(default = false)]
+    pub sentence_clean: bool,
+    /// Accepted for OpenMed compatibility.
+    #[serde(default = "yes", deserialize_with = "read::boolean")]
+    #[schema(default = true)]
+    pub use_fast_tokenizer: bool,
+    /// How long the model stays loaded after this request.
+    #[serde(
+        default,
+        deserialize_with = "keep_alive",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(inline)]
+    pub keep_alive: Option<KeepAlive>,
+}
+
+impl Body for AnalyzeRequest {
+    fn check(&self, c: &mut Checks<'_>) {
+        c.text("text", &self.text);
+    }
+}
+
+/// Body of `POST /models/unload`: `model_name` is required unless `all` is true.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnloadRequest {
+    /// Model to unload (must be served).
+    #[serde(
+        default,
+        deserialize_with = "read::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub model_name: Option<String>,
+    /// Unload every idle model.
+    #[serde(default, deserialize_with = "read::boolean")]
+    #[schema(default = false)]
+    pub all: bool,
+}
+
+impl Body for UnloadRequest {
+    fn check(&self, c: &mut Checks<'_>) {
+        if !self.all && self.model_name.is_none() && !c.sent("model_name") {
+            c.body("Value error, model_name is required unless all=true");
+        }
+    }
+}
+
+impl Choice for crate::secrets::Scope {
+    const NAMES: &'static [&'static str] = &["client", "admin"];
+    fn from_index(i: usize) -> Self {
+        [Self::Client, Self::Admin][i]
+    }
+}
+
+/// The longest token lifetime accepted: ten years.
+pub const MAX_TOKEN_LIFETIME_SECONDS: i64 = 10 * 365 * 86_400;
+
+fn client_scope() -> crate::secrets::Scope {
+    crate::secrets::Scope::Client
+}
+
+/// Body of `POST /admin/tokens`.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenCreateRequest {
+    /// A name for people (at most 80 characters).
+    #[serde(
+        default,
+        deserialize_with = "read::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(max_length = 80)]
+    pub label: Option<String>,
+    /// `client` (inference routes, the default) or `admin`.
+    #[serde(default = "client_scope", deserialize_with = "read::choice")]
+    #[schema(default = "client")]
+    #[schema(inline)]
+    pub scope: crate::secrets::Scope,
+    /// Seconds until the token expires (at most ten years); omitted or `null`: it does not
+    /// expire. An expired token is refused as `invalid_credentials`.
+    #[serde(
+        default,
+        deserialize_with = "read::opt_int_in::<_, 1, 315_360_000>",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 315_360_000)]
+    pub expires_in_seconds: Option<i64>,
+}
+
+impl Body for TokenCreateRequest {
+    fn check(&self, c: &mut Checks<'_>) {
+        if self.label.as_ref().is_some_and(|l| l.chars().count() > 80) {
+            c.body("label must be at most 80 characters");
+        }
+    }
+}
+
+/// Body of `POST /admin/models/pull`, `/admin/models/verify` and `/admin/models/default`.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelIdRequest {
+    /// A catalog id or alias (pull), or an installed model id.
+    #[serde(default, deserialize_with = "read::string")]
+    #[schema(min_length = 1)]
+    #[schema(required = true)]
+    pub id: String,
+}
+
+impl Body for ModelIdRequest {
+    fn check(&self, c: &mut Checks<'_>) {
+        c.required("id", &self.id);
+    }
+}
+
+/// Body of `POST /admin/eval`.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvalRequest {
+    /// Gold documents as JSONL (or a JSON array), `phiguard eval`'s format.
+    #[serde(default, deserialize_with = "read::string")]
+    #[schema(required = true)]
+    pub gold: String,
+    /// Model id or alias (default: `models.default`).
+    #[serde(
+        default,
+        deserialize_with = "read::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub model_name: Option<String>,
+    /// De-identification method scored for leaks.
+    #[serde(default, deserialize_with = "read::choice")]
+    #[schema(default = "mask")]
+    #[schema(inline)]
+    pub method: Method,
+    /// Minimum confidence.
+    #[serde(default = "half", deserialize_with = "read::unit_interval")]
+    #[schema(minimum = 0.0, maximum = 1.0, default = 0.5)]
+    pub confidence_threshold: f64,
+}
+
+impl Body for EvalRequest {
+    fn check(&self, c: &mut Checks<'_>) {
+        if self.gold.trim().is_empty() {
+            c.body("gold must hold JSONL gold documents");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::validate::{parse_map, TextLimits};
+    use serde_json::{json, Map};
+
+    const LIMITS: TextLimits = TextLimits {
+        max_chars: 1000,
+        max_bytes: 4000,
+    };
+
+    fn parses<T: Body>(body: &Value) -> Result<T, Value> {
+        let map: Map<String, Value> = body.as_object().cloned().unwrap_or_default();
+        parse_map::<T>(&map, LIMITS).map_err(|e| e.body(None))
+    }
+
+    /// What the schema of `T` documents is what the parser does: every default is the value
+    /// an absent field takes, every bound is accepted and one step past it refused, every
+    /// listed choice is accepted and another refused.
+    fn schema_agrees_with_parser<T: Body + ToSchema + Serialize>(base: Value) {
+        let name = T::name();
+        let schema = serde_json::to_value(T::schema()).expect("schema");
+        let parsed = parses::<T>(&base).unwrap_or_else(|e| panic!("{name}: base refused: {e}"));
+        let filled = serde_json::to_value(&parsed).expect("serialises");
+        let with = |field: &str, v: Value| {
+            let mut b = base.clone();
+            b[field] = v;
+            if field == "date_shift_days" {
+                b["method"] = json!("shift_dates");
+            }
+            b
+        };
+        let props = schema["properties"].as_object().expect("properties");
+        let mut fields = crate::server::validate::field_names::<T>().to_vec();
+        fields.sort_unstable();
+        assert_eq!(
+            props.keys().map(String::as_str).collect::<Vec<_>>(),
+            fields,
+            "{name}: documented fields"
+        );
+        for (field, p) in props {
+            if let Some(default) = p.get("default").filter(|_| base.get(field).is_none()) {
+                assert_eq!(&filled[field], default, "{name}.{field}: default");
+            }
+            let integer = p["type"] == "integer" || p["type"].get(0) == Some(&json!("integer"));
+            let step = if integer { 1.0 } else { 0.01 };
+            for (key, outside) in [("minimum", -step), ("maximum", step)] {
+                let Some(bound) = p.get(key).and_then(Value::as_f64) else {
+                    continue;
+                };
+                let at = if integer {
+                    json!(bound as i64)
+                } else {
+                    json!(bound)
+                };
+                let past = if integer {
+                    json!((bound + outside) as i64)
+                } else {
+                    json!(bound + outside)
+                };
+                assert!(
+                    parses::<T>(&with(field, at)).is_ok(),
+                    "{name}.{field}: {key} refused"
+                );
+                assert!(
+                    parses::<T>(&with(field, past)).is_err(),
+                    "{name}.{field}: past {key} accepted"
+                );
+            }
+            // A choice is `{enum}`, or inside `oneOf` when nullable or defaulted.
+            let inner = p["oneOf"].as_array().into_iter().flatten();
+            let choices = std::iter::once(p)
+                .chain(inner)
+                .find_map(|s| s["enum"].as_array());
+            if let Some(choices) = choices {
+                for c in choices.iter().filter(|c| !c.is_null()) {
+                    let body = with(field, c.clone());
+                    assert!(parses::<T>(&body).is_ok(), "{name}.{field}: {c} refused");
+                }
+                assert!(parses::<T>(&with(field, json!("zz-not-a-choice"))).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn every_request_schema_agrees_with_its_parser() {
+        let text = json!({"text": "x"});
+        schema_agrees_with_parser::<ExtractRequest>(text.clone());
+        schema_agrees_with_parser::<ExtractStreamRequest>(text.clone());
+        schema_agrees_with_parser::<DeidentifyRequest>(text.clone());
+        schema_agrees_with_parser::<DeidentifyStreamRequest>(text.clone());
+        schema_agrees_with_parser::<AnalyzeRequest>(text);
+        schema_agrees_with_parser::<UnloadRequest>(json!({"all": true}));
+        schema_agrees_with_parser::<TokenCreateRequest>(json!({}));
+        schema_agrees_with_parser::<ModelIdRequest>(json!({"id": "x"}));
+        schema_agrees_with_parser::<EvalRequest>(json!({"gold": "x"}));
+    }
+
+    #[test]
+    fn shift_dates_rules_are_whole_body_problems() {
+        let d =
+            parses::<DeidentifyRequest>(&json!({"text": "x", "shift_dates": true})).expect("valid");
+        assert_eq!(d.method(), Method::ShiftDates);
+        for body in [
+            json!({"text": "x", "shift_dates": false, "method": "shift_dates"}),
+            json!({"text": "x", "date_shift_days": 3}),
+            json!({"text": "x", "policy": "no_such_policy"}),
+        ] {
+            let e = parses::<DeidentifyRequest>(&body).expect_err("refused");
+            assert_eq!(e["error"]["details"][0]["field"], "body", "{body}");
+        }
+        let d = parses::<DeidentifyRequest>(&json!({"text": "x", "policy": "HIPAA-Safe-Harbor"}))
+            .expect("an alias");
+        assert_eq!(d.policy.map(|p| p.0.name()), Some("hipaa_safe_harbor"));
+    }
+
+    #[test]
+    fn huge_keep_alive_means_no_expiry_not_a_panic() {
+        for ka in [
+            json!(1e300),
+            json!("7551470510804378606506604955807h"),
+            json!("1e300"),
+            json!("never"),
+        ] {
+            let r =
+                parses::<ExtractRequest>(&json!({"text": "x", "keep_alive": ka})).expect("valid");
+            assert_eq!(r.keep_alive, Some(KeepAlive(None)), "{ka}");
+        }
+        let r =
+            parses::<ExtractRequest>(&json!({"text": "x", "keep_alive": "1m30s"})).expect("valid");
+        assert_eq!(r.keep_alive, Some(KeepAlive(Some(Duration::from_secs(90)))));
+        let r = parses::<ExtractRequest>(&json!({"text": "x", "keep_alive": " "})).expect("valid");
+        assert_eq!(r.keep_alive, None);
+        for ka in [json!(-1), json!("-5m"), json!(true)] {
+            let e = parses::<ExtractRequest>(&json!({"text": "x", "keep_alive": ka}))
+                .expect_err("refused");
+            assert_eq!(e["error"]["details"][0]["field"], "body.keep_alive");
+        }
+    }
+
+    #[test]
+    fn choices_are_case_insensitive() {
+        let r = parses::<DeidentifyRequest>(
+            &json!({"text": "x", "method": "REPLACE", "lang": "FR", "fallback": "Rules"}),
+        )
+        .expect("valid");
+        assert_eq!(
+            (r.method, r.lang.as_str(), r.fallback),
+            (Method::Replace, "fr", Some(Fallback::Rules))
+        );
     }
 }

@@ -17,6 +17,7 @@ mod ndjson;
 pub mod openapi;
 pub mod ops;
 pub mod pii;
+pub mod responses;
 mod router;
 pub mod state;
 pub mod stream;

@@ -18,7 +18,7 @@ use super::audit::{self, Action, Actor};
 use super::error::{ApiError, FieldProblem};
 use super::middleware::Body;
 use super::state::AppState;
-use super::validate::{parse_object, Fields};
+use super::validate::parse;
 use crate::engine::ModelSpec;
 use crate::models::{
     CancellationToken, Catalog, CatalogEntry, Downloader, Installed, ModelSource, Store,
@@ -183,18 +183,8 @@ fn catalog() -> Result<Catalog, ApiError> {
     })
 }
 
-fn id_field(body: &[u8]) -> Result<String, ApiError> {
-    let map = parse_object(body)?;
-    let mut f = Fields::new(&map);
-    let id = f.opt_str("id");
-    f.finish()?;
-    id.filter(|s| !s.is_empty()).ok_or_else(|| {
-        ApiError::Validation(vec![FieldProblem::new(
-            "body.id",
-            "Field required",
-            "missing",
-        )])
-    })
+fn id_field(st: &AppState, body: &[u8]) -> Result<String, ApiError> {
+    parse::<super::api::ModelIdRequest>(body, super::pii::limits(st)).map(|r| r.id)
 }
 
 /// `GET /admin/models`.
@@ -224,7 +214,7 @@ pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiErr
 }
 
 /// `POST /admin/models/pull {"id"}` → 202; progress arrives as `download` events.
-#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = PullStarted), (status = 409, description = "already downloading, or the entry is unpinned while models.require_pinned is on (`conflict`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = PullStarted), (status = 409, description = "already downloading, or the entry is unpinned while models.require_pinned is on (`conflict`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_pull(
     State(st): State<AppState>,
     actor: Actor,
@@ -237,7 +227,7 @@ pub async fn admin_models_pull(
 }
 
 fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Response, ApiError> {
-    let requested = id_field(body)?;
+    let requested = id_field(st, body)?;
     let catalog = catalog()?;
     // Only catalog ids go further: a request-derived name never reaches a log or the disk.
     let Some(id) = catalog.resolve(&requested).map(str::to_string) else {
@@ -382,12 +372,12 @@ pub async fn admin_models_cancel(
 }
 
 /// `POST /admin/models/verify {"id"}`.
-#[utoipa::path(post, path = "/admin/models/verify", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "whether every file matches its recorded digest", body = ModelVerification), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/verify", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 200, description = "whether every file matches its recorded digest", body = ModelVerification), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_verify(
     State(st): State<AppState>,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let id = id_field(&body)?;
+    let id = id_field(&st, &body)?;
     let st2 = st.clone();
     let id2 = id.clone();
     let ok = tokio::task::spawn_blocking(move || {
@@ -406,7 +396,7 @@ pub async fn admin_models_verify(
 }
 
 /// `POST /admin/models/default {"id"}`: persists `models.default`.
-#[utoipa::path(post, path = "/admin/models/default", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::openapi::ModelIdBody, content_type = "application/json"), responses((status = 200, description = "the new default", body = DefaultModel), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/default", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 200, description = "the new default", body = DefaultModel), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_default(
     State(st): State<AppState>,
     actor: Actor,
@@ -419,7 +409,7 @@ pub async fn admin_models_default(
 }
 
 fn models_default(st: &AppState, body: &[u8], record: &mut Action) -> Result<Response, ApiError> {
-    let id = id_field(body)?;
+    let id = id_field(st, body)?;
     if !st.engine.is_installed(&id) {
         return Err(ApiError::NoSuchResource);
     }

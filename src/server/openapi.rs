@@ -13,8 +13,6 @@
 //! by the layer stack rather than the handler. Listing them once, by route class, keeps each
 //! operation's documented statuses equal to what the stack can answer.
 
-use std::collections::BTreeMap;
-
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -23,8 +21,6 @@ use utoipa::openapi::response::{Response as DocResponse, ResponseBuilder};
 use utoipa::openapi::schema::{Object, ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::openapi::{Content, HeaderBuilder, RefOr};
 use utoipa::{OpenApi, PartialSchema, ToSchema};
-
-use super::api::{AGGREGATIONS, FALLBACKS, METHODS};
 
 /// The operations of a path item this server can answer (GET, POST, PUT, DELETE).
 fn operations_mut(
@@ -40,7 +36,6 @@ fn operations_mut(
     .flatten()
 }
 use super::state::AppState;
-use super::validate::LANGS;
 
 /// The document.
 #[derive(OpenApi)]
@@ -61,10 +56,7 @@ use super::validate::LANGS;
         super::models_api::admin_models_default, super::models_api::admin_models_delete,
     ),
     components(schemas(
-        ExtractBody, ExtractStreamBody, DeidentifyBody, DeidentifyStreamBody, AnalyzeBody, UnloadBody,
-        PredictionResponse, Entity, DeidentifyResponse, PiiEntity, HealthResponse, ProbeResponse,
-        ModelsLoadedResponse, LoadedModel, UnloadResponse, Released, ErrorEnvelope, ErrorBody, KeepAlive,
-        SettingsPatch, TokenCreateBody, ModelIdBody, EvalBody, AuditList, AuditEntry,
+        ErrorEnvelope, ErrorBody, SettingsPatch, AuditList, AuditEntry,
         super::admin::Status, super::admin::BreakerStatus, super::admin::BreakerStateName,
         super::admin::AdmissionStatus, super::admin::QueueDepth, super::admin::Totals,
         super::admin::ClusterStatus, super::admin::TrayState, super::state::Phase,
@@ -77,30 +69,9 @@ use super::validate::LANGS;
         super::admin::SettingsList, super::admin::SettingInfo, crate::settings::SettingSource,
         super::admin::BreakerEvent,
     )),
-    modifiers(&Security, &Choices, &ErrorResponses, &Tags),
+    modifiers(&Security, &ErrorResponses, &Tags),
 )]
 pub struct ApiDoc;
-
-/// OpenMed's `keep_alive`: seconds (≥ 0), a duration string (`30s`, `5m`, `1h30m`, `500ms`,
-/// `1d`, a numeric string), a no-expiry word (`never`, `off`, …), or empty for the default.
-pub struct KeepAlive;
-
-impl PartialSchema for KeepAlive {
-    fn schema() -> RefOr<Schema> {
-        // Documented a little narrower than parsed (at most a billion seconds or nine digits a
-        // part); anything beyond ten years means no expiry.
-        let seconds = ObjectBuilder::new()
-            .schema_type(Type::Number)
-            .minimum(Some(0.0))
-            .maximum(Some(1e9));
-        let text = ObjectBuilder::new().schema_type(Type::String).pattern(Some(
-            r"^[ \t\n\r]*(|off|none|never|forever|infinite|infinity|[0-9]{1,9}(\.[0-9]{1,6})?|([0-9]{1,9}(\.[0-9]{1,6})?(ms|s|m|h|d)){1,4})[ \t\n\r]*$",
-        ));
-        OneOfBuilder::new().item(seconds).item(text).into()
-    }
-}
-
-impl ToSchema for KeepAlive {}
 
 /// Body of `PUT /admin/settings`: setting keys (as `GET /admin/settings` lists them) mapped
 /// to new values; every change is validated before any is applied, and a 422 names each bad
@@ -129,24 +100,6 @@ impl PartialSchema for SettingsPatch {
 }
 
 impl ToSchema for SettingsPatch {}
-
-/// Body of `POST /admin/tokens`.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct TokenCreateBody {
-    /// A name for people (at most 80 characters).
-    #[schema(max_length = 80)]
-    label: Option<String>,
-    /// `client` (inference routes, the default) or `admin`.
-    #[schema(default = "client")]
-    scope: Option<String>,
-    /// Seconds until the token expires (rounded up to a whole second; at most ten years);
-    /// omitted or `null`: it does not expire. An expired token is refused as
-    /// `invalid_credentials`.
-    #[schema(minimum = 1, maximum = 315_360_000)]
-    expires_in_seconds: Option<i64>,
-}
 
 /// `GET /admin/audit`: the latest audit records, newest first.
 #[derive(ToSchema)]
@@ -181,383 +134,6 @@ pub struct AuditEntry {
     details: Option<serde_json::Value>,
     /// `ok`, or the error code the action was refused with.
     result: String,
-}
-
-/// Body of `POST /admin/models/pull`, `/admin/models/verify` and `/admin/models/default`.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct ModelIdBody {
-    /// A catalog id or alias (pull), or an installed model id.
-    id: String,
-}
-
-/// Body of `POST /admin/eval`.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct EvalBody {
-    /// Gold documents as JSONL (or a JSON array), `phiguard eval`'s format.
-    gold: String,
-    /// Model id or alias (default: `models.default`).
-    model_name: Option<String>,
-    /// De-identification method scored for leaks.
-    #[schema(default = "mask")]
-    method: Option<String>,
-    /// Minimum confidence.
-    #[schema(minimum = 0.0, maximum = 1.0, default = 0.5)]
-    confidence_threshold: Option<f64>,
-}
-
-/// Body of `POST /pii/extract`. Unknown fields are rejected (422 `validation_error`).
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct ExtractBody {
-    /// Clinical text; surrounding whitespace is stripped and offsets refer to the stripped text.
-    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
-    text: String,
-    /// Model id or alias; must be served (else 422 `model_not_served`).
-    model_name: Option<String>,
-    /// Minimum confidence.
-    #[schema(minimum = 0.0, maximum = 1.0, default = 0.5)]
-    confidence_threshold: Option<f64>,
-    /// Accepted for OpenMed compatibility (merging is always on).
-    #[schema(default = true)]
-    use_smart_merging: Option<bool>,
-    /// Language code (OpenMed's list, case-insensitive).
-    #[schema(default = "en")]
-    lang: Option<String>,
-    /// Accepted for OpenMed compatibility.
-    normalize_accents: Option<bool>,
-    /// How long the model stays loaded after this request.
-    keep_alive: Option<KeepAlive>,
-    /// `rules` answers from the rule recognizers while the model's breaker is open.
-    fallback: Option<String>,
-}
-
-/// Body of `POST /pii/extract/stream`: the extract body plus the streaming knobs.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct ExtractStreamBody {
-    /// Clinical text.
-    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
-    text: String,
-    /// Model id or alias.
-    model_name: Option<String>,
-    /// Minimum confidence.
-    #[schema(minimum = 0.0, maximum = 1.0, default = 0.5)]
-    confidence_threshold: Option<f64>,
-    /// Accepted for OpenMed compatibility.
-    #[schema(default = true)]
-    use_smart_merging: Option<bool>,
-    /// Language code.
-    #[schema(default = "en")]
-    lang: Option<String>,
-    /// Accepted for OpenMed compatibility.
-    normalize_accents: Option<bool>,
-    /// How long the model stays loaded after this request.
-    keep_alive: Option<KeepAlive>,
-    /// `rules` answers from the rule recognizers while the model's breaker is open.
-    fallback: Option<String>,
-    /// Characters fed per step.
-    #[schema(minimum = 1, maximum = 32768, default = 1024)]
-    chunk_size: Option<i64>,
-    /// Detection window.
-    #[schema(minimum = 64, maximum = 16_777_216, default = 4096)]
-    window_chars: Option<i64>,
-    /// Left context kept for detection.
-    #[schema(minimum = 0, maximum = 1_048_576, default = 128)]
-    tokenizer_context_chars: Option<i64>,
-    /// Longest entity held back at a chunk edge.
-    #[schema(minimum = 1, maximum = 1_048_576, default = 512)]
-    max_entity_chars: Option<i64>,
-    /// Include span text in events.
-    #[schema(default = true)]
-    include_text: Option<bool>,
-}
-
-/// Body of `POST /pii/deidentify`.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct DeidentifyBody {
-    /// Clinical text.
-    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
-    text: String,
-    /// De-identification method.
-    #[schema(default = "mask")]
-    method: Option<String>,
-    /// Model id or alias.
-    model_name: Option<String>,
-    /// Minimum confidence.
-    #[schema(minimum = 0.0, maximum = 1.0, default = 0.7)]
-    confidence_threshold: Option<f64>,
-    /// With `shift_dates`, keep the source year.
-    #[schema(default = false)]
-    keep_year: Option<bool>,
-    /// Deprecated alias: `true` forces `method=shift_dates`; `false` conflicts with it (422).
-    shift_dates: Option<bool>,
-    /// Days to shift dates by; only with `method=shift_dates` (else 422).
-    #[schema(minimum = -36500, maximum = 36500)]
-    date_shift_days: Option<i64>,
-    /// Return `mapping` (replacement → original).
-    #[schema(default = false)]
-    keep_mapping: Option<bool>,
-    /// Policy name, e.g. `hipaa_safe_harbor` (unknown → 422).
-    policy: Option<String>,
-    /// Accepted for OpenMed compatibility.
-    #[schema(default = true)]
-    use_smart_merging: Option<bool>,
-    /// Accepted for OpenMed compatibility (the rules always sweep).
-    #[schema(default = true)]
-    use_safety_sweep: Option<bool>,
-    /// Language code.
-    #[schema(default = "en")]
-    lang: Option<String>,
-    /// Accepted for OpenMed compatibility.
-    normalize_accents: Option<bool>,
-    /// How long the model stays loaded after this request.
-    keep_alive: Option<KeepAlive>,
-    /// `rules` answers from the rule recognizers while the model's breaker is open.
-    fallback: Option<String>,
-}
-
-/// Body of `POST /pii/deidentify/stream`: the de-identify body plus `chunk_size`.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct DeidentifyStreamBody {
-    /// Clinical text.
-    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
-    text: String,
-    /// De-identification method.
-    #[schema(default = "mask")]
-    method: Option<String>,
-    /// Model id or alias.
-    model_name: Option<String>,
-    /// Minimum confidence.
-    #[schema(minimum = 0.0, maximum = 1.0, default = 0.7)]
-    confidence_threshold: Option<f64>,
-    /// With `shift_dates`, keep the source year.
-    #[schema(default = false)]
-    keep_year: Option<bool>,
-    /// Deprecated alias of `method=shift_dates`.
-    shift_dates: Option<bool>,
-    /// Days to shift dates by; only with `method=shift_dates`.
-    #[schema(minimum = -36500, maximum = 36500)]
-    date_shift_days: Option<i64>,
-    /// Return `mapping` in the final event.
-    #[schema(default = false)]
-    keep_mapping: Option<bool>,
-    /// Policy name.
-    policy: Option<String>,
-    /// Accepted for OpenMed compatibility.
-    #[schema(default = true)]
-    use_smart_merging: Option<bool>,
-    /// Accepted for OpenMed compatibility.
-    #[schema(default = true)]
-    use_safety_sweep: Option<bool>,
-    /// Language code.
-    #[schema(default = "en")]
-    lang: Option<String>,
-    /// Accepted for OpenMed compatibility.
-    normalize_accents: Option<bool>,
-    /// How long the model stays loaded after this request.
-    keep_alive: Option<KeepAlive>,
-    /// `rules` answers from the rule recognizers while the model's breaker is open.
-    fallback: Option<String>,
-    /// Characters fed per step.
-    #[schema(minimum = 1, maximum = 32768, default = 1024)]
-    chunk_size: Option<i64>,
-}
-
-/// Body of `POST /analyze`.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct AnalyzeBody {
-    /// Clinical text.
-    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
-    text: String,
-    /// Model id or alias (OpenMed's default is `disease_detection_superclinical`).
-    model_name: Option<String>,
-    /// Minimum confidence.
-    #[schema(minimum = 0.0, maximum = 1.0, default = 0.0)]
-    confidence_threshold: Option<f64>,
-    /// Accepted for OpenMed compatibility.
-    #[schema(default = false)]
-    group_entities: Option<bool>,
-    /// Token aggregation.
-    #[schema(default = "simple")]
-    aggregation_strategy: Option<String>,
-    /// Accepted for OpenMed compatibility.
-    #[schema(default = true)]
-    sentence_detection: Option<bool>,
-    /// Accepted for OpenMed compatibility.
-    #[schema(default = "en")]
-    sentence_language: Option<String>,
-    /// Accepted for OpenMed compatibility.
-    #[schema(default = false)]
-    sentence_clean: Option<bool>,
-    /// Accepted for OpenMed compatibility.
-    #[schema(default = true)]
-    use_fast_tokenizer: Option<bool>,
-    /// How long the model stays loaded after this request.
-    keep_alive: Option<KeepAlive>,
-}
-
-/// Body of `POST /models/unload`: `model_name` is required unless `all` is true.
-#[derive(ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct UnloadBody {
-    /// Model to unload (must be served).
-    model_name: Option<String>,
-    /// Unload every idle model.
-    #[schema(default = false)]
-    all: Option<bool>,
-}
-
-/// One entity of `/pii/extract` and `/analyze` (OpenMed's `EntityPrediction`).
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct Entity {
-    text: String,
-    label: String,
-    confidence: f64,
-    /// Code-point offset into the (stripped) text.
-    start: u64,
-    end: u64,
-    metadata: BTreeMap<String, Value>,
-}
-
-/// `/pii/extract` and `/analyze` answer (OpenMed's `PredictionResult`).
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct PredictionResponse {
-    text: String,
-    entities: Vec<Entity>,
-    model_name: String,
-    /// Naive local ISO-8601 with microseconds.
-    timestamp: String,
-    processing_time: f64,
-    metadata: BTreeMap<String, Value>,
-    /// True when answered by the rule recognizers alone (`fallback=rules`).
-    degraded: Option<bool>,
-}
-
-/// One entity of `/pii/deidentify` (OpenMed's `PIIEntity`).
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct PiiEntity {
-    text: String,
-    label: String,
-    entity_type: String,
-    start: u64,
-    end: u64,
-    confidence: f64,
-    redacted_text: String,
-    canonical_label: String,
-    sources: Vec<String>,
-    evidence: BTreeMap<String, Value>,
-    threshold: f64,
-    action: String,
-    surrogate: String,
-    metadata: BTreeMap<String, Value>,
-}
-
-/// `/pii/deidentify` answer (OpenMed's `DeidentificationResult.to_dict()`).
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct DeidentifyResponse {
-    original_text: String,
-    deidentified_text: String,
-    pii_entities: Vec<PiiEntity>,
-    method: String,
-    timestamp: String,
-    num_entities_redacted: u64,
-    metadata: BTreeMap<String, Value>,
-    /// Always null over REST.
-    audit_report: Option<Value>,
-    /// The installed model that answered.
-    model_name: String,
-    degraded: bool,
-    /// Replacement → original, only with `keep_mapping` (or a policy that keeps it).
-    mapping: Option<BTreeMap<String, String>>,
-}
-
-/// `GET /health`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct HealthResponse {
-    status: String,
-    service: String,
-    version: String,
-    profile: String,
-}
-
-/// `GET /livez`, `GET /readyz`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct ProbeResponse {
-    status: String,
-    service: String,
-}
-
-/// One resident model in `/models/loaded`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct LoadedModel {
-    models: u64,
-    tokenizers: u64,
-    pipelines: u64,
-    active_requests: u64,
-    keep_alive_seconds_remaining: Option<f64>,
-    resident: bool,
-    loading: bool,
-    footprint_bytes: u64,
-    pending_footprint_bytes: u64,
-}
-
-/// `GET /models/loaded`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct ModelsLoadedResponse {
-    default_keep_alive_seconds: Option<f64>,
-    max_resident_models: Option<i64>,
-    memory_budget_bytes: Option<u64>,
-    resident_memory_bytes: u64,
-    pending_memory_bytes: u64,
-    memory_admission_wait_seconds: f64,
-    warm_models: Vec<String>,
-    models: BTreeMap<String, LoadedModel>,
-    served_models: Vec<String>,
-    default_model: String,
-    model_policy: BTreeMap<String, Value>,
-}
-
-/// What an unload released.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct Released {
-    models: u64,
-    tokenizers: u64,
-    pipelines: u64,
-}
-
-/// `POST /models/unload`: one model (`model_name`, `active_requests`, `loading`) or all
-/// (`active_models`: each skipped busy model and its active requests).
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct UnloadResponse {
-    unloaded: bool,
-    released: Released,
-    model_name: Option<String>,
-    active_requests: Option<u64>,
-    loading: Option<bool>,
-    active_models: Option<BTreeMap<String, u64>>,
 }
 
 /// The error envelope every error response uses.
@@ -647,44 +223,6 @@ impl utoipa::Modify for Security {
             "api_key",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
         );
-    }
-}
-
-/// Fills the closed choice lists from the constants the parser uses, so they cannot drift.
-struct Choices;
-
-fn set_enum(schema: &mut RefOr<Schema>, field: &str, choices: &[&str]) {
-    let RefOr::T(Schema::Object(obj)) = schema else {
-        return;
-    };
-    if let Some(RefOr::T(Schema::Object(prop))) = obj.properties.get_mut(field) {
-        let mut values: Vec<Value> = choices.iter().map(|c| Value::from(*c)).collect();
-        values.push(Value::Null);
-        prop.enum_values = Some(values);
-    }
-}
-
-impl utoipa::Modify for Choices {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let Some(components) = openapi.components.as_mut() else {
-            return;
-        };
-        for (name, schema) in components.schemas.iter_mut() {
-            match name.as_str() {
-                "ExtractBody" | "ExtractStreamBody" => {
-                    set_enum(schema, "lang", LANGS);
-                    set_enum(schema, "fallback", FALLBACKS);
-                }
-                "DeidentifyBody" | "DeidentifyStreamBody" => {
-                    set_enum(schema, "lang", LANGS);
-                    set_enum(schema, "fallback", FALLBACKS);
-                    set_enum(schema, "method", METHODS);
-                    set_enum(schema, "policy", &crate::deid::Policy::valid_names());
-                }
-                "AnalyzeBody" => set_enum(schema, "aggregation_strategy", AGGREGATIONS),
-                _ => {}
-            }
-        }
     }
 }
 
@@ -851,6 +389,17 @@ impl utoipa::Modify for ErrorResponses {
     }
 }
 
+fn set_enum(schema: &mut RefOr<Schema>, field: &str, choices: &[&str]) {
+    let RefOr::T(Schema::Object(obj)) = schema else {
+        return;
+    };
+    if let Some(RefOr::T(Schema::Object(prop))) = obj.properties.get_mut(field) {
+        let mut values: Vec<Value> = choices.iter().map(|c| Value::from(*c)).collect();
+        values.push(Value::Null);
+        prop.enum_values = Some(values);
+    }
+}
+
 /// The document for a server whose served set is `served`: `model_name` lists exactly the
 /// names it accepts at this moment (any other name is a 422 `model_not_served`), and the
 /// cross-field rules the parser applies are stated in JSON Schema (utoipa's derive has no
@@ -865,7 +414,7 @@ pub fn document(served: &[String]) -> Value {
     }
     let mut doc = serde_json::to_value(doc).unwrap_or(Value::Null);
     let schemas = &mut doc["components"]["schemas"];
-    for name in ["DeidentifyBody", "DeidentifyStreamBody"] {
+    for name in ["DeidentifyRequest", "DeidentifyStreamRequest"] {
         let Some(obj) = schemas[name].as_object_mut() else {
             continue;
         };
@@ -887,7 +436,7 @@ pub fn document(served: &[String]) -> Value {
                 "required": ["method", "shift_dates"]}),
         );
     }
-    if let Some(obj) = schemas["UnloadBody"].as_object_mut() {
+    if let Some(obj) = schemas["UnloadRequest"].as_object_mut() {
         // `model_name` is required unless `all` is true.
         obj.insert(
             "anyOf".into(),
@@ -907,8 +456,12 @@ pub async fn openapi_json(State(st): State<AppState>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::api::{AnalyzeRequest, DeidentifyRequest, ExtractRequest, UnloadRequest};
-    use crate::server::validate::{parse_object, TextLimits};
+    use crate::server::api::{
+        AnalyzeRequest, DeidentifyRequest, DeidentifyStreamRequest, ExtractRequest,
+        ExtractStreamRequest, UnloadRequest,
+    };
+    use crate::server::validate::LANGS;
+    use crate::server::validate::{parse_map, Body, TextLimits};
     use serde_json::{json, Map};
 
     const LIMITS: TextLimits = TextLimits {
@@ -954,53 +507,59 @@ mod tests {
             .collect()
     }
 
+    fn accepts<T: Body>(schema: &str) {
+        if let Err(e) = parse_map::<T>(&full_body(schema), LIMITS) {
+            panic!("{schema}: {}", e.body(None));
+        }
+    }
+
     #[test]
     fn every_documented_field_is_accepted_by_the_parser() {
-        ExtractRequest::parse(&full_body("ExtractBody"), LIMITS).expect("extract");
-        ExtractRequest::parse_stream(&full_body("ExtractStreamBody"), LIMITS)
-            .expect("extract stream");
-        DeidentifyRequest::parse(&full_body("DeidentifyBody"), LIMITS, false).expect("deidentify");
-        DeidentifyRequest::parse(&full_body("DeidentifyStreamBody"), LIMITS, true)
-            .expect("deid stream");
-        AnalyzeRequest::parse(&full_body("AnalyzeBody"), LIMITS).expect("analyze");
-        UnloadRequest::parse(&full_body("UnloadBody")).expect("unload");
+        accepts::<ExtractRequest>("ExtractRequest");
+        accepts::<ExtractStreamRequest>("ExtractStreamRequest");
+        accepts::<DeidentifyRequest>("DeidentifyRequest");
+        accepts::<DeidentifyStreamRequest>("DeidentifyStreamRequest");
+        accepts::<AnalyzeRequest>("AnalyzeRequest");
+        accepts::<UnloadRequest>("UnloadRequest");
     }
 
     #[test]
     fn an_undocumented_field_is_rejected_by_the_parser() {
-        let mut body = full_body("DeidentifyBody");
+        let mut body = full_body("DeidentifyRequest");
         body.insert("chunk_size".into(), json!(10));
-        assert!(DeidentifyRequest::parse(&body, LIMITS, false).is_err());
-        let map = parse_object(br#"{"text":"x","window_chars":64}"#).expect("object");
-        assert!(ExtractRequest::parse(&map, LIMITS).is_err());
+        assert!(parse_map::<DeidentifyRequest>(&body, LIMITS).is_err());
+        let map: Map<String, Value> =
+            serde_json::from_str(r#"{"text":"x","window_chars":64}"#).expect("object");
+        assert!(parse_map::<ExtractRequest>(&map, LIMITS).is_err());
     }
 
     #[test]
     fn request_bodies_forbid_unknown_fields_and_require_only_text() {
         let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
         for name in [
-            "ExtractBody",
-            "ExtractStreamBody",
-            "DeidentifyBody",
-            "DeidentifyStreamBody",
-            "AnalyzeBody",
+            "ExtractRequest",
+            "ExtractStreamRequest",
+            "DeidentifyRequest",
+            "DeidentifyStreamRequest",
+            "AnalyzeRequest",
         ] {
             let s = &doc["components"]["schemas"][name];
             assert_eq!(s["additionalProperties"], json!(false), "{name}");
             assert_eq!(s["required"], json!(["text"]), "{name}");
         }
-        let langs = &doc["components"]["schemas"]["ExtractBody"]["properties"]["lang"]["enum"];
-        assert_eq!(langs.as_array().map(Vec::len), Some(LANGS.len() + 1));
+        let langs = &doc["components"]["schemas"]["ExtractRequest"]["properties"]["lang"]["oneOf"]
+            [0]["enum"];
+        assert_eq!(langs.as_array().map(Vec::len), Some(LANGS.len()));
     }
 
     #[test]
     fn model_name_lists_the_served_set() {
         let doc = document(&["a".into(), "b/c".into()]);
         for name in [
-            "ExtractBody",
-            "DeidentifyStreamBody",
-            "AnalyzeBody",
-            "UnloadBody",
+            "ExtractRequest",
+            "DeidentifyStreamRequest",
+            "AnalyzeRequest",
+            "UnloadRequest",
         ] {
             let names = &doc["components"]["schemas"][name]["properties"]["model_name"]["enum"];
             assert_eq!(names, &json!(["a", "b/c", null]), "{name}");

@@ -6,14 +6,19 @@ use std::sync::Arc;
 use axum::extract::{Extension, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
-use super::api::{AnalyzeRequest, DeidentifyRequest, ExtractRequest};
+use super::api::{keep_alive_option, AnalyzeRequest, DeidentifyRequest, ExtractRequest, Fallback};
 use super::error::ApiError;
 use super::middleware::{Body, Caller};
+use super::responses::{
+    AppliedPolicy, DeidentifyMetadata, DeidentifyResponse, Entity, PiiEntity, PredictionMetadata,
+    PredictionResponse,
+};
 use super::state::AppState;
-use super::validate::{parse_object, TextLimits};
-use crate::deid::{DeidOptions, Deidentifier, Method, Policy};
+use super::validate::{parse_map, parse_object, TextLimits};
+use crate::deid::{DeidOptions, Deidentifier, Method};
 use crate::detect::{CharIndex, Span};
 use crate::engine::{CallOptions, Detection};
 use crate::settings::keys;
@@ -30,8 +35,8 @@ pub(crate) fn limits(st: &AppState) -> TextLimits {
 /// Call options for one request: deadline from the profile/override, fallback choice.
 pub(crate) fn call_options(
     st: &AppState,
-    fallback: Option<bool>,
-    keep_alive: Option<Option<std::time::Duration>>,
+    fallback: Option<Fallback>,
+    keep_alive: Option<super::api::KeepAlive>,
 ) -> CallOptions {
     let settings = st.settings();
     let guard = st.engine.guard();
@@ -41,8 +46,9 @@ pub(crate) fn call_options(
     };
     CallOptions {
         deadline,
-        fallback_rules: fallback.unwrap_or_else(|| st.engine.fallback_default()),
-        keep_alive,
+        fallback_rules: fallback
+            .map_or_else(|| st.engine.fallback_default(), |f| f == Fallback::Rules),
+        keep_alive: keep_alive_option(keep_alive),
     }
 }
 
@@ -73,22 +79,6 @@ pub(crate) fn timestamp() -> String {
         .naive_local()
         .format("%Y-%m-%dT%H:%M:%S%.6f")
         .to_string()
-}
-
-fn entity_json(idx: &CharIndex, text: &str, s: &Span) -> Value {
-    json!({
-        "text": idx.slice(text, s.start, s.end),
-        "label": s.label.wire(),
-        "confidence": round4(s.score),
-        "start": s.start,
-        "end": s.end,
-        "metadata": {"span_valid": true, "detector_sources": [s.source.wire()],
-                     "canonical_label": s.label.canonical()},
-    })
-}
-
-pub(crate) fn round4(x: f32) -> f64 {
-    ((x as f64) * 10_000.0).round() / 10_000.0
 }
 
 fn finish(body: Value, degraded: bool) -> Response {
@@ -123,69 +113,83 @@ where
     st.coalesce.run(key, f).await.0
 }
 
+/// A typed answer as the JSON the coalescer shares between identical requests.
+fn to_body<T: Serialize>(answer: &T) -> Result<Value, ApiError> {
+    serde_json::to_value(answer).map_err(|_| ApiError::Internal)
+}
+
 /// `POST /pii/extract`.
-#[utoipa::path(post, path = "/pii/extract", request_body = super::openapi::ExtractBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "entities found", body = super::openapi::PredictionResponse)))]
+#[utoipa::path(post, path = "/pii/extract", request_body = ExtractRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "entities found", body = PredictionResponse)))]
 pub async fn pii_extract(
     State(st): State<AppState>,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let map = parse_object(&body)?;
-    let (req, _) = ExtractRequest::parse(&map, limits(&st))?;
+    let req: ExtractRequest = parse_map(&map, limits(&st))?;
     let (body, degraded) = maybe_coalesce(&st, "/pii/extract", &map, || async {
         let opts = call_options(&st, req.fallback, req.keep_alive);
         let started = std::time::Instant::now();
         let det = detect(&st, req.model_name.as_deref(), &req.text, &opts).await?;
         let idx = CharIndex::new(&req.text);
         let threshold = req.confidence_threshold as f32;
-        let entities: Vec<Value> = det
+        let entities = det
             .spans
             .iter()
             .filter(|s| s.score >= threshold)
-            .map(|s| entity_json(&idx, &req.text, s))
+            .map(|s| Entity::extracted(&idx, &req.text, s))
             .collect();
-        let body = json!({
-            "text": req.text,
-            "entities": entities,
-            "model_name": det.model_id,
-            "timestamp": timestamp(),
-            "processing_time": started.elapsed().as_secs_f64(),
-            "metadata": {"sentence_detection": false, "lang": req.lang, "degraded": det.degraded},
-            "degraded": det.degraded,
-        });
-        Ok((body, det.degraded))
+        let answer = PredictionResponse {
+            text: req.text.clone(),
+            entities,
+            model_name: det.model_id,
+            timestamp: timestamp(),
+            processing_time: started.elapsed().as_secs_f64(),
+            metadata: PredictionMetadata {
+                sentence_detection: false,
+                lang: Some(req.lang.as_str()),
+                degraded: Some(det.degraded),
+                aggregation_strategy: None,
+            },
+            degraded: Some(det.degraded),
+        };
+        Ok((to_body(&answer)?, det.degraded))
     })
     .await?;
     Ok(finish(body, degraded))
 }
 
 /// `POST /analyze` (an entity extractor over the requested model).
-#[utoipa::path(post, path = "/analyze", request_body = super::openapi::AnalyzeBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "entities found", body = super::openapi::PredictionResponse)))]
+#[utoipa::path(post, path = "/analyze", request_body = AnalyzeRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "entities found", body = PredictionResponse)))]
 pub async fn analyze(State(st): State<AppState>, Body(body): Body) -> Result<Response, ApiError> {
     let map = parse_object(&body)?;
-    let req = AnalyzeRequest::parse(&map, limits(&st))?;
+    let req: AnalyzeRequest = parse_map(&map, limits(&st))?;
     let (body, degraded) = maybe_coalesce(&st, "/analyze", &map, || async {
-        let opts = call_options(&st, Some(false), req.keep_alive);
+        let opts = call_options(&st, Some(Fallback::None), req.keep_alive);
         let started = std::time::Instant::now();
         let det = detect(&st, req.model_name.as_deref(), &req.text, &opts).await?;
         let idx = CharIndex::new(&req.text);
         let threshold = req.confidence_threshold as f32;
-        let entities: Vec<Value> = det
+        let entities = det
             .spans
             .iter()
             .filter(|s| s.score >= threshold)
-            .map(|s| {
-                json!({"text": idx.slice(&req.text, s.start, s.end), "label": s.label.canonical(),
-                       "confidence": round4(s.score), "start": s.start, "end": s.end,
-                       "metadata": {"span_valid": true}})
-            })
+            .map(|s| Entity::analyzed(&idx, &req.text, s))
             .collect();
-        let body = json!({
-            "text": req.text, "entities": entities, "model_name": det.model_id,
-            "timestamp": timestamp(), "processing_time": started.elapsed().as_secs_f64(),
-            "metadata": {"sentence_detection": req.sentence_detection,
-                         "aggregation_strategy": req.aggregation_strategy.as_deref().unwrap_or("simple")},
-        });
-        Ok((body, det.degraded))
+        let answer = PredictionResponse {
+            text: req.text.clone(),
+            entities,
+            model_name: det.model_id,
+            timestamp: timestamp(),
+            processing_time: started.elapsed().as_secs_f64(),
+            metadata: PredictionMetadata {
+                sentence_detection: req.sentence_detection,
+                lang: None,
+                degraded: None,
+                aggregation_strategy: Some(req.aggregation_strategy.wire()),
+            },
+            degraded: None,
+        };
+        Ok((to_body(&answer)?, det.degraded))
     })
     .await?;
     Ok(finish(body, degraded))
@@ -193,56 +197,25 @@ pub async fn analyze(State(st): State<AppState>, Body(body): Body) -> Result<Res
 
 /// Builds the transform options of a de-identification request.
 pub(crate) fn deid_options(req: &DeidentifyRequest) -> DeidOptions {
-    let method = Method::from_wire(&req.method).unwrap_or_default();
     DeidOptions {
-        method,
+        method: req.method(),
         date_shift_days: req.date_shift_days,
         keep_year: req.keep_year,
         keep_mapping: req.keep_mapping,
-        policy: req.policy.as_deref().and_then(|p| Policy::parse(p).ok()),
+        policy: req.policy.as_ref().map(|p| p.0.clone()),
         reference_year: None,
     }
 }
 
-/// One transformed entity in OpenMed's `pii_entities` shape.
-pub(crate) fn pii_entity_json(
-    r: &crate::deid::Replacement,
-    threshold: f64,
-    model_id: &str,
-    lang: &str,
-) -> Value {
-    let mut v = json!({
-        "text": r.original,
-        "label": r.span.label.wire(),
-        "entity_type": r.span.label.wire(),
-        "start": r.span.start,
-        "end": r.span.end,
-        "confidence": round4(r.span.score),
-        "redacted_text": r.replacement,
-        "canonical_label": r.span.label.canonical(),
-        "sources": [r.span.source.wire()],
-        "evidence": {"raw_label": r.span.label.wire(), "language": lang,
-                     "metadata": {"span_valid": true}, "model_id": model_id},
-        "threshold": threshold,
-        "action": r.action.wire(),
-        "surrogate": r.replacement,
-        "metadata": {"span_valid": true},
-    });
-    if r.span.source == crate::detect::Source::Rule {
-        v["evidence"]["detector"] = json!("rule");
-    }
-    v
-}
-
 /// `POST /pii/deidentify`.
-#[utoipa::path(post, path = "/pii/deidentify", request_body = super::openapi::DeidentifyBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "de-identified text", body = super::openapi::DeidentifyResponse)))]
+#[utoipa::path(post, path = "/pii/deidentify", request_body = DeidentifyRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "de-identified text", body = DeidentifyResponse)))]
 pub async fn pii_deidentify(
     State(st): State<AppState>,
     Extension(_caller): Extension<Caller>,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let map = parse_object(&body)?;
-    let (req, _) = DeidentifyRequest::parse(&map, limits(&st), false)?;
+    let req: DeidentifyRequest = parse_map(&map, limits(&st))?;
     let (body, degraded) = maybe_coalesce(&st, "/pii/deidentify", &map, || async {
         let opts = call_options(&st, req.fallback, req.keep_alive);
         let det = detect(&st, req.model_name.as_deref(), &req.text, &opts).await?;
@@ -256,39 +229,41 @@ pub async fn pii_deidentify(
         let policy_name = dopts.policy.as_ref().map(|p| p.name());
         let mut deid = Deidentifier::new(dopts, &st.hash_key, request_rng());
         let out = deid.apply(&req.text, &spans);
-        let entities: Vec<Value> = out
-            .replacements
-            .iter()
-            .map(|r| pii_entity_json(r, req.confidence_threshold, &det.model_id, &req.lang))
-            .collect();
-        let mut metadata = json!({"degraded": det.degraded, "lang": req.lang});
-        if let Some(p) = policy_name {
-            metadata["policy"] =
-                json!({"name": p, "schema_version": 1, "keep_mapping": deid.keeps_mapping()});
-        }
-        if req.method == "shift_dates" {
-            metadata["date_shift_days"] = json!(deid.shift_days());
-        }
-        let mut body = json!({
-            "original_text": req.text,
-            "deidentified_text": out.text,
-            "pii_entities": entities,
-            "method": req.method,
-            "timestamp": timestamp(),
-            "num_entities_redacted": out.replacements.len(),
-            "metadata": metadata,
-            "audit_report": null,
-            "model_name": det.model_id,
-            "degraded": det.degraded,
-        });
-        if !out.mapping.is_empty() {
-            let mut m = Map::new();
-            for (rep, orig) in &out.mapping {
-                m.insert(rep.clone(), json!(orig));
-            }
-            body["mapping"] = Value::Object(m);
-        }
-        Ok((body, det.degraded))
+        let method = req.method();
+        let answer = DeidentifyResponse {
+            original_text: req.text.clone(),
+            deidentified_text: out.text,
+            pii_entities: out
+                .replacements
+                .iter()
+                .map(|r| {
+                    PiiEntity::new(
+                        r,
+                        req.confidence_threshold,
+                        &det.model_id,
+                        req.lang.as_str(),
+                    )
+                })
+                .collect(),
+            method: method.wire(),
+            timestamp: timestamp(),
+            num_entities_redacted: out.replacements.len(),
+            metadata: DeidentifyMetadata {
+                degraded: det.degraded,
+                lang: req.lang.as_str(),
+                policy: policy_name.map(|name| AppliedPolicy {
+                    name,
+                    schema_version: 1,
+                    keep_mapping: deid.keeps_mapping(),
+                }),
+                date_shift_days: (method == Method::ShiftDates).then(|| deid.shift_days()),
+            },
+            audit_report: None,
+            model_name: det.model_id,
+            degraded: det.degraded,
+            mapping: (!out.mapping.is_empty()).then_some(out.mapping),
+        };
+        Ok((to_body(&answer)?, det.degraded))
     })
     .await?;
     Ok(finish(body, degraded))

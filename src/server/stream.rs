@@ -19,13 +19,14 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
-use super::api::{DeidentifyRequest, ExtractRequest, StreamOptions};
+use super::api::{DeidentifyStreamRequest, ExtractStreamRequest};
 use super::error::ApiError;
 use super::middleware::{Body, HeldAdmission};
 use super::ndjson::dumps;
-use super::pii::{call_options, deid_options, limits, request_rng, round4};
+use super::pii::{call_options, deid_options, limits, request_rng};
+use super::responses::round4;
 use super::state::AppState;
-use super::validate::parse_object;
+use super::validate::parse;
 use crate::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
 use crate::deid::{Action, Deidentifier};
 use crate::detect::{CharIndex, Label, Span};
@@ -215,15 +216,13 @@ impl Lines {
 }
 
 /// `POST /pii/extract/stream`.
-#[utoipa::path(post, path = "/pii/extract/stream", request_body = super::openapi::ExtractStreamBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON events: `emit`, `retract`, then `final`", body = String, content_type = "application/x-ndjson")))]
+#[utoipa::path(post, path = "/pii/extract/stream", request_body = ExtractStreamRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON events: `emit`, `retract`, then `final`", body = String, content_type = "application/x-ndjson")))]
 pub async fn pii_extract_stream(
     State(st): State<AppState>,
     held: Option<Extension<Arc<HeldAdmission>>>,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let map = parse_object(&body)?;
-    let (req, so): (ExtractRequest, StreamOptions) =
-        ExtractRequest::parse_stream(&map, limits(&st))?;
+    let (req, so) = parse::<ExtractStreamRequest>(&body, limits(&st))?.split();
     let model_id = st.resolve_model(req.model_name.as_deref())?;
     let (lines, rx) = Lines::new(&st);
     let held = held.map(|h| h.0);
@@ -284,16 +283,13 @@ pub async fn pii_extract_stream(
 }
 
 /// `POST /pii/deidentify/stream`.
-#[utoipa::path(post, path = "/pii/deidentify/stream", request_body = super::openapi::DeidentifyStreamBody, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON lines: `chunk`s, then `final` or `error`", body = String, content_type = "application/x-ndjson")))]
+#[utoipa::path(post, path = "/pii/deidentify/stream", request_body = DeidentifyStreamRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON lines: `chunk`s, then `final` or `error`", body = String, content_type = "application/x-ndjson")))]
 pub async fn pii_deidentify_stream(
     State(st): State<AppState>,
     held: Option<Extension<Arc<HeldAdmission>>>,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let map = parse_object(&body)?;
-    let (req, chunk): (DeidentifyRequest, Option<usize>) =
-        DeidentifyRequest::parse(&map, limits(&st), true)?;
-    let chunk_size = chunk.unwrap_or(1024);
+    let (req, chunk_size) = parse::<DeidentifyStreamRequest>(&body, limits(&st))?.split();
     let model_id = st.resolve_model(req.model_name.as_deref())?;
     let (lines, rx) = Lines::new(&st);
     let held = held.map(|h| h.0);
@@ -366,7 +362,7 @@ pub async fn pii_deidentify_stream(
                 let audit = json!({
                     "doc_id": doc_id,
                     "input_text_hash": doc_id,
-                    "language": req.lang, "model_name": model_id,
+                    "language": req.lang.as_str(), "model_name": model_id,
                     "normalized_length": req.text.chars().count(),
                     "redacted_length": redacted_len,
                     "redacted_text_hash": redacted_hash,
