@@ -1,14 +1,16 @@
-//! The `phiguard models …` sub-commands as plain functions (no clap types): `list`,
-//! `pull` (with a progress bar; Ctrl-C cancels and keeps the partial download), `import`,
-//! `rm` and `verify`. Each returns the text to print; the caller maps errors to exit codes.
+//! The `phiguard models …` sub-commands as plain functions (no clap types): `list`, `pull`
+//! (through a [`DownloadManager`], with a progress bar; Ctrl-C cancels and keeps the partial
+//! download), `import`, `rm` and `verify`. Each returns the text to print; the caller maps
+//! errors to exit codes.
 
 use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::catalog::Catalog;
-use super::download::{CancellationToken, Downloader};
-use super::error::Result;
+use super::download::Downloader;
+use super::error::{ModelError, Result};
+use super::manager::{DownloadInfo, DownloadManager, DownloadObserver};
 use super::store::{FileStatus, Installed, ModelSource, Store};
 
 /// A table of the catalog and the installed models: id, status (`bundled`, `installed`,
@@ -61,7 +63,8 @@ pub fn list(store: &Store, catalog: &Catalog) -> Result<String> {
 }
 
 /// Downloads a catalog model with a progress bar on stderr (hidden when `show_progress` is
-/// false or stderr is not a terminal). Ctrl-C cancels; the partial files stay for a resume.
+/// false or stderr is not a terminal). The pull goes through a [`DownloadManager`] like the
+/// admin API's; Ctrl-C cancels it there, and the partial files stay for a resume.
 ///
 /// # Errors
 /// As [`Downloader::pull`].
@@ -81,34 +84,47 @@ pub async fn pull(
     ) {
         bar.set_style(style.progress_chars("=> "));
     }
-    let cancel = CancellationToken::new();
-    let on_signal = cancel.clone();
-    let watcher = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_signal.cancel();
+    let manager = DownloadManager::new();
+    let pull = match manager.start(downloader, store, id, Bar(bar.clone())) {
+        Ok(pull) => pull,
+        Err(e) => {
+            let e = ModelError::from(e);
+            bar.abandon_with_message(e.to_string());
+            return Err(e);
+        }
+    };
+    let watcher = tokio::spawn({
+        let (manager, id) = (manager.clone(), pull.id().to_owned());
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                // Finished already when it fails: nothing left to stop.
+                let _ = manager.cancel(&id);
+            }
         }
     });
-    let shown = bar.clone();
-    let result = downloader
-        .pull(
-            store,
-            id,
-            move |p| {
-                shown.set_length(p.total_bytes);
-                shown.set_position(p.bytes);
-                if !p.file.is_empty() {
-                    shown.set_message(p.file);
-                }
-            },
-            cancel,
-        )
-        .await;
+    let result = pull.run().await;
     watcher.abort();
-    match &result {
-        Ok(_) => bar.finish_with_message("done"),
-        Err(e) => bar.abandon_with_message(e.to_string()),
-    }
     result
+}
+
+/// The progress bar of [`pull`], as its [`DownloadObserver`].
+struct Bar(ProgressBar);
+
+impl DownloadObserver for Bar {
+    fn progress(&self, info: &DownloadInfo, file: &str) {
+        self.0.set_length(info.total_bytes);
+        self.0.set_position(info.bytes);
+        if !file.is_empty() {
+            self.0.set_message(file.to_owned());
+        }
+    }
+
+    fn finished(&self, _info: &DownloadInfo, outcome: &Result<Installed>) {
+        match outcome {
+            Ok(_) => self.0.finish_with_message("done"),
+            Err(e) => self.0.abandon_with_message(e.to_string()),
+        }
+    }
 }
 
 /// Imports a local model folder; returns a one-line summary.

@@ -13,6 +13,9 @@
 //! * [`Downloader`]: fetches a catalog model from the Hugging Face Hub or a mirror
 //!   (`HF_ENDPOINT`, `HF_TOKEN`), with progress, resume of cut connections, checksum
 //!   verification against the hub's sha256 and cancellation.
+//! * [`DownloadManager`]: this process's downloads by catalog id (state, progress, cancel),
+//!   one running pull per model; `phiguard models pull` and the admin API both start, cancel
+//!   and list pulls through it, each with its own [`DownloadObserver`].
 //! * [`cli`]: the `phiguard models …` sub-commands as plain functions.
 //!
 //! # Why downloads never run unless a person asks
@@ -30,6 +33,7 @@ pub mod catalog;
 pub mod cli;
 pub mod download;
 pub mod error;
+pub mod manager;
 pub mod manifest;
 pub mod store;
 pub mod validate;
@@ -37,6 +41,9 @@ pub mod validate;
 pub use catalog::{Catalog, CatalogEntry, Task, CATALOG_EXTRA_ENV};
 pub use download::{CancellationToken, Downloader, Progress, DEFAULT_ENDPOINT};
 pub use error::{ModelError, Result};
+pub use manager::{
+    CancelError, DownloadInfo, DownloadManager, DownloadObserver, DownloadState, Pull, StartError,
+};
 pub use manifest::{Manifest, ManifestFile, ModelSource};
 pub use store::{
     verify_before_load, FileCheck, FileStatus, Installed, Store, VerifyReport, BUNDLED_DIR_ENV,

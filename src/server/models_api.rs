@@ -2,14 +2,16 @@
 //! cancel, verify, delete, choose the default. Downloads run only when an admin asks. Pulls,
 //! cancellations, deletions and default changes are audited (`audit.rs`) under the catalog
 //! or installed id, never under a name that matched nothing.
+//!
+//! Pulls, their progress and their cancellation live in the process's
+//! [`crate::models::DownloadManager`] (`AppState::downloads`), the one `phiguard models pull`
+//! drives too; `Publisher` is what this side does with them (events, engine install).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
@@ -20,8 +22,11 @@ use super::middleware::Body;
 use super::state::AppState;
 use super::validate::parse;
 use crate::engine::ModelSpec;
+#[cfg(test)]
+use crate::models::CancellationToken;
 use crate::models::{
-    CancellationToken, Catalog, CatalogEntry, Downloader, Installed, ModelSource, Store,
+    CancelError, Catalog, CatalogEntry, DownloadInfo, DownloadObserver, DownloadState, Downloader,
+    Installed, ModelError, ModelSource, StartError, Store,
 };
 use crate::settings::keys;
 
@@ -108,38 +113,6 @@ impl CatalogModel {
     }
 }
 
-/// Where a download stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum DownloadState {
-    /// Fetching; `download` events report progress.
-    Running,
-    /// Installed.
-    Done,
-    /// Stopped by an error (logged, not shown).
-    Failed,
-    /// Stopped by `DELETE /admin/models/pull/{id}`.
-    Cancelled,
-}
-
-/// One download as the dashboard shows it, in `GET /admin/models` and as a `download` event.
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-pub struct DownloadInfo {
-    /// Catalog id.
-    pub id: String,
-    /// Where it stands.
-    pub state: DownloadState,
-    /// Bytes fetched.
-    pub bytes: u64,
-    /// Bytes in all; 0 until known.
-    pub total_bytes: u64,
-    /// 0..100.
-    pub percent: f64,
-    #[serde(skip)]
-    #[schema(ignore)]
-    cancel: Option<CancellationToken>,
-}
-
 /// `POST /admin/models/pull`'s 202: the download started.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PullStarted {
@@ -164,10 +137,6 @@ pub struct DefaultModel {
     /// The new default model id.
     pub default: String,
 }
-
-/// Downloads known to this process.
-#[derive(Default)]
-pub struct Downloads(Mutex<BTreeMap<String, DownloadInfo>>);
 
 fn store(st: &AppState) -> Result<Store, ApiError> {
     Store::open(st.home.models_dir()).map_err(|e| {
@@ -203,7 +172,7 @@ pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiErr
         .iter()
         .map(|e| CatalogModel::new(e, ids.contains(&e.id.as_str())))
         .collect();
-    let downloads: Vec<DownloadInfo> = st.downloads.0.lock().values().cloned().collect();
+    let downloads = st.downloads.snapshot();
     Ok(axum::Json(ModelsList {
         default: st.engine.default_model(),
         installed: installed.iter().map(InstalledModel::from).collect(),
@@ -231,9 +200,7 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
     let catalog = catalog()?;
     // Only catalog ids go further: a request-derived name never reaches a log or the disk.
     let Some(id) = catalog.resolve(&requested).map(str::to_string) else {
-        return Err(ApiError::ModelNotServed {
-            available: catalog.entries().iter().map(|e| e.id.clone()).collect(),
-        });
+        return Err(not_served(&catalog));
     };
     record.target(id.clone());
     let require_pinned = st.settings().get(keys::MODELS_REQUIRE_PINNED);
@@ -242,28 +209,6 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
             message: "This catalog entry is not pinned and models.require_pinned is on",
         });
     }
-    let cancel = CancellationToken::new();
-    {
-        let mut d = st.downloads.0.lock();
-        if d.get(&id)
-            .is_some_and(|x| x.state == DownloadState::Running)
-        {
-            return Err(ApiError::Conflict {
-                message: "This model is already downloading",
-            });
-        }
-        d.insert(
-            id.clone(),
-            DownloadInfo {
-                id: id.clone(),
-                state: DownloadState::Running,
-                bytes: 0,
-                total_bytes: 0,
-                percent: 0.0,
-                cancel: Some(cancel.clone()),
-            },
-        );
-    }
     let downloader = Downloader::from_env(catalog)
         .map_err(|e| {
             tracing::error!(error = %e, "downloader unavailable");
@@ -271,70 +216,16 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
         })?
         .with_require_pinned(require_pinned);
     let store = store(st)?;
-    let st2 = st.clone();
-    let id2 = id.clone();
-    tokio::spawn(async move {
-        let progress_st = st2.clone();
-        let pid = id2.clone();
-        let result = downloader
-            .pull(
-                &store,
-                &id2,
-                move |p| {
-                    let info = {
-                        let mut d = progress_st.downloads.0.lock();
-                        let Some(e) = d.get_mut(&pid) else { return };
-                        e.bytes = p.bytes;
-                        e.total_bytes = p.total_bytes;
-                        e.percent = if p.total_bytes > 0 {
-                            (p.bytes as f64 * 100.0 / p.total_bytes as f64).min(100.0)
-                        } else {
-                            0.0
-                        };
-                        e.clone()
-                    };
-                    progress_st.publish(
-                        "download",
-                        serde_json::to_value(info).unwrap_or(Value::Null),
-                    );
-                },
-                cancel.clone(),
-            )
-            .await;
-        let state = match &result {
-            Ok(m) => {
-                st2.engine.install(ModelSpec {
-                    id: m.id.clone(),
-                    dir: Some(m.dir.clone()),
-                    footprint_bytes: m.size_bytes,
-                });
-                DownloadState::Done
-            }
-            Err(_) if cancel.is_cancelled() => DownloadState::Cancelled,
-            Err(e) => {
-                tracing::warn!(model = %id2, error = %e, "model download failed");
-                DownloadState::Failed
-            }
-        };
-        let info = {
-            let mut d = st2.downloads.0.lock();
-            d.get_mut(&id2).map(|e| {
-                e.state = state;
-                if state == DownloadState::Done {
-                    e.percent = 100.0;
-                    e.bytes = e.total_bytes.max(e.bytes);
-                }
-                e.cancel = None;
-                e.clone()
-            })
-        };
-        if let Some(info) = info {
-            st2.publish(
-                "download",
-                serde_json::to_value(info).unwrap_or(Value::Null),
-            );
-        }
-    });
+    let pull = st
+        .downloads
+        .start(&downloader, &store, &id, Publisher(st.clone()))
+        .map_err(|e| match e {
+            StartError::AlreadyRunning => ApiError::Conflict {
+                message: "This model is already downloading",
+            },
+            StartError::NotInCatalog => not_served(downloader.catalog()),
+        })?;
+    tokio::spawn(pull.run());
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(PullStarted {
@@ -345,6 +236,46 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
         .into_response())
 }
 
+fn not_served(catalog: &Catalog) -> ApiError {
+    ApiError::ModelNotServed {
+        available: catalog.entries().iter().map(|e| e.id.clone()).collect(),
+    }
+}
+
+/// What the admin API does with its pulls: a `download` event for every change, and the
+/// model installed into the engine before its download reads `done`.
+struct Publisher(AppState);
+
+impl Publisher {
+    fn publish(&self, info: &DownloadInfo) {
+        self.0.publish(
+            "download",
+            serde_json::to_value(info).unwrap_or(Value::Null),
+        );
+    }
+}
+
+impl DownloadObserver for Publisher {
+    fn progress(&self, info: &DownloadInfo, _file: &str) {
+        self.publish(info);
+    }
+
+    fn installed(&self, m: &Installed) {
+        self.0.engine.install(ModelSpec {
+            id: m.id.clone(),
+            dir: Some(m.dir.clone()),
+            footprint_bytes: m.size_bytes,
+        });
+    }
+
+    fn finished(&self, info: &DownloadInfo, outcome: &Result<Installed, ModelError>) {
+        if let (DownloadState::Failed, Err(e)) = (info.state, outcome) {
+            tracing::warn!(model = %info.id, error = %e, "model download failed");
+        }
+        self.publish(info);
+    }
+}
+
 /// `DELETE /admin/models/pull/{id}` cancels a running download.
 #[utoipa::path(delete, path = "/admin/models/pull/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "catalog id; may contain `/`")), responses((status = 202, description = "cancelling"), (status = 404, description = "no such download", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_cancel(
@@ -353,19 +284,12 @@ pub async fn admin_models_cancel(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let mut record = Action::new("model.cancel");
-    let cancel = st
-        .downloads
-        .0
-        .lock()
-        .get(&id)
-        .and_then(|e| e.cancel.clone());
-    let outcome = match cancel {
-        Some(c) => {
-            c.cancel();
+    let outcome = match st.downloads.cancel(&id) {
+        Ok(()) => {
             record.target(id);
             Ok(StatusCode::ACCEPTED.into_response())
         }
-        None => Err(ApiError::NoSuchResource),
+        Err(CancelError::NotRunning) => Err(ApiError::NoSuchResource),
     };
     audit::record(&st, &actor, record, &outcome).await;
     outcome

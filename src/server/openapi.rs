@@ -63,7 +63,7 @@ use super::state::AppState;
         crate::cluster::ClusterMode, crate::cluster::ClusterStats, super::admin::TokenList,
         crate::secrets::TokenInfo, crate::secrets::Scope, super::models_api::ModelsList,
         super::models_api::InstalledModel, super::models_api::CatalogModel,
-        super::models_api::DownloadInfo, super::models_api::DownloadState,
+        crate::models::DownloadInfo, crate::models::DownloadState,
         crate::models::ModelSource, super::models_api::PullStarted,
         super::models_api::ModelVerification, super::models_api::DefaultModel,
         super::admin::SettingsList, super::admin::SettingInfo, crate::settings::SettingSource,

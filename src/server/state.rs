@@ -75,8 +75,8 @@ pub struct Inner {
     pub desktop: bool,
     /// The cluster-wide admission limit (when `PHIGUARD_REDIS_URL` is set).
     pub cluster: Option<crate::cluster::ClusterLimiter>,
-    /// Model downloads started from the admin API.
-    pub downloads: super::models_api::Downloads,
+    /// This process's model downloads (`POST /admin/models/pull` starts them).
+    pub downloads: crate::models::DownloadManager,
     /// Single-flight of identical concurrent requests (when coalescing is on).
     pub coalesce: SingleFlight<[u8; 32], Result<(serde_json::Value, bool), ApiError>>,
     /// Failed authentications per peer address (`security.auth_failure_*`).
