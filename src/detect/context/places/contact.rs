@@ -1,0 +1,105 @@
+//! Contact points: phone and fax numbers, bare web addresses and usernames.
+//!
+//! The rule table in `detect::rules` finds phone numbers in the common shapes, e-mail
+//! addresses and URLs that start with a scheme or `www.`. What it lacks is read here from
+//! context: phone shapes its table does not take (international groupings such as
+//! `+61 3 1445 8868`, a number in parentheses), any number after `Tel:` or `Fax:` (the
+//! word decides phone or fax), a host name without a scheme, and the value after
+//! `username` or `login id`.
+
+use regex::Regex;
+
+use super::super::{re, ByteSpan, STRONG};
+use super::cues::{trim_punct, Cue};
+use crate::detect::Label;
+
+/// A login name after its field name.
+pub(super) const USERNAME: &[Cue] = &[Cue::new(
+    r"(?i)\b(?:username|user[ \t]*name|user[ \t]*id|userid|login[ \t]*id|handle)[ \t]*[:=#]?[ \t]*([A-Za-z0-9][A-Za-z0-9._-]{2,31})\b",
+    Label::Username,
+    STRONG,
+)];
+
+/// An international number: `+`, a country code and digit groups.
+pub(super) const INTL_PHONE: &[Cue] = &[Cue::new(
+    r"\+\d{1,3}[ \t]?(?:\(0\)[ \t]?)?\d{1,5}(?:[ \t-]\d{2,5}){1,4}\b",
+    Label::Phone,
+    STRONG,
+)
+.whole()];
+
+/// A ten-digit number in parentheses, with an optional extension.
+pub(super) const PAREN_PHONE: &[Cue] = &[Cue::new(
+    r"\((\d{3}[ .-]?\d{3}[ .-]?\d{4}(?:[ \t]*(?:x|ext\.?)[ \t]*\d{1,6})?)\)",
+    Label::Phone,
+    STRONG,
+)];
+
+/// The compiled phone-word and bare-URL heuristics.
+#[derive(Debug)]
+pub(super) struct Contact {
+    /// A phone word (group 1) and the number after it (group 2).
+    phone: Regex,
+    bare_url: Regex,
+}
+
+impl Contact {
+    pub(super) fn new() -> Self {
+        Contact {
+            phone: re(
+                r"(?i)\b(tel|telephone|phone|ph|mobile|mob|cell|fax|facsimile|contacted[ \t]+on|contact|call|reached[ \t]+at|reach[ \t]+at|pager|bleep)\b[.:]?[ \t]*(?:no\.?|number|#)?[ \t]*[:.]?[ \t]*(\+?\(?\d[\d ()-]{5,20}\d(?:[ \t]*(?:x|ext\.?)[ \t]*\d{1,6})?)",
+            ),
+            bare_url: re(
+                r"(?i)(?:^|[^@\w.:/-])((?:[a-z0-9-]+\.)+(?:com|net|org|edu|gov|example|io|co|uk|ca|au|in|de|fr|health|info|us|nz|ie)(?:\.[a-z]{2})?(?:/[^\s<>)\]]*)?)",
+            ),
+        }
+    }
+
+    /// A number of 7 to 16 digits after a phone word: a fax after `fax` or `facsimile`,
+    /// a phone otherwise.
+    pub(super) fn phones_after_word(&self, text: &str, out: &mut Vec<ByteSpan>) {
+        for caps in self.phone.captures_iter(text) {
+            let (Some(word), Some(m)) = (caps.get(1), caps.get(2)) else {
+                continue;
+            };
+            let digits = m.as_str().chars().filter(char::is_ascii_digit).count();
+            if !(7..=16).contains(&digits) {
+                continue;
+            }
+            let label = if word.as_str().to_ascii_lowercase().starts_with("fa") {
+                Label::Fax
+            } else {
+                Label::Phone
+            };
+            let (s, e) = trim_punct(text, m.start(), m.end());
+            out.push(ByteSpan::new(s, e, label, STRONG));
+        }
+    }
+
+    /// A host name with a known top-level domain and no scheme, not the domain of an
+    /// e-mail address.
+    pub(super) fn bare_urls(&self, text: &str, out: &mut Vec<ByteSpan>) {
+        for caps in self.bare_url.captures_iter(text) {
+            if let Some(m) = caps.get(1) {
+                let (s, e) = trim_punct(text, m.start(), m.end());
+                if s < e {
+                    out.push(ByteSpan::new(s, e, Label::Url, STRONG));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::detect::context::tests::rows;
+    use crate::detect::Label;
+
+    rows! {
+        username: "(username kwamem57).", "kwamem57" => Some(Label::Username);
+        bare_url: "Web: records.lakeshorehealth.net/login\n", "records.lakeshorehealth.net/login" => Some(Label::Url);
+        email_domain_is_not_url: "mail a.b@inbox-mail.net now", "inbox-mail.net" => None;
+        fax_after_word: "Tel: 020 7946 0896   Fax: 020 7946 0379\n", "020 7946 0379" => Some(Label::Fax);
+        intl_phone: "contacted on +61 3 1445 8868 or", "+61 3 1445 8868" => Some(Label::Phone);
+    }
+}

@@ -1,0 +1,50 @@
+//! Dates written with a month name: `November 4`, `September tenth`, `4th March`, `the
+//! fifth of August, 2017`.
+//!
+//! Numeric dates (`11/04/2023`, `2023-11-04`) and ISO shapes belong to the rule table in
+//! `detect::rules`, which validates them; what it cannot see is a date spelled in words,
+//! which notes and letters use as often as digits.
+
+use super::super::{STRONG, WEAK};
+use super::cues::Cue;
+use crate::detect::Label;
+
+/// `{MONTHS}`: month names and their abbreviations.
+pub(super) const MONTHS: &str = "January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec";
+
+/// `{ORDINALS}`: the days of a month as ordinal words.
+pub(super) const ORDINALS: &str = "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|twenty-first|twenty-second|twenty-third|twenty-fourth|twenty-fifth|twenty-sixth|twenty-seventh|twenty-eighth|twenty-ninth|thirtieth|thirty-first";
+
+/// The date shapes; group 1 is the date.
+pub(super) const CUES: &[Cue] = &[
+    // November 4, September tenth, Nov. 4th, 2021
+    Cue::new(
+        r"\b((?:{MONTHS})\.?[ \t]+(?:\d{1,2}(?:st|nd|rd|th)?|{ORDINALS})\b(?:,?[ \t]+\d{4}\b)?)",
+        Label::Date,
+        STRONG,
+    ),
+    // the fifth of August, 2017; 3rd day of May
+    Cue::new(
+        r"(?i)\b((?:the[ \t]+)?(?:{ORDINALS}|\d{1,2}(?:st|nd|rd|th))[ \t]+(?:day[ \t]+)?of[ \t]+(?:{MONTHS}),?(?:[ \t]+\d{4})?)\b",
+        Label::Date,
+        STRONG,
+    ),
+    // 4 March, 21st Sept
+    Cue::new(
+        r"\b(\d{1,2}(?:st|nd|rd|th)?[ \t]+(?:{MONTHS}))\b",
+        Label::Date,
+        WEAK,
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use crate::detect::context::tests::rows;
+    use crate::detect::Label;
+
+    rows! {
+        month_day: "on November 4 with", "November 4" => Some(Label::Date);
+        month_ordinal: "on September tenth.", "September tenth" => Some(Label::Date);
+        day_of_month: "signed on the fifth of August, 2017 at", "the fifth of August, 2017" => Some(Label::Date);
+    }
+}
