@@ -284,7 +284,7 @@ pub async fn cross_site(State(st): State<AppState>, req: Request, next: Next) ->
 }
 
 /// The scope a route needs; `None` for open routes.
-fn required_scope(route: &str) -> Option<Scope> {
+pub(crate) fn required_scope(route: &str) -> Option<Scope> {
     if route.starts_with("/admin/") || route == "/admin" {
         return Some(Scope::Admin);
     }

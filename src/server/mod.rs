@@ -34,7 +34,7 @@ use tokio::task::JoinHandle;
 
 pub use admin::{BreakerStateName, BreakerStatus, Status, TrayState};
 pub use error::ApiError;
-pub use router::app;
+pub use router::{api_doc, app};
 pub use state::{AppState, Phase};
 
 use crate::deid::HashKey;

@@ -277,7 +277,7 @@ impl DownloadObserver for Publisher {
 }
 
 /// `DELETE /admin/models/pull/{id}` cancels a running download.
-#[utoipa::path(delete, path = "/admin/models/pull/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "catalog id; may contain `/`")), responses((status = 202, description = "cancelling"), (status = 404, description = "no such download", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(delete, path = "/admin/models/pull/{*id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "catalog id; may contain `/`")), responses((status = 202, description = "cancelling"), (status = 404, description = "no such download", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_cancel(
     State(st): State<AppState>,
     actor: Actor,
@@ -356,7 +356,7 @@ fn models_default(st: &AppState, body: &[u8], record: &mut Action) -> Result<Res
 }
 
 /// `DELETE /admin/models/{id}` (ids may contain `/`).
-#[utoipa::path(delete, path = "/admin/models/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "model id; may contain `/`")), responses((status = 204, description = "removed"), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope), (status = 409, description = "in use or not removable (`conflict`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(delete, path = "/admin/models/{*id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "model id; may contain `/`")), responses((status = 204, description = "removed"), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope), (status = 409, description = "in use or not removable (`conflict`)", body = super::openapi::ErrorEnvelope)))]
 pub async fn admin_models_delete(
     State(st): State<AppState>,
     actor: Actor,

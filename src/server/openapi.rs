@@ -41,20 +41,6 @@ use super::state::AppState;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "phiguard", description = "Local-first clinical de-identification service (OpenMed 3.1 compatible)"),
-    paths(
-        super::front::index, super::front::docs,
-        super::ops::health, super::ops::livez, super::ops::readyz, super::ops::metrics,
-        super::ops::models_loaded, super::ops::models_unload,
-        super::pii::pii_extract, super::pii::pii_deidentify, super::pii::analyze,
-        super::stream::pii_extract_stream, super::stream::pii_deidentify_stream,
-        super::admin::admin_status, super::admin::admin_settings_get, super::admin::admin_settings_put,
-        super::admin::admin_breaker_action, super::admin::admin_tokens_list,
-        super::admin::admin_tokens_create, super::admin::admin_tokens_revoke,
-        super::admin::admin_events, super::admin::admin_eval, super::admin::admin_audit,
-        super::models_api::admin_models, super::models_api::admin_models_pull,
-        super::models_api::admin_models_cancel, super::models_api::admin_models_verify,
-        super::models_api::admin_models_default, super::models_api::admin_models_delete,
-    ),
     components(schemas(
         ErrorEnvelope, ErrorBody, SettingsPatch, AuditList, AuditEntry,
         super::admin::Status, super::admin::BreakerStatus, super::admin::BreakerStateName,
@@ -69,7 +55,7 @@ use super::state::AppState;
         super::admin::SettingsList, super::admin::SettingInfo, crate::settings::SettingSource,
         super::admin::BreakerEvent,
     )),
-    modifiers(&Security, &ErrorResponses, &Tags),
+    modifiers(&Security),
 )]
 pub struct ApiDoc;
 
@@ -157,46 +143,50 @@ pub struct ErrorBody {
     request_id: Option<String>,
 }
 
-/// Names the operation groups for people: utoipa tags each operation with its handler's
-/// module path (`super::ops`), which is what `/docs` would otherwise show as headings.
+/// Names the operation groups for people, by path: the routes carry no tags of their own
+/// (the admin ones aside), and untagged operations would sit under one nameless heading in
+/// `/docs`.
 struct Tags;
+
+/// A group: tag, description, and whether a path belongs (the first that matches wins).
+type Group = (&'static str, &'static str, fn(&str) -> bool);
+
+const GROUPS: &[Group] = &[
+    (
+        "pii",
+        "OpenMed-compatible detection and de-identification",
+        |p| p.starts_with("/pii/") || p == "/analyze",
+    ),
+    ("admin", "the admin API (admin token)", |p| {
+        p.starts_with("/admin/")
+    }),
+    (
+        "front door",
+        "the landing page and this reference (open)",
+        |p| p == "/" || p == "/docs",
+    ),
+    (
+        "service",
+        "health, readiness, metrics and loaded models",
+        |_| true,
+    ),
+];
 
 impl utoipa::Modify for Tags {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::tag::TagBuilder;
-        const GROUPS: &[(&str, &str, &str)] = &[
-            (
-                "super::pii",
-                "pii",
-                "OpenMed-compatible detection and de-identification",
-            ),
-            ("super::stream", "pii", ""),
-            (
-                "super::ops",
-                "service",
-                "health, readiness, metrics and loaded models",
-            ),
-            (
-                "super::front",
-                "front door",
-                "the landing page and this reference (open)",
-            ),
-            ("admin", "admin", "the admin API (admin token)"),
-        ];
-        for item in openapi.paths.paths.values_mut() {
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let Some((tag, _, _)) = GROUPS.iter().find(|(_, _, member)| member(path)) else {
+                continue;
+            };
             for op in operations_mut(item) {
-                for tag in op.tags.iter_mut().flatten() {
-                    if let Some((_, name, _)) = GROUPS.iter().find(|(from, _, _)| from == tag) {
-                        *tag = (*name).to_string();
-                    }
-                }
+                op.tags = Some(vec![(*tag).to_string()]);
             }
         }
         openapi.tags = Some(
             GROUPS
                 .iter()
-                .filter(|(_, _, what)| !what.is_empty())
-                .map(|(_, name, what)| {
+                .map(|(name, what, _)| {
                     TagBuilder::new()
                         .name(*name)
                         .description(Some(*what))
@@ -226,8 +216,12 @@ impl utoipa::Modify for Security {
     }
 }
 
-/// Adds the stack's error responses to every operation, by route class (`docs/errors.md`).
-struct ErrorResponses;
+/// Adds the stack's error responses to every operation, by route class (`docs/errors.md`):
+/// the model routes (behind admission), the open routes (no token, as the auth layer
+/// decides), the rest.
+struct ErrorResponses<'a> {
+    model_paths: &'a [String],
+}
 
 fn error_response(description: &str, headers: &[(&str, &str)]) -> DocResponse {
     let mut b = ResponseBuilder::new().description(description).content(
@@ -259,27 +253,11 @@ fn add(op: &mut Operation, status: &str, description: &str, headers: &[(&str, &s
         .or_insert_with(|| RefOr::T(error_response(description, headers)));
 }
 
-impl utoipa::Modify for ErrorResponses {
+impl utoipa::Modify for ErrorResponses<'_> {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        const MODEL_ROUTES: &[&str] = &[
-            "/analyze",
-            "/pii/extract",
-            "/pii/extract/stream",
-            "/pii/deidentify",
-            "/pii/deidentify/stream",
-        ];
-        const OPEN_ROUTES: &[&str] = &[
-            "/",
-            "/docs",
-            "/health",
-            "/livez",
-            "/readyz",
-            "/metrics",
-            "/openapi.json",
-        ];
         for (path, item) in openapi.paths.paths.iter_mut() {
-            let model = MODEL_ROUTES.contains(&path.as_str());
-            let open = OPEN_ROUTES.contains(&path.as_str());
+            let model = self.model_paths.contains(path);
+            let open = super::middleware::required_scope(path).is_none();
             let admin = path.starts_with("/admin/");
             let ops = [
                 (&mut item.get, false),
@@ -400,12 +378,25 @@ fn set_enum(schema: &mut RefOr<Schema>, field: &str, choices: &[&str]) {
     }
 }
 
+/// Finishes the document the router assembled: tags, the stack's error responses, and
+/// axum's catch-all segments (`{*id}`) written as OpenAPI path parameters (`{id}`).
+pub fn finish(doc: &mut utoipa::openapi::OpenApi, model_paths: &[String]) {
+    use utoipa::Modify;
+    ErrorResponses { model_paths }.modify(doc);
+    Tags.modify(doc);
+    let paths = std::mem::take(&mut doc.paths.paths);
+    doc.paths.paths = paths
+        .into_iter()
+        .map(|(path, item)| (path.replace("{*", "{"), item))
+        .collect();
+}
+
 /// The document for a server whose served set is `served`: `model_name` lists exactly the
 /// names it accepts at this moment (any other name is a 422 `model_not_served`), and the
 /// cross-field rules the parser applies are stated in JSON Schema (utoipa's derive has no
 /// words for them).
-pub fn document(served: &[String]) -> Value {
-    let mut doc = ApiDoc::openapi();
+pub fn document(base: &utoipa::openapi::OpenApi, served: &[String]) -> Value {
+    let mut doc = base.clone();
     let names: Vec<&str> = served.iter().map(String::as_str).collect();
     if let Some(components) = doc.components.as_mut() {
         for schema in components.schemas.values_mut() {
@@ -449,8 +440,11 @@ pub fn document(served: &[String]) -> Value {
 }
 
 /// `GET /openapi.json`.
-pub async fn openapi_json(State(st): State<AppState>) -> Response {
-    axum::Json(document(&st.engine.served_names())).into_response()
+pub async fn openapi_json(
+    State(st): State<AppState>,
+    base: std::sync::Arc<utoipa::openapi::OpenApi>,
+) -> Response {
+    axum::Json(document(&base, &st.engine.served_names())).into_response()
 }
 
 #[cfg(test)]
@@ -470,7 +464,7 @@ mod tests {
     };
 
     fn properties(name: &str) -> Vec<String> {
-        let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
+        let doc = serde_json::to_value(crate::server::router::api_doc()).expect("serialises");
         let props = &doc["components"]["schemas"][name]["properties"];
         props
             .as_object()
@@ -535,7 +529,7 @@ mod tests {
 
     #[test]
     fn request_bodies_forbid_unknown_fields_and_require_only_text() {
-        let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
+        let doc = serde_json::to_value(crate::server::router::api_doc()).expect("serialises");
         for name in [
             "ExtractRequest",
             "ExtractStreamRequest",
@@ -554,7 +548,10 @@ mod tests {
 
     #[test]
     fn model_name_lists_the_served_set() {
-        let doc = document(&["a".into(), "b/c".into()]);
+        let doc = document(
+            &crate::server::router::api_doc(),
+            &["a".into(), "b/c".into()],
+        );
         for name in [
             "ExtractRequest",
             "DeidentifyStreamRequest",
@@ -568,7 +565,7 @@ mod tests {
 
     #[test]
     fn model_routes_document_the_stack_errors() {
-        let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
+        let doc = serde_json::to_value(crate::server::router::api_doc()).expect("serialises");
         let responses = &doc["paths"]["/pii/deidentify"]["post"]["responses"];
         for status in [
             "200", "400", "401", "403", "408", "413", "415", "422", "429", "500", "503", "504",
@@ -585,7 +582,7 @@ mod tests {
 
     #[test]
     fn operations_are_grouped_under_named_tags() {
-        let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
+        let doc = serde_json::to_value(crate::server::router::api_doc()).expect("serialises");
         let named: Vec<&str> = doc["tags"]
             .as_array()
             .expect("tags")
@@ -604,7 +601,7 @@ mod tests {
 
     #[test]
     fn admin_routes_are_documented_with_their_scope_error() {
-        let doc = serde_json::to_value(ApiDoc::openapi()).expect("serialises");
+        let doc = serde_json::to_value(crate::server::router::api_doc()).expect("serialises");
         for (path, method) in [
             ("/admin/status", "get"),
             ("/admin/settings", "get"),

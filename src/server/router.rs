@@ -19,13 +19,17 @@
 //! axum applies `.layer` calls bottom-up, so the code below lists them in reverse.
 
 use axum::extract::DefaultBodyLimit;
+use axum::extract::State;
 use axum::http::{HeaderName, Method};
 use axum::middleware::from_fn_with_state as mw;
 use axum::response::IntoResponse;
-use axum::routing::{delete, get, post};
+use axum::routing::get;
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::state::AppState;
@@ -64,73 +68,97 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response:
     ApiError::Internal.into_response()
 }
 
+/// Every documented route, registered once: each handler's `#[utoipa::path]` gives both
+/// its axum route and its OpenAPI operation, so the router and `/openapi.json` cannot
+/// drift. Two groups, because the model routes sit behind admission.
+struct Documented {
+    model: OpenApiRouter<AppState>,
+    rest: OpenApiRouter<AppState>,
+}
+
+fn documented() -> Documented {
+    let model = OpenApiRouter::new()
+        .routes(routes!(pii::analyze))
+        .routes(routes!(pii::pii_extract))
+        .routes(routes!(stream::pii_extract_stream))
+        .routes(routes!(pii::pii_deidentify))
+        .routes(routes!(stream::pii_deidentify_stream));
+    let rest = OpenApiRouter::new()
+        .routes(routes!(front::index))
+        .routes(routes!(front::docs))
+        .routes(routes!(ops::health))
+        .routes(routes!(ops::livez))
+        .routes(routes!(ops::readyz))
+        .routes(routes!(ops::metrics))
+        .routes(routes!(ops::models_loaded))
+        .routes(routes!(ops::models_unload))
+        .routes(routes!(admin::admin_status))
+        .routes(routes!(
+            admin::admin_settings_get,
+            admin::admin_settings_put
+        ))
+        .routes(routes!(admin::admin_breaker_action))
+        .routes(routes!(
+            admin::admin_tokens_list,
+            admin::admin_tokens_create
+        ))
+        .routes(routes!(admin::admin_tokens_revoke))
+        .routes(routes!(admin::admin_events))
+        .routes(routes!(admin::admin_audit))
+        .routes(routes!(admin::admin_eval))
+        .routes(routes!(models_api::admin_models))
+        .routes(routes!(models_api::admin_models_pull))
+        .routes(routes!(models_api::admin_models_cancel))
+        .routes(routes!(models_api::admin_models_verify))
+        .routes(routes!(models_api::admin_models_default))
+        .routes(routes!(models_api::admin_models_delete));
+    Documented { model, rest }
+}
+
+impl Documented {
+    /// The routes with the model group behind `admission`, and the finished document.
+    fn split(
+        self,
+        admission: impl FnOnce(OpenApiRouter<AppState>) -> OpenApiRouter<AppState>,
+    ) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+        let model_paths: Vec<String> = self
+            .model
+            .get_openapi()
+            .paths
+            .paths
+            .keys()
+            .cloned()
+            .collect();
+        let (router, mut doc) = OpenApiRouter::with_openapi(super::openapi::ApiDoc::openapi())
+            .merge(admission(self.model))
+            .merge(self.rest)
+            .split_for_parts();
+        super::openapi::finish(&mut doc, &model_paths);
+        (router, doc)
+    }
+}
+
+/// The OpenAPI document of every documented route (as `/openapi.json` serves it before the
+/// served model names are filled in).
+pub fn api_doc() -> utoipa::openapi::OpenApi {
+    documented().split(|model| model).1
+}
+
 /// Builds the application router over `st`; `max_body` is the request body limit.
 pub fn app(st: AppState, max_body: usize) -> Router {
-    let model_routes = Router::new()
-        .route("/analyze", post(pii::analyze))
-        .route("/pii/extract", post(pii::pii_extract))
-        .route("/pii/extract/stream", post(stream::pii_extract_stream))
-        .route("/pii/deidentify", post(pii::pii_deidentify))
-        .route(
-            "/pii/deidentify/stream",
-            post(stream::pii_deidentify_stream),
-        )
-        .route_layer(mw(st.clone(), middleware::admission));
-    let mut admin_routes = Router::new()
-        .route("/admin/status", get(admin::admin_status))
-        .route(
-            "/admin/settings",
-            get(admin::admin_settings_get).put(admin::admin_settings_put),
-        )
-        .route(
-            "/admin/breakers/{key}/{action}",
-            post(admin::admin_breaker_action),
-        )
-        .route(
-            "/admin/tokens",
-            get(admin::admin_tokens_list).post(admin::admin_tokens_create),
-        )
-        .route("/admin/tokens/{id}", delete(admin::admin_tokens_revoke))
-        .route("/admin/events", get(admin::admin_events))
-        .route("/admin/audit", get(admin::admin_audit))
-        .route("/admin/eval", post(admin::admin_eval))
-        .route("/admin/models", get(models_api::admin_models))
-        .route("/admin/models/pull", post(models_api::admin_models_pull))
-        .route(
-            "/admin/models/pull/{*id}",
-            delete(models_api::admin_models_cancel),
-        )
-        .route(
-            "/admin/models/verify",
-            post(models_api::admin_models_verify),
-        )
-        .route(
-            "/admin/models/default",
-            post(models_api::admin_models_default),
-        )
-        .route(
-            "/admin/models/{*id}",
-            delete(models_api::admin_models_delete),
-        );
+    let admission = mw(st.clone(), middleware::admission);
+    let (mut router, doc) = documented().split(|model| model.route_layer(admission));
+    let doc = std::sync::Arc::new(doc);
     if crate::engine::Faults::ENABLED {
-        admin_routes = admin_routes.route(
+        router = router.route(
             "/admin/faults",
             get(admin::admin_faults_get).put(admin::admin_faults_put),
         );
     }
-    let mut router = Router::new()
-        .route("/", get(front::index))
-        .route("/docs", get(front::docs))
-        .route("/docs/", get(front::docs))
-        .route("/health", get(ops::health))
-        .route("/livez", get(ops::livez))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .route("/openapi.json", get(super::openapi::openapi_json))
-        .route("/models/loaded", get(ops::models_loaded))
-        .route("/models/unload", post(ops::models_unload))
-        .merge(model_routes)
-        .merge(admin_routes);
+    router = router.route("/docs/", get(front::docs)).route(
+        "/openapi.json",
+        get(move |state: State<AppState>| super::openapi::openapi_json(state, doc)),
+    );
     for (path, _, _) in front::ASSETS {
         router = router.route(path, get(move || async move { front::asset(path) }));
     }
