@@ -3,7 +3,8 @@
 # Xvfb screenshots need, and only what is missing. Idempotent: safe to run on every CI run.
 #   Debian/Ubuntu packages: pkg-config + libdbus (tao, under Tauri), webkit2gtk 4.1 + appindicator + rsvg (Tauri 2 on Linux),
 #   xvfb + imagemagick + xdotool + trayer + dbus-x11 (screenshots of the window and tray menu), chromium (headless e2e browser).
-#   npm: playwright-core (driver only; it never downloads a browser), pinned by e2e/package-lock.json.
+#   npm: playwright-core (driver only; it never downloads a browser) and typescript (the
+#   dashboard type check), pinned by e2e/package-lock.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,6 @@ if ((${#missing[@]})); then
     install -y -q "${missing[@]}"
 fi
 
-if [[ ! -d e2e/node_modules/playwright-core ]]; then
+if [[ ! -d e2e/node_modules/playwright-core || ! -d e2e/node_modules/typescript ]]; then
   (cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
 fi

@@ -431,7 +431,7 @@ fn settings_put(
 }
 
 /// `POST /admin/breakers/{key}/{action}` with action `reset`, `force-open`, `disable`.
-#[utoipa::path(post, path = "/admin/breakers/{key}/{action}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("key" = String, Path, description = "an installed model id"), ("action" = String, Path, description = "`reset`, `force-open` or `disable`")), responses((status = 200, description = "the breaker after the action", body = BreakerStatus), (status = 404, description = "no such model or action (`not_found`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/breakers/{key}/{action}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("key" = String, Path, description = "an installed model id"), ("action" = String, Path, description = "`reset`, `force-open` or `disable`")), responses((status = 200, description = "the breaker after the action", body = BreakerStatus), (status = 404, description = "no such model or action (`not_found`)", body = super::error::ErrorEnvelope)))]
 pub async fn admin_breaker_action(
     State(st): State<AppState>,
     actor: Actor,
@@ -538,7 +538,7 @@ async fn tokens_create(
 
 /// `DELETE /admin/tokens/{id}` → 204. Revoking `client`, the primary client token, replaces
 /// it with a fresh one (which `phiguard token show` prints); the old one is refused at once.
-#[utoipa::path(delete, path = "/admin/tokens/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "token id; `client` is the primary client token, replaced by a fresh one when revoked")), responses((status = 204, description = "revoked"), (status = 404, description = "no such token", body = super::openapi::ErrorEnvelope), (status = 409, description = "the primary client token is set by PHIGUARD_AUTH_TOKEN and cannot be replaced here", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(delete, path = "/admin/tokens/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "token id; `client` is the primary client token, replaced by a fresh one when revoked")), responses((status = 204, description = "revoked"), (status = 404, description = "no such token", body = super::error::ErrorEnvelope), (status = 409, description = "the primary client token is set by PHIGUARD_AUTH_TOKEN and cannot be replaced here", body = super::error::ErrorEnvelope)))]
 pub async fn admin_tokens_revoke(
     State(st): State<AppState>,
     actor: Actor,
@@ -630,7 +630,7 @@ const AUDIT_LIMIT_MAX: usize = 1000;
 const AUDIT_LIMIT_DEFAULT: usize = 100;
 
 /// `GET /admin/audit?limit=N`: the latest audit records, newest first.
-#[utoipa::path(get, path = "/admin/audit", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "how many records, newest first (default 100)")), responses((status = 200, description = "the latest admin actions, newest first: time, actor (token id), peer, action, target, old/new values, result", body = super::openapi::AuditList), (status = 422, description = "`limit` is not an integer from 1 to 1000 (`validation_error`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(get, path = "/admin/audit", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "how many records, newest first (default 100)")), responses((status = 200, description = "the latest admin actions, newest first: time, actor (token id), peer, action, target, old/new values, result", body = super::openapi::AuditList), (status = 422, description = "`limit` is not an integer from 1 to 1000 (`validation_error`)", body = super::error::ErrorEnvelope)))]
 pub async fn admin_audit(
     State(st): State<AppState>,
     RawQuery(query): RawQuery,

@@ -357,13 +357,40 @@ impl ApiError {
 
     /// The envelope body as JSON (request id filled in by the middleware).
     pub fn body(&self, request_id: Option<&str>) -> Value {
-        json!({ "error": {
-            "code": self.code(),
-            "message": self.message(),
-            "details": self.details(),
-            "request_id": request_id,
-        }})
+        serde_json::to_value(self.envelope(request_id)).unwrap_or(Value::Null)
     }
+
+    /// The envelope of this error.
+    pub fn envelope(&self, request_id: Option<&str>) -> ErrorEnvelope {
+        ErrorEnvelope {
+            error: ErrorBody {
+                code: self.code(),
+                message: self.message(),
+                details: Some(self.details()).filter(|d| !d.is_null()),
+                request_id: request_id.map(str::to_string),
+            },
+        }
+    }
+}
+
+/// The error envelope every error response uses (DESIGN §5).
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorEnvelope {
+    /// The error.
+    pub error: ErrorBody,
+}
+
+/// The body of the envelope.
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// Machine-readable code (`validation_error`, `circuit_breaker_open`, …).
+    pub code: &'static str,
+    /// Fixed human-readable message; never contains request content.
+    pub message: String,
+    /// Field problems, or numbers and closed-vocabulary values; null when none.
+    pub details: Option<Value>,
+    /// The request id (also the `X-Request-ID` header).
+    pub request_id: Option<String>,
 }
 
 impl From<crate::engine::EngineError> for ApiError {

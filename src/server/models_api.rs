@@ -183,7 +183,7 @@ pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiErr
 }
 
 /// `POST /admin/models/pull {"id"}` → 202; progress arrives as `download` events.
-#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = PullStarted), (status = 409, description = "already downloading, or the entry is unpinned while models.require_pinned is on (`conflict`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = PullStarted), (status = 409, description = "already downloading, or the entry is unpinned while models.require_pinned is on (`conflict`)", body = super::error::ErrorEnvelope)))]
 pub async fn admin_models_pull(
     State(st): State<AppState>,
     actor: Actor,
@@ -277,7 +277,7 @@ impl DownloadObserver for Publisher {
 }
 
 /// `DELETE /admin/models/pull/{id}` cancels a running download.
-#[utoipa::path(delete, path = "/admin/models/pull/{*id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "catalog id; may contain `/`")), responses((status = 202, description = "cancelling"), (status = 404, description = "no such download", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(delete, path = "/admin/models/pull/{*id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "catalog id; may contain `/`")), responses((status = 202, description = "cancelling"), (status = 404, description = "no such download", body = super::error::ErrorEnvelope)))]
 pub async fn admin_models_cancel(
     State(st): State<AppState>,
     actor: Actor,
@@ -296,7 +296,7 @@ pub async fn admin_models_cancel(
 }
 
 /// `POST /admin/models/verify {"id"}`.
-#[utoipa::path(post, path = "/admin/models/verify", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 200, description = "whether every file matches its recorded digest", body = ModelVerification), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/verify", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 200, description = "whether every file matches its recorded digest", body = ModelVerification), (status = 404, description = "no such model", body = super::error::ErrorEnvelope)))]
 pub async fn admin_models_verify(
     State(st): State<AppState>,
     Body(body): Body,
@@ -320,7 +320,7 @@ pub async fn admin_models_verify(
 }
 
 /// `POST /admin/models/default {"id"}`: persists `models.default`.
-#[utoipa::path(post, path = "/admin/models/default", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 200, description = "the new default", body = DefaultModel), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/default", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 200, description = "the new default", body = DefaultModel), (status = 404, description = "no such model", body = super::error::ErrorEnvelope)))]
 pub async fn admin_models_default(
     State(st): State<AppState>,
     actor: Actor,
@@ -356,7 +356,7 @@ fn models_default(st: &AppState, body: &[u8], record: &mut Action) -> Result<Res
 }
 
 /// `DELETE /admin/models/{id}` (ids may contain `/`).
-#[utoipa::path(delete, path = "/admin/models/{*id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "model id; may contain `/`")), responses((status = 204, description = "removed"), (status = 404, description = "no such model", body = super::openapi::ErrorEnvelope), (status = 409, description = "in use or not removable (`conflict`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(delete, path = "/admin/models/{*id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "model id; may contain `/`")), responses((status = 204, description = "removed"), (status = 404, description = "no such model", body = super::error::ErrorEnvelope), (status = 409, description = "in use or not removable (`conflict`)", body = super::error::ErrorEnvelope)))]
 pub async fn admin_models_delete(
     State(st): State<AppState>,
     actor: Actor,

@@ -42,7 +42,7 @@ use super::state::AppState;
 #[openapi(
     info(title = "phiguard", description = "Local-first clinical de-identification service (OpenMed 3.1 compatible)"),
     components(schemas(
-        ErrorEnvelope, ErrorBody, SettingsPatch, AuditList, AuditEntry,
+        super::error::ErrorEnvelope, super::error::ErrorBody, SettingsPatch, AuditList, AuditEntry,
         super::admin::Status, super::admin::BreakerStatus, super::admin::BreakerStateName,
         super::admin::AdmissionStatus, super::admin::QueueDepth, super::admin::Totals,
         super::admin::ClusterStatus, super::admin::TrayState, super::state::Phase,
@@ -120,27 +120,6 @@ pub struct AuditEntry {
     details: Option<serde_json::Value>,
     /// `ok`, or the error code the action was refused with.
     result: String,
-}
-
-/// The error envelope every error response uses.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct ErrorEnvelope {
-    error: ErrorBody,
-}
-
-/// The body of the envelope.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct ErrorBody {
-    /// Machine-readable code (`validation_error`, `circuit_breaker_open`, …).
-    code: String,
-    /// Fixed human-readable message; never contains request content.
-    message: String,
-    /// Field problems, or numbers and closed-vocabulary values; null when none.
-    details: Option<Value>,
-    /// The request id (also the `X-Request-ID` header).
-    request_id: Option<String>,
 }
 
 /// Names the operation groups for people, by path: the routes carry no tags of their own

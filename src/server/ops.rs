@@ -42,7 +42,7 @@ pub async fn livez() -> Response {
 }
 
 /// `GET /readyz`.
-#[utoipa::path(get, path = "/readyz", responses((status = 200, description = "ready", body = ProbeResponse), (status = 503, description = "starting or draining (`not_ready`)", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(get, path = "/readyz", responses((status = 200, description = "ready", body = ProbeResponse), (status = 503, description = "starting or draining (`not_ready`)", body = super::error::ErrorEnvelope)))]
 pub async fn readyz(State(st): State<AppState>) -> Result<Response, ApiError> {
     match st.phase() {
         Phase::Serving => Ok(axum::Json(ProbeResponse {
@@ -60,7 +60,7 @@ pub async fn readyz(State(st): State<AppState>) -> Result<Response, ApiError> {
 }
 
 /// `GET /metrics` (when `server.metrics_enabled`).
-#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text", body = String, content_type = "text/plain"), (status = 404, description = "metrics disabled", body = super::openapi::ErrorEnvelope)))]
+#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text", body = String, content_type = "text/plain"), (status = 404, description = "metrics disabled", body = super::error::ErrorEnvelope)))]
 pub async fn metrics(State(st): State<AppState>) -> Result<Response, ApiError> {
     if !st.settings().get(keys::SERVER_METRICS_ENABLED) {
         return Err(ApiError::NotFound);
