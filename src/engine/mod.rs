@@ -212,12 +212,25 @@ impl Engine {
 
     /// Loads `id` now (preloading before readiness); false when it does not load.
     pub async fn preload(&self, id: &str) -> bool {
+        self.lease(id, None).await.is_ok()
+    }
+
+    /// Leases model `id` from the registry, loading it on first use. Loading is short
+    /// blocking I/O and parsing: `spawn_blocking` is the right pool for it.
+    async fn lease(
+        &self,
+        id: &str,
+        keep_alive: Option<Option<Duration>>,
+    ) -> Result<registry::Lease, CallError> {
         let registry = Arc::clone(&self.registry);
         let id = id.to_string();
-        tokio::task::spawn_blocking(move || registry.lease(&id, None).map(drop))
+        tokio::task::spawn_blocking(move || registry.lease(&id, keep_alive))
             .await
-            .map(|r| r.is_ok())
-            .unwrap_or(false)
+            .map_err(|_| CallError::Load)?
+            .map_err(|e| match e {
+                registry::RegistryError::Unknown => CallError::Unknown,
+                registry::RegistryError::Load => CallError::Load,
+            })
     }
 
     /// Replaces the injected faults (`target=mode,…`; fault-injection builds only).
@@ -351,16 +364,7 @@ impl Engine {
         text: Arc<str>,
         keep_alive: Option<Option<Duration>>,
     ) -> Result<Vec<Span>, CallError> {
-        let registry = Arc::clone(&self.registry);
-        let id = key.to_string();
-        // Loading is short blocking I/O and parsing: spawn_blocking is the right pool for it.
-        let lease = tokio::task::spawn_blocking(move || registry.lease(&id, keep_alive))
-            .await
-            .map_err(|_| CallError::Load)?
-            .map_err(|e| match e {
-                registry::RegistryError::Unknown => CallError::Unknown,
-                registry::RegistryError::Load => CallError::Load,
-            })?;
+        let lease = self.lease(&key, keep_alive).await?;
         let backend = Arc::clone(&lease.backend) as Arc<dyn crate::detect::Recognizer>;
         let out = self.pool.run(key, backend, text).await;
         drop(lease);
