@@ -17,7 +17,7 @@ use crate::detect::Label;
 /// `matched_gold` counts gold items found; `matched_predicted` counts predicted items that
 /// are correct. For strict span and character figures the two are equal; for overlapping
 /// span figures they can differ (matching is not one-to-one).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Prf {
     /// Gold items (spans or code points).
     pub gold: usize,
@@ -72,7 +72,7 @@ pub(crate) fn ratio(num: usize, den: usize) -> f64 {
 }
 
 /// The four figures computed for one label or overall (see the module doc of `eval`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Metrics {
     /// Exact start, end and label.
     pub strict: Prf,
@@ -85,9 +85,10 @@ pub struct Metrics {
 }
 
 /// The figures of one canonical label.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LabelMetrics {
     /// The label.
+    #[schema(value_type = String)]
     pub label: Label,
     /// Its span and character figures.
     #[serde(flatten)]
@@ -99,7 +100,7 @@ pub struct LabelMetrics {
 /// The figures of one foreign gold label (a name that no vocabulary knows; see
 /// [`read_gold`](super::read_gold)). Predictions never carry such a label, so only the
 /// label-agnostic figures mean something.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ForeignMetrics {
     /// The label as the gold file names it.
     pub label: String,
@@ -114,7 +115,7 @@ pub struct ForeignMetrics {
 }
 
 /// How the leak rate was measured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LeakBasis {
     /// From the de-identified texts: a gold word (a run of letters and digits of three or
@@ -135,7 +136,7 @@ pub enum LeakBasis {
 /// full stop look like a leak. The redacted-output basis can over-count when a surrogate or
 /// an unrelated word coincides with a gold word (it errs on the side of reporting a leak)
 /// and cannot see a leak that was rewritten, such as a date shifted by one day too few.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Leak {
     /// How it was measured.
     pub basis: LeakBasis,
@@ -152,7 +153,7 @@ pub struct Leak {
 }
 
 /// The time one document took, for the slowest-documents list.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DocTiming {
     /// Document id from the gold file.
     pub id: String,
@@ -163,7 +164,7 @@ pub struct DocTiming {
 }
 
 /// The result of [`score`](super::score): serialises to JSON, renders as a table.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Report {
     /// Documents scored.
     pub documents: usize,

@@ -248,7 +248,7 @@ impl WriterLock {
 }
 
 /// A token in the JSON the admin API returns on creation (the only time it is shown).
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct NewToken {
     /// Id.
     pub id: String,

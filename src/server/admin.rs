@@ -499,7 +499,7 @@ pub struct TokenList {
 }
 
 /// `POST /admin/tokens` `{"label","scope"}` → 201 with the token (shown once).
-#[utoipa::path(post, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = TokenCreateRequest, content_type = "application/json"), responses((status = 201, description = "the new token, its secret shown this once", body = serde_json::Value)))]
+#[utoipa::path(post, path = "/admin/tokens", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = TokenCreateRequest, content_type = "application/json"), responses((status = 201, description = "the new token, its secret shown this once", body = crate::secrets::NewToken)))]
 pub async fn admin_tokens_create(
     State(st): State<AppState>,
     actor: Actor,
@@ -699,7 +699,7 @@ fn status_event(st: &AppState) -> SseEvent {
 /// `POST /admin/eval` `{"gold": "<JSONL or JSON array>", "model_name"?, "method"?}`: the
 /// `phiguard eval` report as JSON, for the dashboard. Gold errors name the line, never
 /// the text.
-#[utoipa::path(post, path = "/admin/eval", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = EvalRequest, content_type = "application/json"), responses((status = 200, description = "the `phiguard eval` report", body = serde_json::Value)))]
+#[utoipa::path(post, path = "/admin/eval", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = EvalRequest, content_type = "application/json"), responses((status = 200, description = "the `phiguard eval` report", body = crate::eval::Report)))]
 pub async fn admin_eval(
     State(st): State<AppState>,
     Body(body): Body,
