@@ -404,3 +404,124 @@ pub struct UnloadResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub active_models: Option<BTreeMap<String, usize>>,
 }
+
+/// The lines of `/pii/extract/stream` and `/pii/deidentify/stream`, in OpenMed's shapes. The
+/// NDJSON writer sorts keys (as Python's `json.dumps(sort_keys=True)`), so field order here
+/// is free.
+pub mod stream {
+    use serde::Serialize;
+
+    /// A span of `/pii/extract/stream`.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct EmittedSpan {
+        /// Stable id: label and start.
+        pub id: String,
+        /// OpenMed's wire label.
+        pub label: &'static str,
+        /// Confidence, four decimals.
+        pub score: f64,
+        /// Code-point offsets.
+        pub start: usize,
+        /// One past the last code point.
+        pub end: usize,
+        /// UTF-8 offsets.
+        pub byte_start: usize,
+        /// One past the last byte.
+        pub byte_end: usize,
+        /// The span text, with `include_text` (the default).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub text: Option<String>,
+        /// In the audit copy: the keyed hash of the text, never the text.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub text_hash: Option<String>,
+    }
+
+    /// The audit part of an `emit` line.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct EmitAudit {
+        /// The span's id.
+        pub entity_id: String,
+        /// The span with its text hashed.
+        pub span: EmittedSpan,
+        /// `emit`.
+        #[serde(rename = "type")]
+        pub kind: &'static str,
+    }
+
+    /// One committed entity of `/pii/extract/stream`.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct Emit {
+        /// The audit copy.
+        pub audit: EmitAudit,
+        /// The span's id.
+        pub entity_id: String,
+        /// The span.
+        pub span: EmittedSpan,
+        /// `emit`.
+        #[serde(rename = "type")]
+        pub kind: &'static str,
+    }
+
+    /// The audit part of a `final` line of `/pii/extract/stream`.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct ExtractFinalAudit {
+        /// `final`.
+        #[serde(rename = "type")]
+        pub kind: &'static str,
+        /// The detection window.
+        pub window_chars: usize,
+    }
+
+    /// The last line of `/pii/extract/stream`.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct ExtractFinal {
+        /// The audit part.
+        pub audit: ExtractFinalAudit,
+        /// Milliseconds spent.
+        pub latency_ms: f64,
+        /// `final`.
+        #[serde(rename = "type")]
+        pub kind: &'static str,
+        /// The detection window.
+        pub window_chars: usize,
+        /// Every emitted span, when there were any.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub final_spans: Vec<EmittedSpan>,
+        /// True when the rules alone answered.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub degraded: Option<bool>,
+    }
+
+    /// One redacted piece of `/pii/deidentify/stream`.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct Chunk {
+        /// 0, 1, …
+        pub index: usize,
+        /// The committed text, redacted.
+        pub redacted_text: String,
+        /// `chunk`.
+        #[serde(rename = "type")]
+        pub kind: &'static str,
+    }
+
+    /// The error of a failed `/pii/deidentify/stream`, after its headers went out.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct StreamErrorBody {
+        /// `timeout` or `internal_error`.
+        pub code: &'static str,
+        /// Fixed text.
+        pub message: String,
+        /// `timeout_seconds` for a timeout.
+        pub details: Option<serde_json::Value>,
+    }
+
+    /// The last line of a failed `/pii/deidentify/stream`.
+    #[derive(Clone, Debug, Serialize)]
+    pub struct StreamError {
+        /// The error.
+        pub error: StreamErrorBody,
+        /// `error`.
+        #[serde(rename = "type")]
+        pub kind: &'static str,
+    }
+}

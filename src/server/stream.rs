@@ -25,6 +25,10 @@ use super::middleware::{Body, HeldAdmission};
 use super::ndjson::dumps;
 use super::pii::{call_options, deid_options, limits, request_rng};
 use super::responses::round4;
+use super::responses::stream::{
+    Chunk, Emit, EmitAudit, EmittedSpan, ExtractFinal, ExtractFinalAudit, StreamError,
+    StreamErrorBody,
+};
 use super::state::AppState;
 use super::validate::parse;
 use crate::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
@@ -201,8 +205,9 @@ impl Lines {
     }
 
     /// Sends one line; false when the stream is over (the client left or stopped reading).
-    async fn send(&self, v: &Value, compact: bool) -> bool {
-        let line = Bytes::from(format!("{}\n", dumps(v, compact)));
+    async fn send<T: serde::Serialize>(&self, line: &T, compact: bool) -> bool {
+        let v = serde_json::to_value(line).unwrap_or(Value::Null);
+        let line = Bytes::from(format!("{}\n", dumps(&v, compact)));
         match self.tx.send_timeout(line, self.timeout).await {
             Ok(()) => true,
             Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
@@ -253,30 +258,52 @@ pub async fn pii_extract_stream(
             for s in &commit.spans {
                 let id = entity_id(s.label.wire(), s.start);
                 let etext = idx.slice(&req.text, s.start, s.end);
-                let mut span = json!({"byte_end": idx.byte(s.end), "byte_start": idx.byte(s.start), "end": s.end,
-                    "id": id, "label": s.label.wire(), "score": round4(s.score), "start": s.start});
-                let mut audit_span = span.clone();
-                audit_span["text_hash"] = json!(keyed_hash(&st, etext));
-                if so.include_text {
-                    span["text"] = json!(etext);
-                }
-                let event = json!({"audit": {"entity_id": id, "span": audit_span, "type": "emit"},
-                    "entity_id": id, "span": span, "type": "emit"});
-                final_spans.push(event["span"].clone());
+                let span = EmittedSpan {
+                    id: id.clone(),
+                    label: s.label.wire(),
+                    score: round4(s.score),
+                    start: s.start,
+                    end: s.end,
+                    byte_start: idx.byte(s.start),
+                    byte_end: idx.byte(s.end),
+                    text: so.include_text.then(|| etext.to_string()),
+                    text_hash: None,
+                };
+                let audit_span = EmittedSpan {
+                    text: None,
+                    text_hash: Some(keyed_hash(&st, etext)),
+                    ..span.clone()
+                };
+                let event = Emit {
+                    audit: EmitAudit {
+                        entity_id: id.clone(),
+                        span: audit_span,
+                        kind: "emit",
+                    },
+                    entity_id: id,
+                    span,
+                    kind: "emit",
+                };
                 if !lines.send(&event, false).await {
                     return;
                 }
+                final_spans.push(event.span);
             }
-        }
-        let mut fin = json!({"audit": {"type": "final", "window_chars": so.window_chars},
-            "latency_ms": started.elapsed().as_secs_f64() * 1000.0, "type": "final", "window_chars": so.window_chars});
-        if !final_spans.is_empty() {
-            fin["final_spans"] = Value::Array(final_spans);
         }
         if driver.degraded {
             st.metrics.degraded.inc();
-            fin["degraded"] = json!(true);
         }
+        let fin = ExtractFinal {
+            audit: ExtractFinalAudit {
+                kind: "final",
+                window_chars: so.window_chars,
+            },
+            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+            kind: "final",
+            window_chars: so.window_chars,
+            final_spans,
+            degraded: driver.degraded.then_some(true),
+        };
         lines.send(&fin, false).await;
     });
     Ok(ndjson_response(rx))
@@ -340,7 +367,11 @@ pub async fn pii_deidentify_stream(
             if !out.text.is_empty() {
                 redacted_len += out.text.chars().count();
                 redacted_hasher.update(out.text.as_bytes());
-                let line = json!({"index": index, "redacted_text": out.text, "type": "chunk"});
+                let line = Chunk {
+                    index,
+                    redacted_text: out.text,
+                    kind: "chunk",
+                };
                 index += 1;
                 chunks += 1;
                 if !lines.send(&line, true).await {
@@ -401,7 +432,14 @@ pub async fn pii_deidentify_stream(
                         Value::Null,
                     ),
                 };
-                let line = json!({"error": {"code": code, "details": details, "message": message}, "type": "error"});
+                let line = StreamError {
+                    error: StreamErrorBody {
+                        code,
+                        message,
+                        details: Some(details).filter(|d| !d.is_null()),
+                    },
+                    kind: "error",
+                };
                 lines.send(&line, true).await;
             }
         }
