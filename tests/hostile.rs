@@ -332,15 +332,17 @@ fn deid_options() -> impl Strategy<Value = DeidOptions> {
         any::<bool>(),
         any::<bool>(),
         any_policy(),
+        proptest::option::of("[a-z]{1,8}"),
     )
         .prop_map(
-            |(method, date_shift_days, keep_year, keep_mapping, policy)| DeidOptions {
+            |(method, date_shift_days, keep_year, keep_mapping, policy, subject)| DeidOptions {
                 method,
                 date_shift_days,
                 keep_year,
                 keep_mapping,
                 policy,
                 reference_year: None,
+                subject: subject.map(|s| HashKey::from_bytes([7; 32]).subject(&s)),
             },
         )
 }

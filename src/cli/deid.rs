@@ -39,6 +39,41 @@ pub(super) struct Args {
     pub(super) threshold: f64,
     pub(super) glob: Option<String>,
     pub(super) force: bool,
+    pub(super) subject: Option<String>,
+    pub(super) subject_from: Option<String>,
+}
+
+/// Where each input's subject comes from.
+enum Subjects {
+    /// No subject: per-file randomness, as OpenMed.
+    None,
+    /// One subject for every input.
+    One(crate::deid::SubjectKey),
+    /// The first group of a regex over each input's path.
+    FromPath(regex::Regex),
+}
+
+impl Subjects {
+    /// The subject key of `path`.
+    ///
+    /// # Errors
+    /// A fixed reason when the pattern does not match the path (the file is not written).
+    fn of(
+        &self,
+        key: &crate::deid::HashKey,
+        path: &Path,
+    ) -> Result<Option<crate::deid::SubjectKey>, String> {
+        match self {
+            Subjects::None => Ok(None),
+            Subjects::One(k) => Ok(Some(k.clone())),
+            Subjects::FromPath(re) => re
+                .captures(&path.to_string_lossy())
+                .and_then(|c| c.get(1))
+                .filter(|m| !m.as_str().is_empty())
+                .map(|m| Some(key.subject(m.as_str())))
+                .ok_or_else(|| "--subject-from does not match this path".to_string()),
+        }
+    }
 }
 
 pub(super) fn method(name: &str) -> Result<Method, Failure> {
@@ -291,6 +326,24 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         .map_err(|e| Failure::runtime(e.to_string()))?;
     let key = crate::deid::HashKey::from_hex(&key_hex)
         .map_err(|_| Failure::runtime("the stored hash key is corrupt"))?;
+    let subjects = match (&args.subject, &args.subject_from) {
+        (Some(s), _) if s.is_empty() => return Err(Failure::usage("--subject must not be empty")),
+        (Some(s), _) => Subjects::One(key.subject(s)),
+        (None, Some(p)) => {
+            let re = regex::Regex::new(p)
+                .map_err(|_| Failure::usage("--subject-from is not a valid regex"))?;
+            if re.captures_len() < 2 {
+                return Err(Failure::usage(
+                    "--subject-from needs one group, e.g. 'patients/([^/]+)/'",
+                ));
+            }
+            Subjects::FromPath(re)
+        }
+        (None, None) => Subjects::None,
+    };
+    if stdin_mode && matches!(subjects, Subjects::FromPath(_)) {
+        return Err(Failure::usage("--subject-from needs input paths, not -"));
+    }
     let opts = DeidOptions {
         method,
         date_shift_days: args.date_shift_days,
@@ -298,6 +351,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         keep_mapping: false,
         policy,
         reference_year: None,
+        subject: None,
     };
     let rt = runtime()?;
     rt.block_on(async move {
@@ -307,10 +361,13 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         let id = engine.resolve(args.model.as_deref()).map_err(|_| {
             Failure::usage("the model is not installed (see `phiguard models list`)")
         })?;
-        let call = |text: String| {
+        let call = |text: String, subject: Option<crate::deid::SubjectKey>| {
             let engine = Arc::clone(&engine);
             let id = id.clone();
-            let opts = opts.clone();
+            let opts = DeidOptions {
+                subject,
+                ..opts.clone()
+            };
             let key = key.clone();
             let threshold = args.threshold as f32;
             async move {
@@ -342,7 +399,8 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             std::io::stdin()
                 .read_to_string(&mut text)
                 .map_err(|_| Failure::usage("stdin is not valid UTF-8 text"))?;
-            let (out, _) = call(text).await.map_err(Failure::runtime)?;
+            let subject = subjects.of(&key, Path::new("-")).map_err(Failure::usage)?;
+            let (out, _) = call(text, subject).await.map_err(Failure::runtime)?;
             std::io::stdout()
                 .write_all(out.as_bytes())
                 .map_err(|e| Failure::runtime(e.to_string()))?;
@@ -367,13 +425,16 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 .map(|job| {
                     let dest = out_dir.join(&job.output);
                     let call = &call;
+                    let subjects = &subjects;
+                    let key = &key;
                     let bar = bar.clone();
                     async move {
                         let result = async {
+                            let subject = subjects.of(key, &job.input)?;
                             let bytes = std::fs::read(&job.input).map_err(|e| io_reason(&e))?;
                             let text = String::from_utf8(bytes)
                                 .map_err(|_| "not UTF-8 text".to_string())?;
-                            let (out, done) = call(text).await?;
+                            let (out, done) = call(text, subject).await?;
                             write_output(&dest, out.as_bytes(), force).map_err(|e| {
                                 format!("cannot write {}: {}", dest.display(), io_reason(&e))
                             })?;

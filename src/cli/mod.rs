@@ -78,6 +78,15 @@ enum Command {
         /// Overwrite outputs that already exist (never an input).
         #[arg(long)]
         force: bool,
+        /// The patient or study subject of every input: `replace` gives the same surrogate
+        /// for the same value in every file (and every run), and dates move by the
+        /// subject's own offset (unless --date-shift-days is set).
+        #[arg(long, conflicts_with = "subject_from")]
+        subject: Option<String>,
+        /// A regex with one group over each input's path that names its subject, e.g.
+        /// `patients/([^/]+)/` for one folder per patient; a path it does not match fails.
+        #[arg(long, value_name = "PATTERN")]
+        subject_from: Option<String>,
     },
     /// Score the engine against gold-annotated notes.
     Eval {
@@ -269,6 +278,8 @@ pub fn main() -> ExitCode {
             threshold,
             glob,
             force,
+            subject,
+            subject_from,
         } => deid::run(deid::Args {
             files,
             method,
@@ -279,6 +290,8 @@ pub fn main() -> ExitCode {
             threshold,
             glob,
             force,
+            subject,
+            subject_from,
         }),
         Command::Eval {
             gold,

@@ -165,6 +165,77 @@ pub struct DeidOptions {
     /// The year ages are counted to when a policy keeps only years (see the module docs);
     /// `None` is the current year.
     pub reference_year: Option<i32>,
+    /// The patient or study subject the text belongs to: with one, `replace` gives the same
+    /// surrogate for the same value in every request and the date offset is the subject's
+    /// (unless `date_shift_days` is set).
+    pub subject: Option<SubjectKey>,
+}
+
+/// A subject as a key: derived from the caller's subject string and the per-install secret
+/// ([`HashKey::subject`]), so the string itself is never kept. Surrogates and the date
+/// offset derive from it with HMAC, so nothing is stored, and replicas sharing the secret
+/// agree. `Debug` never prints it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SubjectKey([u8; 32]);
+
+impl fmt::Debug for SubjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SubjectKey(..)")
+    }
+}
+
+impl SubjectKey {
+    fn derive(&self, purpose: &str, parts: &[&str]) -> [u8; 32] {
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC accepts any key length");
+        mac.update(purpose.as_bytes());
+        for p in parts {
+            mac.update(&[0]);
+            mac.update(p.as_bytes());
+        }
+        mac.finalize().into_bytes().into()
+    }
+
+    /// The subject's date offset: non-zero, in [-365, 365], as a drawn one would be.
+    pub fn date_shift_days(&self) -> i64 {
+        let d = self.derive("date-shift", &[]);
+        let days = i64::from(u16::from_le_bytes([d[0], d[1]]) % 365) + 1;
+        if d[2] & 1 == 0 {
+            days
+        } else {
+            -days
+        }
+    }
+
+    /// The generator the surrogate of `value` (a `label`) is drawn from: the same for the
+    /// same normalised value under this subject, in every request.
+    fn rng_for(&self, label: Label, value: &str) -> rand_chacha::ChaCha12Rng {
+        use rand::SeedableRng;
+        rand_chacha::ChaCha12Rng::from_seed(self.derive("surrogate", &[label.canonical(), value]))
+    }
+}
+
+/// A value split into a leading title (`Dr. `) and the rest with its spacing collapsed:
+/// the spelling a subject's surrogate is drawn from, so `Dr. John  Smith` and `JOHN SMITH`
+/// draw the same names.
+fn split_title(value: &str) -> (Option<&str>, String) {
+    const TITLES: &[&str] = &["dr", "mr", "mrs", "ms", "miss", "mx", "prof", "sir"];
+    let mut words = value.split_whitespace();
+    let first = words.next().unwrap_or("");
+    let rest: Vec<&str> = words.collect();
+    let titled =
+        !rest.is_empty() && TITLES.contains(&first.trim_end_matches('.').to_lowercase().as_str());
+    if titled {
+        (Some(first), rest.join(" "))
+    } else {
+        (None, value.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
+}
+
+/// A value as a subject's surrogates key it: case-folded, spacing collapsed, a leading title
+/// dropped (`Dr. John  Smith` and `john smith` are one person).
+fn subject_value(value: &str) -> String {
+    split_title(value).1.to_lowercase()
 }
 
 /// The per-install secret of the keyed hash: 32 bytes. `Debug` never prints it.
@@ -192,6 +263,11 @@ impl HashKey {
         let raw = hex::decode(text.trim()).map_err(|_| DeidError::BadHashKey)?;
         let bytes: [u8; 32] = raw.try_into().map_err(|_| DeidError::BadHashKey)?;
         Ok(HashKey(bytes))
+    }
+
+    /// The key of `subject` (any string the caller uses for one patient or study subject).
+    pub fn subject(&self, subject: &str) -> SubjectKey {
+        SubjectKey(self.mac(&format!("phiguard-subject\0{subject}")))
     }
 
     /// HMAC-SHA256(key, text) as `hmac-sha256:<64 hex>`: the stream routes' audit hashes
@@ -258,9 +334,10 @@ pub struct Deidentifier<R: Rng> {
     key: HashKey,
     rng: R,
     shift_days: i64,
-    /// Source string → surrogate, and the surrogates already handed out.
+    /// Source string → surrogate, and the surrogates already handed out with the value
+    /// (group) each stands for.
     memo: HashMap<String, String>,
-    used: HashSet<String>,
+    used: HashMap<String, String>,
     /// Every mapping pair handed out so far (for the final line of a stream).
     mapping: Vec<(String, String)>,
     mapping_seen: HashSet<(String, String)>,
@@ -274,7 +351,8 @@ impl<R: Rng> Deidentifier<R> {
     /// Starts a request. The date offset is drawn here (when not fixed), so every date of
     /// the request moves by the same amount.
     pub fn new(opts: DeidOptions, key: &HashKey, mut rng: R) -> Self {
-        let shift_days = match opts.date_shift_days {
+        let subject_days = opts.subject.as_ref().map(SubjectKey::date_shift_days);
+        let shift_days = match opts.date_shift_days.or(subject_days) {
             Some(d) => d,
             None => {
                 let d = rng.random_range(1..=365i64);
@@ -294,7 +372,7 @@ impl<R: Rng> Deidentifier<R> {
             rng,
             shift_days,
             memo: HashMap::new(),
-            used: HashSet::new(),
+            used: HashMap::new(),
             mapping: Vec::new(),
             mapping_seen: HashSet::new(),
             over_89_seen: false,
@@ -453,18 +531,46 @@ impl<R: Rng> Deidentifier<R> {
 
     /// The memoised surrogate of `original`: the same string always gets the same
     /// surrogate in this request, and two strings never share one.
+    ///
+    /// With a subject the surrogate is drawn from a generator seeded by the subject and the
+    /// normalised value, so it is the same in every request; without one, from the request's
+    /// generator. A value whose first draws collide with another's surrogate in the same
+    /// request moves on to its next draws (still the same sequence for that value).
     fn surrogate(&mut self, label: Label, original: &str) -> String {
         if let Some(s) = self.memo.get(original) {
             return s.clone();
         }
+        // Spellings of one value (`Dr. John Smith`, `john smith`) may share a surrogate.
+        let is_name = matches!(
+            label,
+            Label::Person | Label::FirstName | Label::LastName | Label::MiddleName
+        );
+        let group = match &self.opts.subject {
+            Some(_) if is_name => format!("{}\0{}", label.canonical(), subject_value(original)),
+            Some(_) => format!("{}\0{}", label.canonical(), original.to_lowercase()),
+            None => original.to_owned(),
+        };
+        let mut seeded = self.opts.subject.as_ref().map(|k| k.rng_for(label, &group));
         let mut candidate = String::new();
         for _ in 0..16 {
-            candidate = surrogate::generate(label, original, self.shift_days, &mut self.rng);
-            if candidate != original && !self.used.contains(&candidate) {
+            candidate = match seeded.as_mut() {
+                Some(rng) if is_name => {
+                    // Drawn from the spelling without a title, which is put back in front.
+                    let (title, rest) = split_title(original);
+                    let drawn = surrogate::generate(label, &rest, self.shift_days, rng);
+                    match title {
+                        Some(t) => format!("{t} {drawn}"),
+                        None => drawn,
+                    }
+                }
+                Some(rng) => surrogate::generate(label, original, self.shift_days, rng),
+                None => surrogate::generate(label, original, self.shift_days, &mut self.rng),
+            };
+            if candidate != original && self.used.get(&candidate).is_none_or(|g| *g == group) {
                 break;
             }
         }
-        self.used.insert(candidate.clone());
+        self.used.insert(candidate.clone(), group);
         self.memo.insert(original.to_owned(), candidate.clone());
         candidate
     }

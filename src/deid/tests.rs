@@ -352,3 +352,84 @@ proptest! {
         prop_assert_eq!(out.contains(&year.to_string()), !telling, "{}", out);
     }
 }
+
+fn subject_run(subject: Option<&str>, rng_seed: u64, text: &str, spans: &[Span]) -> DeidOutput {
+    let opts = DeidOptions {
+        method: Method::Replace,
+        subject: subject.map(|s| key().subject(s)),
+        ..DeidOptions::default()
+    };
+    Deidentifier::new(opts, &key(), StdRng::seed_from_u64(rng_seed)).apply(text, spans)
+}
+
+#[test]
+fn a_subject_gives_the_same_surrogates_and_offset_in_every_request() {
+    let a = subject_run(Some("patient-17"), 1, TEXT, &spans());
+    let b = subject_run(Some("patient-17"), 2, TEXT, &spans());
+    assert_eq!(a.text, b.text, "same subject, different request generators");
+    let other = subject_run(Some("patient-18"), 1, TEXT, &spans());
+    assert_ne!(a.text, other.text, "another subject");
+    let k = key().subject("patient-17");
+    assert_eq!(
+        k.date_shift_days(),
+        key().subject("patient-17").date_shift_days()
+    );
+    let days = k.date_shift_days();
+    assert!(days != 0 && (-365..=365).contains(&days));
+    // Another install's secret gives other surrogates for the same subject.
+    let opts = DeidOptions {
+        method: Method::Replace,
+        subject: Some(HashKey::from_bytes([8u8; 32]).subject("patient-17")),
+        ..DeidOptions::default()
+    };
+    let foreign = Deidentifier::new(opts, &key(), StdRng::seed_from_u64(1)).apply(TEXT, &spans());
+    assert_ne!(a.text, foreign.text);
+}
+
+#[test]
+fn a_subject_fixes_the_date_offset_unless_the_request_sets_one() {
+    let with = |subject: Option<&str>, days: Option<i64>, seed: u64| {
+        let opts = DeidOptions {
+            method: Method::ShiftDates,
+            date_shift_days: days,
+            subject: subject.map(|s| key().subject(s)),
+            ..DeidOptions::default()
+        };
+        Deidentifier::new(opts, &key(), StdRng::seed_from_u64(seed)).shift_days()
+    };
+    let own = key().subject("s1").date_shift_days();
+    assert_eq!(with(Some("s1"), None, 1), own);
+    assert_eq!(with(Some("s1"), None, 2), own);
+    assert_eq!(with(Some("s1"), Some(5), 1), 5);
+    // Without a subject the offset is drawn per request.
+    let drawn: std::collections::HashSet<i64> = (0..8).map(|seed| with(None, None, seed)).collect();
+    assert!(drawn.len() > 1, "{drawn:?}");
+}
+
+#[test]
+fn spellings_of_one_name_share_the_subjects_surrogate() {
+    let text = "Dr. John Smith saw JOHN  SMITH";
+    let spans = [sp(0, 14, Label::Person), sp(19, 30, Label::Person)];
+    let out = subject_run(Some("p"), 3, text, &spans);
+    let (first, second) = (
+        &out.replacements[0].replacement,
+        &out.replacements[1].replacement,
+    );
+    assert_eq!(subject_value(first), subject_value(second), "{out:?}");
+    assert_eq!(subject_value("Dr. John  Smith"), "john smith");
+    assert_eq!(subject_value("Dr."), "dr.");
+}
+
+#[test]
+fn without_a_subject_replace_draws_per_request() {
+    let outs: std::collections::HashSet<String> = (0..6)
+        .map(|seed| subject_run(None, seed, TEXT, &spans()).text)
+        .collect();
+    assert!(outs.len() > 1);
+}
+
+#[test]
+fn subject_keys_never_print() {
+    let k = key().subject("Jane Doe MRN 12345");
+    assert_eq!(format!("{k:?}"), "SubjectKey(..)");
+}

@@ -149,6 +149,60 @@ impl PartialSchema for PolicyName {
 }
 impl ToSchema for PolicyName {}
 
+/// A subject key as sent (1 to 256 characters). It only keys surrogates and offsets:
+/// `Debug` hides it, and no answer, log line or metric carries it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Subject(String);
+
+/// The longest subject accepted, in characters.
+pub const MAX_SUBJECT_CHARS: usize = 256;
+
+impl Subject {
+    /// The key string, for deriving the subject's key.
+    pub fn key(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Subject(..)")
+    }
+}
+
+impl<'de> Deserialize<'de> for Subject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = read::string(d)?;
+        let n = s.chars().count();
+        if (1..=MAX_SUBJECT_CHARS).contains(&n) {
+            Ok(Subject(s))
+        } else {
+            Err(super::validate::reject(
+                "value_error",
+                format_args!("Value error, subject must be 1 to {MAX_SUBJECT_CHARS} characters"),
+            ))
+        }
+    }
+}
+
+impl Serialize for Subject {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl PartialSchema for Subject {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(MAX_SUBJECT_CHARS))
+            .write_only(Some(true))
+            .into()
+    }
+}
+impl ToSchema for Subject {}
+
 /// OpenMed's `keep_alive`: seconds (≥ 0), a duration string (`30s`, `5m`, `1h30m`, `500ms`,
 /// `1d`, a numeric string), a no-expiry word (`never`, `off`, …), or empty for the server's
 /// default. `None` inside is "no expiry".
@@ -428,6 +482,13 @@ macro_rules! deidentify_body {
             #[serde(default, deserialize_with = "read::opt_choice", skip_serializing_if = "Option::is_none")]
             #[schema(inline)]
             pub fallback: Option<Fallback>,
+            /// The patient or study subject the text belongs to (any string the caller uses
+            /// for one; a key, never stored, logged or echoed): `replace` then gives the same
+            /// surrogate for the same value in every request, and `shift_dates` the subject's
+            /// own offset (unless `date_shift_days` is set).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schema(inline)]
+            pub subject: Option<Subject>,
             $($extra)*
         }
 
@@ -492,6 +553,7 @@ impl DeidentifyStreamRequest {
             use_safety_sweep: self.use_safety_sweep,
             keep_alive: self.keep_alive,
             fallback: self.fallback,
+            subject: self.subject,
         };
         (req, self.chunk_size)
     }

@@ -196,8 +196,9 @@ pub async fn analyze(State(st): State<AppState>, Body(body): Body) -> Result<Res
 }
 
 /// Builds the transform options of a de-identification request.
-pub(crate) fn deid_options(req: &DeidentifyRequest) -> DeidOptions {
+pub(crate) fn deid_options(st: &AppState, req: &DeidentifyRequest) -> DeidOptions {
     DeidOptions {
+        subject: req.subject.as_ref().map(|s| st.hash_key.subject(s.key())),
         method: req.method(),
         date_shift_days: req.date_shift_days,
         keep_year: req.keep_year,
@@ -225,7 +226,7 @@ pub async fn pii_deidentify(
             .into_iter()
             .filter(|s| s.score >= threshold)
             .collect();
-        let dopts = deid_options(&req);
+        let dopts = deid_options(&st, &req);
         let policy_name = dopts.policy.as_ref().map(|p| p.name());
         let mut deid = Deidentifier::new(dopts, &st.hash_key, request_rng());
         let out = deid.apply(&req.text, &spans);

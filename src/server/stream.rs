@@ -323,7 +323,7 @@ pub async fn pii_deidentify_stream(
     tokio::spawn(async move {
         let _held = held;
         let opts = call_options(&st, req.fallback, req.keep_alive);
-        let dopts = deid_options(&req);
+        let dopts = deid_options(&st, &req);
         let mut deid = Deidentifier::new(dopts, &st.hash_key, request_rng());
         let mut index = 0usize;
         let mut spans_out = Vec::new();

@@ -129,3 +129,80 @@ fn an_existing_output_is_kept_unless_force() {
     let now = std::fs::read_to_string(t.path().join("out/x.txt")).expect("read");
     assert!(!now.contains("617-555-0142") && now != "keep me\n", "{now}");
 }
+
+#[test]
+fn subject_from_keeps_each_patient_consistent_across_files() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let note = "Call 617-555-0142 on 03/04/2021 and 03/11/2021.\n";
+    for (patient, file) in [("p1", "a"), ("p1", "b"), ("p2", "a"), ("p2", "b")] {
+        write(
+            &t.path().join(format!("patients/{patient}/{file}.txt")),
+            note,
+        );
+    }
+    let o = deid(
+        t.path(),
+        &[
+            "patients",
+            "--out",
+            "out",
+            "--method",
+            "replace",
+            "--subject-from",
+            "patients/([^/]+)/",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let read = |p: &str| std::fs::read_to_string(t.path().join("out").join(p)).expect("read");
+    let (p1a, p1b, p2a) = (read("p1/a.txt"), read("p1/b.txt"), read("p2/a.txt"));
+    assert!(!p1a.contains("617-555-0142"), "{p1a}");
+    assert_eq!(p1a, p1b, "one patient, one set of surrogates");
+    assert_eq!(read("p2/a.txt"), read("p2/b.txt"));
+    assert_ne!(p1a, p2a, "another patient");
+
+    // Dates move by the patient's own offset: the week between the visits survives.
+    let o = deid(
+        t.path(),
+        &[
+            "patients",
+            "--out",
+            "shifted",
+            "--method",
+            "shift_dates",
+            "--subject-from",
+            "patients/([^/]+)/",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let shifted =
+        |p: &str| std::fs::read_to_string(t.path().join("shifted").join(p)).expect("read");
+    assert_eq!(shifted("p1/a.txt"), shifted("p1/b.txt"));
+    let dates: Vec<chrono::NaiveDate> = shifted("p1/a.txt")
+        .split_whitespace()
+        .filter_map(|w| chrono::NaiveDate::parse_from_str(w.trim_end_matches('.'), "%m/%d/%Y").ok())
+        .collect();
+    assert_eq!(dates.len(), 2, "{}", shifted("p1/a.txt"));
+    assert_eq!((dates[1] - dates[0]).num_days(), 7);
+
+    // A path the pattern does not name is not written, and says why.
+    write(&t.path().join("loose/c.txt"), note);
+    let o = deid(
+        t.path(),
+        &[
+            "loose",
+            "--out",
+            "out2",
+            "--method",
+            "replace",
+            "--subject-from",
+            "patients/([^/]+)/",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--subject-from does not match"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!t.path().join("out2/c.txt").exists());
+}

@@ -340,3 +340,84 @@ async fn safe_harbor_removes_the_birth_year_of_a_patient_over_89() {
     assert!(out.contains("2024") && out.contains("90+"), "{out}");
     t.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_subject_keeps_surrogates_and_date_offsets_across_requests() {
+    let t = rules_server().await;
+    let note =
+        "Patient Zoë Zed, MRN: 88412345, seen 03/14/2021 and again 04/02/2021. Call 617-555-0142.";
+    let ask = |method: &str, subject: Option<&str>| {
+        let mut body = json!({"text": note, "method": method});
+        if let Some(s) = subject {
+            body["subject"] = json!(s);
+        }
+        let t = &t;
+        async move {
+            let resp = t.post("/pii/deidentify", body).await;
+            assert_eq!(resp.status(), 200);
+            let raw = resp.text().await.expect("body");
+            assert!(
+                !raw.contains("Subject Canary"),
+                "the subject is echoed: {raw}"
+            );
+            serde_json::from_str::<Value>(&raw).expect("json")
+        }
+    };
+    let text = |v: &Value| v["deidentified_text"].as_str().unwrap_or("").to_string();
+    let a = ask("replace", Some("Subject Canary 1")).await;
+    let b = ask("replace", Some("Subject Canary 1")).await;
+    assert_eq!(text(&a), text(&b), "same subject, same surrogates");
+    let c = ask("replace", Some("Subject Canary 2")).await;
+    assert_ne!(text(&a), text(&c), "another subject");
+    let free: std::collections::HashSet<String> = [
+        ask("replace", None).await,
+        ask("replace", None).await,
+        ask("replace", None).await,
+    ]
+    .iter()
+    .map(text)
+    .collect();
+    assert!(
+        free.len() > 1,
+        "without a subject surrogates are drawn per call"
+    );
+
+    // One offset per subject, so the interval between a patient's dates survives.
+    let d1 = ask("shift_dates", Some("Subject Canary 1")).await;
+    let d2 = ask("shift_dates", Some("Subject Canary 1")).await;
+    let days = &d1["metadata"]["date_shift_days"];
+    assert!(days.as_i64().is_some_and(|d| d != 0), "{d1}");
+    assert_eq!(days, &d2["metadata"]["date_shift_days"]);
+    assert_eq!(text(&d1), text(&d2));
+
+    // The stream takes it too, and a bad subject is refused without being repeated.
+    let resp = t
+        .post(
+            "/pii/deidentify/stream",
+            json!({"text": note, "method": "replace", "subject": "Subject Canary 1"}),
+        )
+        .await;
+    let lines = resp.text().await.expect("stream");
+    let joined: String = lines
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "chunk")
+        .filter_map(|v| v["redacted_text"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        joined,
+        text(&a),
+        "the stream gives the subject's surrogates"
+    );
+    let long = format!("Subject Canary {}", "x".repeat(300));
+    let resp = t
+        .post("/pii/deidentify", json!({"text": note, "subject": long}))
+        .await;
+    assert_eq!(resp.status(), 422);
+    let raw = resp.text().await.expect("body");
+    assert!(
+        raw.contains("body.subject") && !raw.contains("Canary"),
+        "{raw}"
+    );
+    t.shutdown().await;
+}
