@@ -19,7 +19,7 @@ use candle_nn::VarBuilder;
 
 use super::classifier::Precision;
 use super::config::ModelConfig;
-use super::{InferenceError, Result};
+use super::{ConfigError, Result};
 use phiguard_kernels::{BiasGelu, BiasResidualLayerNorm, Int8Matmul, Int8Weights, MaskedSoftmax};
 
 /// The runtime config of a BERT token classifier.
@@ -40,26 +40,20 @@ impl Config {
     /// Checks the mirror of `config.json` and keeps what the forward pass needs.
     ///
     /// # Errors
-    /// [`InferenceError::Config`] for a zero size, heads that do not divide the hidden
-    /// size, an activation other than erf-GELU or non-absolute positions.
+    /// [`InferenceError::Config`](super::InferenceError::Config) for a zero size, heads that do not
+    /// divide the hidden size, an activation other than erf-GELU or non-absolute positions.
     pub(crate) fn from_model_config(c: &ModelConfig, num_labels: usize) -> Result<Config> {
         if c.hidden_size == 0 || c.num_attention_heads == 0 || c.num_hidden_layers == 0 {
-            return Err(InferenceError::Config("bert sizes must be non-zero".into()));
+            return Err(ConfigError::ZeroSize.into());
         }
         if !c.hidden_size.is_multiple_of(c.num_attention_heads) {
-            return Err(InferenceError::Config(
-                "hidden_size must be a multiple of num_attention_heads".into(),
-            ));
+            return Err(ConfigError::HeadsDoNotDivide.into());
         }
         if c.hidden_act != "gelu" {
-            return Err(InferenceError::Config(
-                "bert supports hidden_act gelu only".into(),
-            ));
+            return Err(ConfigError::Activation.into());
         }
         if c.position_embedding_type != "absolute" {
-            return Err(InferenceError::Config(
-                "bert supports absolute position embeddings only".into(),
-            ));
+            return Err(ConfigError::PositionEmbedding.into());
         }
         Ok(Config {
             vocab_size: c.vocab_size,
@@ -85,10 +79,15 @@ impl Config {
 /// With [`Precision::Int8`] on a CPU that has the kernel, the layer keeps only the int8
 /// weight (a quarter of the f32 one) and multiplies through it.
 struct Dense {
-    weight_t: Option<Tensor>,
-    int8: Option<Int8Weights>,
+    weight: Weight,
     bias: Tensor,
     bias_host: Vec<f32>,
+}
+
+/// The weight of a [`Dense`] layer: `Wᵀ` as f32, or its int8 form alone.
+enum Weight {
+    F32(Tensor),
+    Int8(Int8Weights),
 }
 
 impl Dense {
@@ -103,8 +102,10 @@ impl Dense {
             _ => None,
         };
         Ok(Dense {
-            weight_t: if int8.is_some() { None } else { Some(weight_t) },
-            int8,
+            weight: match int8 {
+                Some(q) => Weight::Int8(q),
+                None => Weight::F32(weight_t),
+            },
             bias,
             bias_host,
         })
@@ -118,10 +119,9 @@ impl Dense {
 
     /// `x @ Wᵀ` without the bias; `x: [m, in]`.
     fn matmul(&self, x: &Tensor) -> Result<Tensor> {
-        match (&self.int8, &self.weight_t) {
-            (Some(q), _) => Ok(x.contiguous()?.apply_op1_no_bwd(&Int8Matmul(q))?),
-            (None, Some(w)) => Ok(x.matmul(w)?),
-            (None, None) => Err(InferenceError::Config("dense layer without weights".into())),
+        match &self.weight {
+            Weight::Int8(q) => Ok(x.contiguous()?.apply_op1_no_bwd(&Int8Matmul(q))?),
+            Weight::F32(w) => Ok(x.matmul(w)?),
         }
     }
 
@@ -318,7 +318,8 @@ impl BertForTokenClassification {
     /// 35 columns here, stays f32).
     ///
     /// # Errors
-    /// [`InferenceError::Candle`] when a tensor is missing or has the wrong shape.
+    /// [`InferenceError::Candle`](super::InferenceError::Candle) when a tensor is missing or has
+    /// the wrong shape.
     pub(crate) fn load(vb: VarBuilder, cfg: &Config, precision: Precision) -> Result<Self> {
         let body = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
             vb.pp("bert")

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{InferenceError, Result};
+use super::{ConfigError, InferenceError, Result};
 
 /// The model families this module can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,7 +38,7 @@ impl Family {
             "deberta-v2" => Ok(Family::DebertaV2),
             "modernbert" => Ok(Family::ModernBert),
             "xlm-roberta" | "roberta" | "camembert" => Ok(Family::XlmRoberta),
-            other => Err(InferenceError::UnsupportedFamily(other.to_owned())),
+            other => Err(InferenceError::UnsupportedFamily(shown_model_type(other))),
         }
     }
 
@@ -51,6 +51,22 @@ impl Family {
             Family::ModernBert => "modernbert",
             Family::XlmRoberta => "xlm-roberta",
         }
+    }
+}
+
+/// A `model_type` as errors show it: the text itself when it is a name (at most 32 ASCII
+/// letters, digits, `-` and `_`), else `(unprintable)`, so that an error never carries more
+/// of a model file than a family name.
+pub fn shown_model_type(model_type: &str) -> String {
+    let is_name = !model_type.is_empty()
+        && model_type.len() <= 32
+        && model_type
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if is_name {
+        model_type.to_owned()
+    } else {
+        "(unprintable)".to_owned()
     }
 }
 
@@ -167,23 +183,18 @@ impl LoadedConfig {
     /// empty or not a dense `0..n` map; [`InferenceError::UnsupportedFamily`] for an
     /// unknown `model_type`.
     pub fn parse(json: &str) -> Result<LoadedConfig> {
-        let raw: serde_json::Value =
-            serde_json::from_str(json).map_err(|e| InferenceError::Config(e.to_string()))?;
-        let config: ModelConfig = serde_json::from_value(raw.clone())
-            .map_err(|e| InferenceError::Config(e.to_string()))?;
+        let raw: serde_json::Value = serde_json::from_str(json).map_err(ConfigError::NotJson)?;
+        let config: ModelConfig =
+            serde_json::from_value(raw.clone()).map_err(ConfigError::FieldType)?;
         let family = Family::from_model_type(&config.model_type)?;
         let mut indexed = Vec::with_capacity(config.id2label.len());
         for (k, v) in &config.id2label {
-            let i: usize = k
-                .parse()
-                .map_err(|_| InferenceError::Config("id2label keys must be integers".into()))?;
+            let i: usize = k.parse().map_err(ConfigError::Id2LabelKey)?;
             indexed.push((i, v.clone()));
         }
         indexed.sort();
         if indexed.is_empty() || indexed.iter().enumerate().any(|(pos, (i, _))| pos != *i) {
-            return Err(InferenceError::Config(
-                "id2label must map 0..n without gaps".into(),
-            ));
+            return Err(ConfigError::Id2LabelGaps.into());
         }
         let labels = indexed.into_iter().map(|(_, v)| v).collect();
         Ok(LoadedConfig {
@@ -232,6 +243,52 @@ mod tests {
         assert!(LoadedConfig::parse(r#"{"model_type":"gpt2","id2label":{"0":"O"}}"#).is_err());
         assert!(LoadedConfig::parse("{").is_err());
         assert!(LoadedConfig::parse(r#"{"model_type":"bert"}"#).is_err());
+    }
+
+    #[test]
+    fn config_errors_say_what_failed_and_keep_their_source() {
+        let e = LoadedConfig::parse("{\n  \"model_type\": ").err();
+        assert!(
+            matches!(&e, Some(InferenceError::Config(ConfigError::NotJson(_)))),
+            "{e:?}"
+        );
+        let shown = e.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert!(
+            shown.starts_with("invalid config.json: not valid JSON (line 2"),
+            "{shown}"
+        );
+        let source = e.as_ref().and_then(std::error::Error::source);
+        assert!(source.and_then(std::error::Error::source).is_some());
+
+        let e = LoadedConfig::parse(
+            r#"{"model_type":"bert","hidden_size":"secret-value","id2label":{"0":"O"}}"#,
+        )
+        .err();
+        assert!(
+            matches!(&e, Some(InferenceError::Config(ConfigError::FieldType(_)))),
+            "{e:?}"
+        );
+        let shown = e.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert!(!shown.contains("secret-value"), "{shown}");
+
+        let e = LoadedConfig::parse(r#"{"model_type":"bert","id2label":{"x":"O"}}"#).err();
+        assert!(matches!(
+            e,
+            Some(InferenceError::Config(ConfigError::Id2LabelKey(_)))
+        ));
+    }
+
+    #[test]
+    fn an_unsupported_model_type_is_shown_only_when_it_is_a_name() {
+        let family = |t: &str| match Family::from_model_type(t) {
+            Err(InferenceError::UnsupportedFamily(f)) => f,
+            other => format!("{other:?}"),
+        };
+        assert_eq!(family("gpt2"), "gpt2");
+        assert_eq!(family("Llama_Next"), "llama-next");
+        assert_eq!(family("a b"), "(unprintable)");
+        assert_eq!(family(&"x".repeat(33)), "(unprintable)");
+        assert_eq!(family(""), "(unprintable)");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use candle_core::Tensor;
 use candle_nn::{linear, Linear, Module, VarBuilder};
 use candle_transformers::models::debertav2::{Config as DebertaConfig, DebertaV2Model};
 
-use super::{InferenceError, Result};
+use super::{ConfigError, Family, Result};
 
 /// The runtime config: candle's, parsed from the raw `config.json`.
 pub(crate) struct Config {
@@ -20,10 +20,14 @@ pub(crate) struct Config {
 
 impl Config {
     /// # Errors
-    /// [`InferenceError::Config`] when `config.json` lacks a DeBERTa-v2 field.
+    /// [`InferenceError::Config`](super::InferenceError::Config) when `config.json` lacks a
+    /// DeBERTa-v2 field.
     pub(crate) fn from_raw(raw: &serde_json::Value, num_labels: usize) -> Result<Config> {
-        let inner: DebertaConfig = serde_json::from_value(raw.clone())
-            .map_err(|e| InferenceError::Config(format!("deberta-v2: {e}")))?;
+        let inner: DebertaConfig =
+            serde_json::from_value(raw.clone()).map_err(|source| ConfigError::Fields {
+                family: Family::DebertaV2,
+                source,
+            })?;
         Ok(Config { inner, num_labels })
     }
 }
@@ -36,7 +40,8 @@ pub(crate) struct DebertaV2ForTokenClassification {
 
 impl DebertaV2ForTokenClassification {
     /// # Errors
-    /// [`InferenceError::Candle`] when a tensor is missing or misshapen.
+    /// [`InferenceError::Candle`](super::InferenceError::Candle) when a tensor is missing or
+    /// misshapen.
     pub(crate) fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
         let model = DebertaV2Model::load(vb.pp("deberta"), &cfg.inner)?;
         let classifier = linear(cfg.inner.hidden_size, cfg.num_labels, vb.pp("classifier"))?;

@@ -17,8 +17,8 @@ use candle_nn::VarBuilder;
 
 use super::bert::{self, BertForTokenClassification};
 use super::classifier::Precision;
-use super::config::ModelConfig;
-use super::{InferenceError, Result};
+use super::config::{Family, ModelConfig};
+use super::{ConfigError, Result};
 
 /// The runtime config: DistilBERT's fields as a BERT config.
 pub(crate) struct Config {
@@ -33,11 +33,14 @@ pub(crate) struct Config {
 
 impl Config {
     /// # Errors
-    /// [`InferenceError::Config`] when a DistilBERT size is missing or the activation is
-    /// not `gelu`.
+    /// [`InferenceError::Config`](super::InferenceError::Config) when a DistilBERT size is missing
+    /// or the activation is not `gelu`.
     pub(crate) fn from_model_config(c: &ModelConfig, num_labels: usize) -> Result<Config> {
-        let need = |v: Option<usize>, f: &str| {
-            v.ok_or_else(|| InferenceError::Config(format!("distilbert: missing {f}")))
+        let need = |v: Option<usize>, f: &'static str| {
+            v.ok_or(ConfigError::Missing {
+                family: Family::DistilBert,
+                field: f,
+            })
         };
         let as_bert = ModelConfig {
             model_type: "bert".into(),
@@ -71,7 +74,8 @@ impl DistilBertForTokenClassification {
     /// Renames the DistilBERT tensors to BERT's and loads them.
     ///
     /// # Errors
-    /// [`InferenceError::Candle`] when a tensor is missing or misshapen.
+    /// [`InferenceError::Candle`](super::InferenceError::Candle) when a tensor is missing or
+    /// misshapen.
     pub(crate) fn load(vb: VarBuilder, cfg: &Config, precision: Precision) -> Result<Self> {
         let body = if vb.contains_tensor("distilbert.embeddings.word_embeddings.weight") {
             vb.pp("distilbert")

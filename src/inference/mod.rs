@@ -59,8 +59,14 @@ pub enum InferenceError {
     },
     /// Returned when `config.json` is malformed or lacks a field the family needs.
     #[error("invalid config.json: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
     /// Returned when `config.json` names a `model_type` no family here implements.
+    ///
+    /// The `model_type` stays text: it is an open set read from the model's own
+    /// `config.json` (never from a request, never patient data), and the operator needs the
+    /// name to know which family is missing. It is only ever a name:
+    /// [`config::shown_model_type`] replaces anything longer than 32 characters, or with
+    /// characters other than ASCII letters, digits, `-` and `_`, by `(unprintable)`.
     #[error("unsupported model_type {0:?}")]
     UnsupportedFamily(String),
     /// Returned when `tokenizer.json` cannot be loaded or a text cannot be tokenized.
@@ -75,6 +81,58 @@ pub enum InferenceError {
     /// Returned when a tensor operation fails (shapes, dtypes, device memory).
     #[error("model error: {0}")]
     Candle(#[from] candle_core::Error),
+}
+
+/// What is wrong with a `config.json` ([`InferenceError::Config`]). The messages name the
+/// field and the rule, never a value of the file; the serde errors kept as sources may quote
+/// one (a model's own metadata, never request text).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Returned when the text is not JSON.
+    #[error("not valid JSON (line {}, column {})", .0.line(), .0.column())]
+    NotJson(#[source] serde_json::Error),
+    /// Returned when a field read by every family has the wrong type.
+    #[error("a field has the wrong type")]
+    FieldType(#[source] serde_json::Error),
+    /// Returned when a key of `id2label` is not an integer.
+    #[error("id2label keys must be integers")]
+    Id2LabelKey(#[source] std::num::ParseIntError),
+    /// Returned when `id2label` is empty or its ids are not `0..n`.
+    #[error("id2label must map 0..n without gaps")]
+    Id2LabelGaps,
+    /// Returned when a field the family needs is absent.
+    #[error("{}: missing {field}", .family.name())]
+    Missing {
+        /// The family that needs it.
+        family: Family,
+        /// The field, as `config.json` names it.
+        field: &'static str,
+    },
+    /// Returned when the family's own config type (candle-transformers') does not accept
+    /// the file: a field it needs is absent or of the wrong type.
+    #[error("{}: a field is missing or has the wrong type", .family.name())]
+    Fields {
+        /// The family.
+        family: Family,
+        /// serde_json's error, which names the field.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Returned when ModernBERT's `classifier_activation` names no activation candle has.
+    #[error("modernbert: unsupported classifier_activation")]
+    ClassifierActivation(#[source] serde_json::Error),
+    /// Returned when a BERT size (hidden, heads, layers) is zero.
+    #[error("bert sizes must be non-zero")]
+    ZeroSize,
+    /// Returned when the heads do not divide the hidden size.
+    #[error("hidden_size must be a multiple of num_attention_heads")]
+    HeadsDoNotDivide,
+    /// Returned when BERT's `hidden_act` is not erf-GELU.
+    #[error("bert supports hidden_act gelu only")]
+    Activation,
+    /// Returned when BERT's positions are not absolute.
+    #[error("bert supports absolute position embeddings only")]
+    PositionEmbedding,
 }
 
 /// How the tokenizer failed ([`InferenceError::Tokenizer`]).

@@ -14,8 +14,8 @@ use candle_nn::{
 };
 use candle_transformers::models::modernbert::{Config as MbConfig, ModernBert};
 
-use super::config::ModelConfig;
-use super::{InferenceError, Result};
+use super::config::{Family, ModelConfig};
+use super::{ConfigError, Result};
 
 /// The runtime config.
 pub(crate) struct Config {
@@ -26,14 +26,17 @@ pub(crate) struct Config {
     num_labels: usize,
 }
 
-fn need<T: Copy>(v: Option<T>, field: &str) -> Result<T> {
-    v.ok_or_else(|| InferenceError::Config(format!("modernbert: missing {field}")))
+fn need<T: Copy>(v: Option<T>, field: &'static str) -> Result<T> {
+    Ok(v.ok_or(ConfigError::Missing {
+        family: Family::ModernBert,
+        field,
+    })?)
 }
 
 impl Config {
     /// # Errors
-    /// [`InferenceError::Config`] when a ModernBERT field is missing or the head's
-    /// activation is unknown.
+    /// [`InferenceError::Config`](super::InferenceError::Config) when a ModernBERT field is missing
+    /// or the head's activation is unknown.
     pub(crate) fn from_model_config(c: &ModelConfig, num_labels: usize) -> Result<Config> {
         let act = c
             .classifier_activation
@@ -41,7 +44,7 @@ impl Config {
             .unwrap_or_else(|| "gelu".into());
         let classifier_activation: Activation =
             serde_json::from_value(serde_json::Value::from(act))
-                .map_err(|e| InferenceError::Config(format!("modernbert: {e}")))?;
+                .map_err(ConfigError::ClassifierActivation)?;
         Ok(Config {
             inner: MbConfig {
                 vocab_size: c.vocab_size,
@@ -80,7 +83,8 @@ pub(crate) struct ModernBertForTokenClassification {
 
 impl ModernBertForTokenClassification {
     /// # Errors
-    /// [`InferenceError::Candle`] when a tensor is missing or misshapen.
+    /// [`InferenceError::Candle`](super::InferenceError::Candle) when a tensor is missing or
+    /// misshapen.
     pub(crate) fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
         let h = cfg.inner.hidden_size;
         let model = ModernBert::load(vb.clone(), &cfg.inner)?;

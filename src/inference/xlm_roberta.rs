@@ -13,7 +13,7 @@ use candle_core::Tensor;
 use candle_nn::{linear, Linear, Module, VarBuilder};
 use candle_transformers::models::xlm_roberta::{Config as XlmConfig, XLMRobertaModel};
 
-use super::{InferenceError, Result};
+use super::{ConfigError, Family, Result};
 
 /// The runtime config: candle's, parsed from the raw `config.json`.
 pub(crate) struct Config {
@@ -23,7 +23,8 @@ pub(crate) struct Config {
 
 impl Config {
     /// # Errors
-    /// [`InferenceError::Config`] when `config.json` lacks an XLM-RoBERTa field.
+    /// [`InferenceError::Config`](super::InferenceError::Config) when `config.json` lacks an
+    /// XLM-RoBERTa field.
     pub(crate) fn from_raw(raw: &serde_json::Value, num_labels: usize) -> Result<Config> {
         let mut raw = raw.clone();
         if let Some(obj) = raw.as_object_mut() {
@@ -32,8 +33,11 @@ impl Config {
             obj.entry("pad_token_id")
                 .or_insert_with(|| serde_json::Value::from(1));
         }
-        let inner: XlmConfig = serde_json::from_value(raw)
-            .map_err(|e| InferenceError::Config(format!("xlm-roberta: {e}")))?;
+        let inner: XlmConfig =
+            serde_json::from_value(raw).map_err(|source| ConfigError::Fields {
+                family: Family::XlmRoberta,
+                source,
+            })?;
         Ok(Config { inner, num_labels })
     }
 }
@@ -46,7 +50,8 @@ pub(crate) struct XlmRobertaForTokenClassification {
 
 impl XlmRobertaForTokenClassification {
     /// # Errors
-    /// [`InferenceError::Candle`] when a tensor is missing or misshapen.
+    /// [`InferenceError::Candle`](super::InferenceError::Candle) when a tensor is missing or
+    /// misshapen.
     pub(crate) fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
         let model = XLMRobertaModel::new(&cfg.inner, vb.pp("roberta"))?;
         let classifier = linear(cfg.inner.hidden_size, cfg.num_labels, vb.pp("classifier"))?;

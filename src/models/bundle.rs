@@ -28,7 +28,7 @@ use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 
-use super::error::{io, ModelError, Result};
+use super::error::{io, ModelError, ModelFileProblem, Result};
 use super::manifest::parse_sha256sums;
 use super::store::{BUNDLED_DIR_ENV, BUNDLED_ID};
 
@@ -152,9 +152,9 @@ pub fn locate(store_root: &Path) -> Option<PathBuf> {
 pub fn unpack(model: &Embedded, store_root: &Path) -> Result<PathBuf> {
     let sums = model
         .file("SHA256SUMS")
-        .ok_or_else(|| ModelError::invalid("SHA256SUMS", "the embedded model has none"))?;
-    let sums_text =
-        std::str::from_utf8(sums).map_err(|_| ModelError::invalid("SHA256SUMS", "not UTF-8"))?;
+        .ok_or_else(|| ModelError::invalid("SHA256SUMS", ModelFileProblem::NoSums))?;
+    let sums_text = std::str::from_utf8(sums)
+        .map_err(|e| ModelError::invalid("SHA256SUMS", ModelFileProblem::NotUtf8(e)))?;
     let expected = parse_sha256sums(sums_text)?;
     let tag = hex::encode(&Sha256::digest(sums)[..6]);
     let parent = store_root.join(".bundled");
@@ -170,9 +170,9 @@ pub fn unpack(model: &Embedded, store_root: &Path) -> Result<PathBuf> {
     for (want, name) in &expected {
         let bytes = model
             .file(name)
-            .ok_or_else(|| ModelError::invalid(name, "missing from the embedded model"))?;
+            .ok_or_else(|| ModelError::invalid(name, ModelFileProblem::NotEmbedded))?;
         if hex::encode(Sha256::digest(bytes)) != *want {
-            return Err(ModelError::invalid(name, "does not match SHA256SUMS"));
+            return Err(ModelError::invalid(name, ModelFileProblem::SumsMismatch));
         }
     }
     std::fs::create_dir_all(&parent).map_err(io("creating the bundled model folder"))?;

@@ -23,7 +23,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{io, ModelError, Result};
+use super::error::{io, CatalogProblem, ModelError, Result};
 
 /// The embedded catalog text.
 const BUILTIN: &str = include_str!("../../models/catalog.toml");
@@ -134,8 +134,9 @@ impl CatalogEntry {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CatalogFile {
+    /// Each entry with its place in the file, for the line number of an error.
     #[serde(default)]
-    model: Vec<CatalogEntry>,
+    model: Vec<toml::Spanned<CatalogEntry>>,
 }
 
 /// The set of known models.
@@ -181,15 +182,12 @@ impl Catalog {
     /// Parses and validates one catalog file.
     ///
     /// # Errors
-    /// [`ModelError::Catalog`] naming the first problem.
+    /// [`ModelError::Catalog`] naming the first problem and its line.
     pub fn from_toml(text: &str) -> Result<Catalog> {
-        let file: CatalogFile =
-            toml::from_str(text).map_err(|e| ModelError::Catalog(e.message().to_owned()))?;
-        let catalog = Catalog {
-            entries: file.model,
-        };
-        catalog.validate()?;
-        Ok(catalog)
+        Catalog {
+            entries: Vec::new(),
+        }
+        .extended(text)
     }
 
     /// This catalog plus the entries of another catalog file.
@@ -197,9 +195,31 @@ impl Catalog {
     /// # Errors
     /// [`ModelError::Catalog`] if the text is malformed or reuses an id or alias.
     pub fn extended(mut self, text: &str) -> Result<Catalog> {
-        let extra = Catalog::from_toml(text)?;
-        self.entries.extend(extra.entries);
-        self.validate()?;
+        let file: CatalogFile = toml::from_str(text).map_err(|e| syntax_error(text, e))?;
+        let mut names: HashSet<String> = self
+            .entries
+            .iter()
+            .flat_map(|e| std::iter::once(&e.id).chain(&e.aliases).cloned())
+            .collect();
+        let mut bundled = self.entries.iter().filter(|e| e.bundled).count();
+        for spanned in file.model {
+            let line = Some(line_of(text, spanned.span().start));
+            let bad = |problem| ModelError::Catalog { line, problem };
+            let e = spanned.into_inner();
+            check_entry(&e).map_err(bad)?;
+            for name in std::iter::once(&e.id).chain(&e.aliases) {
+                if !names.insert(name.clone()) {
+                    return Err(bad(CatalogProblem::Duplicate));
+                }
+            }
+            if e.bundled {
+                bundled += 1;
+                if bundled > 1 {
+                    return Err(bad(CatalogProblem::TwoBundled));
+                }
+            }
+            self.entries.push(e);
+        }
         Ok(self)
     }
 
@@ -222,77 +242,83 @@ impl Catalog {
     pub fn bundled(&self) -> Option<&CatalogEntry> {
         self.entries.iter().find(|e| e.bundled)
     }
+}
 
-    fn validate(&self) -> Result<()> {
-        let bad = |i: usize, what: &str| ModelError::Catalog(format!("entry {i}: {what}"));
-        let mut names = HashSet::new();
-        let mut bundled = 0;
-        for (i, e) in self.entries.iter().enumerate() {
-            if !is_valid_id(&e.id) {
-                return Err(bad(i, "invalid id"));
-            }
-            for name in std::iter::once(&e.id).chain(&e.aliases) {
-                if name.trim().is_empty() {
-                    return Err(bad(i, "empty alias"));
-                }
-                if !names.insert(name.as_str()) {
-                    return Err(bad(i, "id or alias defined twice"));
-                }
-            }
-            if e.files.is_empty() || !e.files.iter().all(|f| is_plain_file_name(f)) {
-                return Err(bad(i, "files must be a non-empty list of plain file names"));
-            }
-            for required in ["config.json", "tokenizer.json", "model.safetensors"] {
-                if !e.files.iter().any(|f| f == required) {
-                    return Err(bad(i, "files must include the three model files"));
-                }
-            }
-            if e.labels.is_empty() || !e.labels.iter().all(|l| is_canonical_label(l)) {
-                return Err(bad(i, "labels must be non-empty UPPER_SNAKE names"));
-            }
-            if !is_plain_file_name(&e.revision) {
-                return Err(bad(i, "invalid revision"));
-            }
-            if e.is_pinned() {
-                if e.bundled {
-                    return Err(bad(
-                        i,
-                        "the bundled model is checked by its SHA256SUMS, not pins",
-                    ));
-                }
-                if !is_commit(&e.revision) {
-                    return Err(bad(i, "pins need a 40-hex commit revision"));
-                }
-                for p in &e.pins {
-                    if !e.files.contains(&p.file) {
-                        return Err(bad(i, "a pin names a file the entry does not fetch"));
-                    }
-                    if !super::manifest::is_sha256_hex(&p.sha256) {
-                        return Err(bad(i, "a pin's sha256 must be 64 lowercase hex digits"));
-                    }
-                }
-                let pinned: HashSet<&str> = e.pins.iter().map(|p| p.file.as_str()).collect();
-                if pinned.len() != e.pins.len() || pinned.len() != e.files.len() {
-                    return Err(bad(i, "pins must name every file exactly once"));
-                }
-            }
-            if e.family.is_empty() || e.license.is_empty() {
-                return Err(bad(i, "family and license are required"));
-            }
-            if e.bundled {
-                bundled += 1;
-                if e.id.contains('/') {
-                    return Err(bad(i, "the bundled model has a plain id"));
-                }
-            } else if !e.id.contains('/') {
-                return Err(bad(i, "a downloadable model has an org/name id"));
-            }
-        }
-        if bundled > 1 {
-            return Err(ModelError::Catalog("more than one bundled model".into()));
-        }
-        Ok(())
+/// The rules one entry must satisfy on its own (the ones across entries, unique names and
+/// one bundled model, are checked by [`Catalog::extended`]).
+fn check_entry(e: &CatalogEntry) -> std::result::Result<(), CatalogProblem> {
+    use CatalogProblem as P;
+    if !is_valid_id(&e.id) {
+        return Err(P::InvalidId);
     }
+    if e.aliases.iter().any(|a| a.trim().is_empty()) {
+        return Err(P::EmptyAlias);
+    }
+    if e.files.is_empty() || !e.files.iter().all(|f| is_plain_file_name(f)) {
+        return Err(P::Files);
+    }
+    for required in ["config.json", "tokenizer.json", "model.safetensors"] {
+        if !e.files.iter().any(|f| f == required) {
+            return Err(P::MissingModelFile);
+        }
+    }
+    if e.labels.is_empty() || !e.labels.iter().all(|l| is_canonical_label(l)) {
+        return Err(P::Labels);
+    }
+    if !is_plain_file_name(&e.revision) {
+        return Err(P::Revision);
+    }
+    if e.is_pinned() {
+        if e.bundled {
+            return Err(P::PinnedBundle);
+        }
+        if !is_commit(&e.revision) {
+            return Err(P::PinsNeedCommit);
+        }
+        for p in &e.pins {
+            if !e.files.contains(&p.file) {
+                return Err(P::PinUnknownFile);
+            }
+            if !super::manifest::is_sha256_hex(&p.sha256) {
+                return Err(P::PinSha256);
+            }
+        }
+        let pinned: HashSet<&str> = e.pins.iter().map(|p| p.file.as_str()).collect();
+        if pinned.len() != e.pins.len() || pinned.len() != e.files.len() {
+            return Err(P::PinsIncomplete);
+        }
+    }
+    if e.family.is_empty() || e.license.is_empty() {
+        return Err(P::FamilyLicense);
+    }
+    if e.bundled && e.id.contains('/') {
+        return Err(P::BundledId);
+    }
+    if !e.bundled && !e.id.contains('/') {
+        return Err(P::DownloadId);
+    }
+    Ok(())
+}
+
+/// A TOML error as [`ModelError::Catalog`]: its line, and the error without the copy of the
+/// whole file it holds (which its `Display` and `Debug` would print).
+fn syntax_error(text: &str, mut e: toml::de::Error) -> ModelError {
+    let line = e.span().map(|s| line_of(text, s.start));
+    e.set_input(None);
+    ModelError::Catalog {
+        line,
+        problem: CatalogProblem::Syntax(e),
+    }
+}
+
+/// The 1-based line of byte `offset` of `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 /// True for a full git commit id: 40 lowercase hex digits.
@@ -400,11 +426,88 @@ labels = ["FIRST_NAME", "DATE"]
         let c = Catalog::builtin()?.extended(TINY)?;
         assert!(c.get("phiguard-test/tiny-bert").is_some());
         let again = c.clone().extended(TINY);
-        assert!(matches!(again, Err(ModelError::Catalog(_))));
+        assert!(matches!(again, Err(ModelError::Catalog { .. })));
         let alias_clash = TINY.replace("task = \"pii\"", "aliases = [\"rampart\"]\ntask = \"pii\"");
         let alias_clash = alias_clash.replace("tiny-bert", "tiny-bert-2");
         assert!(Catalog::builtin()?.extended(&alias_clash).is_err());
         Ok(())
+    }
+
+    /// The 1-based line of the `n`th (0-based) occurrence of `needle`.
+    fn line_of_nth(text: &str, needle: &str, n: usize) -> Option<usize> {
+        let (at, _) = text.match_indices(needle).nth(n)?;
+        Some(text[..at].matches('\n').count() + 1)
+    }
+
+    #[test]
+    fn a_malformed_entry_reports_the_line_of_its_header() {
+        let second = TINY
+            .replace("tiny-bert", "tiny-bert-2")
+            .replace("\"DATE\"", "\"date\"");
+        let text = format!("{TINY}{second}");
+        let r = Catalog::from_toml(&text);
+        assert!(
+            matches!(
+                &r,
+                Err(ModelError::Catalog { line, problem: CatalogProblem::Labels })
+                    if *line == line_of_nth(&text, "[[model]]", 1)
+            ),
+            "{r:?}"
+        );
+        let shown = r
+            .map(|_| ())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        let line = line_of_nth(&text, "[[model]]", 1).unwrap_or_default();
+        assert_eq!(
+            shown,
+            format!("invalid catalog: line {line}: labels must be non-empty UPPER_SNAKE names")
+        );
+    }
+
+    #[test]
+    fn a_clash_with_the_extended_catalog_reports_the_line_in_the_extra_file() -> Result<()> {
+        let clash = TINY.replace(
+            "phiguard-test/tiny-bert",
+            "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1",
+        );
+        let r = Catalog::builtin()?.extended(&clash);
+        assert!(
+            matches!(
+                &r,
+                Err(ModelError::Catalog { line, problem: CatalogProblem::Duplicate })
+                    if *line == line_of_nth(&clash, "[[model]]", 0)
+            ),
+            "{r:?}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_toml_error_reports_its_line_and_keeps_no_copy_of_the_file() {
+        let text = TINY.replace(
+            "task = \"pii\"",
+            "task = \"pii\"\nurl = \"hf_private_marker\"",
+        );
+        let e = match Catalog::from_toml(&text) {
+            Err(e) => e,
+            Ok(_) => panic!("an unknown field was accepted"),
+        };
+        let ModelError::Catalog {
+            line,
+            problem: CatalogProblem::Syntax(source),
+        } = &e
+        else {
+            panic!("not a syntax error: {e:?}");
+        };
+        assert_eq!(*line, line_of_nth(&text, "url", 0));
+        assert!(source.message().contains("unknown field"), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
+        for shown in [e.to_string(), format!("{e:?}")] {
+            assert!(!shown.contains("hf_private_marker"), "{shown}");
+            assert!(!shown.contains("tiny-bert"), "{shown}");
+        }
     }
 
     #[test]
@@ -457,7 +560,7 @@ labels = ["FIRST_NAME", "DATE"]
         let ok = pinned_tiny();
         let bad = |text: String, why: &str| {
             assert!(
-                matches!(Catalog::from_toml(&text), Err(ModelError::Catalog(_))),
+                matches!(Catalog::from_toml(&text), Err(ModelError::Catalog { .. })),
                 "accepted {why}"
             );
         };
@@ -505,7 +608,7 @@ labels = ["FIRST_NAME", "DATE"]
             fn $name() {
                 let text = TINY.replace($from, $to);
                 assert!(
-                    matches!(Catalog::from_toml(&text), Err(ModelError::Catalog(_))),
+                    matches!(Catalog::from_toml(&text), Err(ModelError::Catalog { .. })),
                     "accepted {}", stringify!($name)
                 );
             }

@@ -71,7 +71,7 @@ use tokio::io::AsyncWriteExt;
 pub use tokio_util::sync::CancellationToken;
 
 use super::catalog::{is_plain_file_name, Catalog, CatalogEntry, FilePin};
-use super::error::{io, ModelError, Result};
+use super::error::{io, EndpointError, ModelError, Result, TransportError};
 use super::manifest::ManifestFile;
 use super::store::{Installed, ModelSource, Store};
 
@@ -174,9 +174,9 @@ impl Downloader {
     /// # Errors
     /// [`ModelError::Endpoint`] if `endpoint` is not an http(s) URL.
     pub fn new(endpoint: &str, token: Option<String>, catalog: Catalog) -> Result<Downloader> {
-        let url = Url::parse(endpoint).map_err(|_| ModelError::Endpoint("not a URL".into()))?;
+        let url = Url::parse(endpoint).map_err(not_a_url)?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(ModelError::Endpoint("must be an http or https URL".into()));
+            return Err(ModelError::Endpoint(EndpointError::NotHttp));
         }
         let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
         let token = token
@@ -189,7 +189,7 @@ impl Downloader {
             .connect_timeout(Duration::from_secs(30))
             .read_timeout(Duration::from_secs(60))
             .build()
-            .map_err(|_| ModelError::Endpoint("cannot build an http client".into()))?;
+            .map_err(|e| ModelError::Endpoint(EndpointError::Client(e.without_url())))?;
         Ok(Downloader {
             client,
             endpoint: endpoint.trim_end_matches('/').to_owned(),
@@ -462,7 +462,7 @@ impl Downloader {
     /// A GET that follows redirects by [`next_hop`]; once a hop leaves the endpoint's
     /// origin, no later hop carries the token.
     async fn get(&self, url: &str, range_from: Option<u64>) -> Result<reqwest::Response> {
-        let mut url = Url::parse(url).map_err(|_| ModelError::Endpoint("not a URL".into()))?;
+        let mut url = Url::parse(url).map_err(not_a_url)?;
         let mut authorized = true;
         for _ in 0..=MAX_REDIRECTS {
             let resp = self
@@ -477,13 +477,12 @@ impl Downloader {
             url = next_hop(&url, &location)?;
             authorized &= sends_token(&self.origin, &url);
         }
-        Err(ModelError::Transport("too many redirects".into()))
+        Err(ModelError::Transport(TransportError::TooManyRedirects))
     }
 
     /// HEAD of one file, following only redirects that do not carry the hub's headers.
     async fn head(&self, repo: &str, revision: &str, file: &str) -> Result<FileMeta> {
-        let mut url = Url::parse(&self.url(repo, revision, file))
-            .map_err(|_| ModelError::Endpoint("not a URL".into()))?;
+        let mut url = Url::parse(&self.url(repo, revision, file)).map_err(not_a_url)?;
         let mut commit = None;
         let mut authorized = true;
         for _ in 0..=MAX_REDIRECTS {
@@ -528,7 +527,7 @@ impl Downloader {
             let size = header(h, "x-linked-size")
                 .or_else(|| header(h, CONTENT_LENGTH.as_str()))
                 .and_then(|s| s.parse().ok())
-                .ok_or_else(|| ModelError::Transport("hub sent no file size".into()))?;
+                .ok_or(ModelError::Transport(TransportError::NoFileSize))?;
             return Ok(FileMeta {
                 name: file.to_owned(),
                 size,
@@ -537,7 +536,7 @@ impl Downloader {
                 pinned_sha256: None,
             });
         }
-        Err(ModelError::Transport("too many redirects".into()))
+        Err(ModelError::Transport(TransportError::TooManyRedirects))
     }
 
     /// Fetches one file into the partial folder (resuming), verifies it and gives it its
@@ -636,9 +635,7 @@ impl Downloader {
                 let start = header(resp.headers(), CONTENT_RANGE.as_str())
                     .and_then(|r| content_range_start(&r));
                 if start != Some(have) {
-                    return Err(ModelError::Transport(
-                        "hub answered a different range".into(),
-                    ));
+                    return Err(ModelError::Transport(TransportError::WrongRange));
                 }
             }
             StatusCode::OK => {
@@ -651,9 +648,7 @@ impl Downloader {
             }
             StatusCode::RANGE_NOT_SATISFIABLE => {
                 remove(part).await?;
-                return Err(ModelError::Transport(
-                    "range not satisfiable; restarting".into(),
-                ));
+                return Err(ModelError::Transport(TransportError::RangeNotSatisfiable));
             }
             s => {
                 return Err(ModelError::HubStatus {
@@ -702,7 +697,7 @@ impl Downloader {
             .await
             .map_err(io("writing a partial download"))?;
         if have < meta.size {
-            return Err(ModelError::Transport("connection closed early".into()));
+            return Err(ModelError::Transport(TransportError::ClosedEarly));
         }
         Ok(())
     }
@@ -721,7 +716,7 @@ fn is_followed_redirect(status: StatusCode) -> bool {
 fn next_hop(from: &Url, location: &str) -> Result<Url> {
     let next = from
         .join(location)
-        .map_err(|_| ModelError::Transport("bad redirect".into()))?;
+        .map_err(|e| ModelError::Transport(TransportError::BadRedirect(e)))?;
     match (from.scheme(), next.scheme()) {
         (_, "https") | ("http", "http") if next.host_str().is_some() => Ok(next),
         _ => Err(ModelError::InsecureRedirect),
@@ -752,20 +747,14 @@ fn content_range_start(v: &str) -> Option<u64> {
         .ok()
 }
 
-/// A transport error described without its URL (which names the model).
+/// A transport error, kept as the source without its URL (which names the model).
 fn transport(e: reqwest::Error) -> ModelError {
-    let why = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "could not connect to the hub"
-    } else if e.is_body() || e.is_decode() {
-        "connection interrupted"
-    } else if e.is_redirect() {
-        "too many redirects"
-    } else {
-        "request failed"
-    };
-    ModelError::Transport(why.to_owned())
+    ModelError::Transport(TransportError::from_reqwest(e))
+}
+
+/// A URL that does not parse, as [`EndpointError::NotAUrl`].
+fn not_a_url(e: super::error::UrlError) -> ModelError {
+    ModelError::Endpoint(EndpointError::NotAUrl(e))
 }
 
 impl FileMeta {
@@ -890,8 +879,17 @@ mod tests {
     #[test]
     fn endpoints_and_token_policy() -> Result<()> {
         let c = Catalog::builtin()?;
-        assert!(Downloader::new("ftp://x", None, c.clone()).is_err());
-        assert!(Downloader::new("not a url", None, c.clone()).is_err());
+        assert!(matches!(
+            Downloader::new("ftp://x", None, c.clone()),
+            Err(ModelError::Endpoint(EndpointError::NotHttp))
+        ));
+        let not_a_url = Downloader::new("not a url", None, c.clone()).err();
+        assert!(matches!(
+            &not_a_url,
+            Some(ModelError::Endpoint(EndpointError::NotAUrl(_)))
+        ));
+        let source = not_a_url.as_ref().and_then(std::error::Error::source);
+        assert!(source.and_then(std::error::Error::source).is_some());
         let d = Downloader::new("http://mirror.example/", Some("secret".into()), c.clone())?;
         assert!(d.token.is_none(), "a token must not travel over plain http");
         assert_eq!(d.endpoint(), "http://mirror.example");
@@ -953,6 +951,68 @@ mod tests {
         ] {
             assert!(!sends_token(&origin, &u(other)?), "{other}");
         }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_keeps_the_reqwest_error_without_its_url() -> Result<()> {
+        // A port that was just free: the connection is refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(io("binding a free port"))?
+            .port();
+        let d = Downloader::new(
+            &format!("http://127.0.0.1:{port}"),
+            None,
+            Catalog::builtin()?,
+        )?;
+        let e = match d
+            .head("secret-org/secret-model", "main", "config.json")
+            .await
+        {
+            Err(e) => e,
+            Ok(meta) => panic!("a refused connection answered {meta:?}"),
+        };
+        assert!(e.is_transient());
+        assert!(
+            matches!(&e, ModelError::Transport(TransportError::Connect(_))),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "download failed: could not connect to the hub"
+        );
+        let transport = std::error::Error::source(&e);
+        let reqwest = transport.and_then(std::error::Error::source);
+        assert!(reqwest.is_some_and(|r| r.is::<reqwest::Error>()));
+        let mut chain = Vec::new();
+        let mut next: Option<&dyn std::error::Error> = Some(&e);
+        while let Some(err) = next {
+            chain.push(err.to_string());
+            next = err.source();
+        }
+        let chain = chain.join(": ");
+        assert!(
+            !chain.contains("secret-model") && !chain.contains("127.0.0.1"),
+            "{chain}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_redirect_that_is_no_url_keeps_the_parse_error() -> Result<()> {
+        let from = Url::parse("https://hub.example/x").map_err(|_| ModelError::InvalidId)?;
+        let e = match next_hop(&from, "https://") {
+            Err(e) => e,
+            Ok(u) => panic!("followed to {u}"),
+        };
+        assert!(matches!(
+            &e,
+            ModelError::Transport(TransportError::BadRedirect(_))
+        ));
+        assert!(std::error::Error::source(&e)
+            .and_then(std::error::Error::source)
+            .is_some());
         Ok(())
     }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::error::{io, ModelError, Result};
+use super::error::{io, ManifestError, ModelError, ModelFileProblem, Result};
 
 /// File name of the manifest inside a model folder.
 pub const MANIFEST_FILE: &str = "phiguard-manifest.json";
@@ -92,20 +92,21 @@ impl Manifest {
     /// # Errors
     /// [`ModelError::Manifest`] if malformed, from a newer schema, or naming unsafe files.
     pub fn parse(bytes: &[u8]) -> Result<Manifest> {
-        let m: Manifest = serde_json::from_slice(bytes)
-            .map_err(|e| ModelError::Manifest(format!("not a manifest ({})", e.classify_name())))?;
+        let bad = ModelError::Manifest;
+        let m: Manifest =
+            serde_json::from_slice(bytes).map_err(|e| bad(ManifestError::Parse(e)))?;
         if m.schema == 0 || m.schema > SCHEMA {
-            return Err(ModelError::Manifest("unknown schema version".into()));
+            return Err(bad(ManifestError::Schema));
         }
         if !super::catalog::is_valid_id(&m.id) {
-            return Err(ModelError::Manifest("invalid id".into()));
+            return Err(bad(ManifestError::InvalidId));
         }
         for f in &m.files {
             if !super::catalog::is_plain_file_name(&f.name) || f.name == MANIFEST_FILE {
-                return Err(ModelError::Manifest("unsafe file name".into()));
+                return Err(bad(ManifestError::UnsafeFileName));
             }
             if !is_sha256_hex(&f.sha256) {
-                return Err(ModelError::Manifest("malformed checksum".into()));
+                return Err(bad(ManifestError::MalformedChecksum));
             }
         }
         Ok(m)
@@ -117,27 +118,11 @@ impl Manifest {
     /// [`ModelError::Io`].
     pub fn write(&self, dir: &Path) -> Result<()> {
         let bytes = serde_json::to_vec_pretty(self)
-            .map_err(|e| ModelError::Manifest(e.classify_name().to_owned()))?;
+            .map_err(|e| ModelError::Manifest(ManifestError::Encode(e)))?;
         let path = dir.join(MANIFEST_FILE);
         let mut f = std::fs::File::create(&path).map_err(io("writing a manifest"))?;
         std::io::Write::write_all(&mut f, &bytes).map_err(io("writing a manifest"))?;
         f.sync_all().map_err(io("writing a manifest"))
-    }
-}
-
-/// `serde_json` error category as a static word (its message can quote input).
-trait ClassifyName {
-    fn classify_name(&self) -> &'static str;
-}
-
-impl ClassifyName for serde_json::Error {
-    fn classify_name(&self) -> &'static str {
-        match self.classify() {
-            serde_json::error::Category::Io => "i/o",
-            serde_json::error::Category::Syntax => "syntax error",
-            serde_json::error::Category::Data => "unexpected data",
-            serde_json::error::Category::Eof => "truncated",
-        }
     }
 }
 
@@ -173,17 +158,22 @@ pub fn sha256_file(path: &Path) -> Result<(String, u64)> {
 /// [`ModelError::InvalidModel`] for a malformed line.
 pub fn parse_sha256sums(text: &str) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if line.starts_with('#') {
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (hash, name) = line
-            .split_once(char::is_whitespace)
-            .ok_or_else(|| ModelError::invalid("SHA256SUMS", "malformed line"))?;
+        let malformed = || {
+            ModelError::invalid(
+                "SHA256SUMS",
+                ModelFileProblem::MalformedLine { line: i + 1 },
+            )
+        };
+        let (hash, name) = line.split_once(char::is_whitespace).ok_or_else(malformed)?;
         let name = name.trim_start().trim_start_matches('*');
         let hash = hash.to_ascii_lowercase();
         if !is_sha256_hex(&hash) || !super::catalog::is_plain_file_name(name) {
-            return Err(ModelError::invalid("SHA256SUMS", "malformed line"));
+            return Err(malformed());
         }
         out.push((hash, name.to_owned()));
     }
@@ -226,23 +216,47 @@ mod tests {
 
     #[test]
     fn manifest_rejects_unsafe_content() -> Result<()> {
+        let encode = |m: &Manifest| {
+            serde_json::to_vec(m).map_err(|e| ModelError::Manifest(ManifestError::Encode(e)))
+        };
         let mut m = sample();
         m.files[0].name = "../etc/passwd".into();
-        let bytes = serde_json::to_vec(&m).map_err(|e| ModelError::Manifest(e.to_string()))?;
         assert!(matches!(
-            Manifest::parse(&bytes),
-            Err(ModelError::Manifest(_))
+            Manifest::parse(&encode(&m)?),
+            Err(ModelError::Manifest(ManifestError::UnsafeFileName))
         ));
         let mut m = sample();
         m.schema = SCHEMA + 1;
-        let bytes = serde_json::to_vec(&m).map_err(|e| ModelError::Manifest(e.to_string()))?;
-        assert!(Manifest::parse(&bytes).is_err());
+        assert!(matches!(
+            Manifest::parse(&encode(&m)?),
+            Err(ModelError::Manifest(ManifestError::Schema))
+        ));
         let mut m = sample();
         m.files[0].sha256 = "XYZ".into();
-        let bytes = serde_json::to_vec(&m).map_err(|e| ModelError::Manifest(e.to_string()))?;
-        assert!(Manifest::parse(&bytes).is_err());
+        assert!(matches!(
+            Manifest::parse(&encode(&m)?),
+            Err(ModelError::Manifest(ManifestError::MalformedChecksum))
+        ));
         assert!(Manifest::parse(b"{not json").is_err());
         Ok(())
+    }
+
+    #[test]
+    fn a_malformed_manifest_keeps_the_json_error_as_its_source_and_quotes_nothing() {
+        let mut m = serde_json::to_value(sample()).unwrap_or_default();
+        m["schema"] = serde_json::Value::from("phiguard-test/secret-name");
+        let bytes = m.to_string().into_bytes();
+        let e = Manifest::parse(&bytes).expect_err("a string schema");
+        assert!(
+            matches!(&e, ModelError::Manifest(ManifestError::Parse(_))),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "invalid store manifest: not a manifest (unexpected data)"
+        );
+        let source = std::error::Error::source(&e).and_then(std::error::Error::source);
+        assert!(source.is_some_and(|s| s.is::<serde_json::Error>()));
     }
 
     #[test]
@@ -268,6 +282,19 @@ mod tests {
         assert_eq!(parsed[1], (h.clone(), "config.json".to_owned()));
         assert!(parse_sha256sums(&format!("{h}  ../x")).is_err());
         assert!(parse_sha256sums("zz  config.json").is_err());
+        let r = parse_sha256sums(&format!("# comment\n{h}  config.json\n\nzz  vocab.txt\n"));
+        assert!(
+            matches!(
+                &r,
+                Err(ModelError::InvalidModel {
+                    problem: ModelFileProblem::MalformedLine { line: 4 },
+                    ..
+                })
+            ),
+            "{r:?}"
+        );
+        let shown = r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(shown, "invalid model file SHA256SUMS: malformed line 4");
         Ok(())
     }
 

@@ -40,7 +40,10 @@ pub mod validate;
 
 pub use catalog::{Catalog, CatalogEntry, Task, CATALOG_EXTRA_ENV};
 pub use download::{CancellationToken, Downloader, Progress, DEFAULT_ENDPOINT};
-pub use error::{ModelError, Result};
+pub use error::{
+    CatalogProblem, EndpointError, ManifestError, ModelError, ModelFileProblem, Result,
+    TransportError, UrlError,
+};
 pub use manager::{
     CancelError, DownloadInfo, DownloadManager, DownloadObserver, DownloadState, Pull, StartError,
 };

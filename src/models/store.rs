@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use super::catalog::{is_plain_file_name, is_valid_id, Catalog};
-use super::error::{io, ModelError, Result};
+use super::error::{io, ModelError, ModelFileProblem, Result};
 pub use super::manifest::ModelSource;
 use super::manifest::{parse_sha256sums, sha256_file, Manifest, ManifestFile, SCHEMA};
 use super::validate::{validate_dir, OPTIONAL_FILES, REQUIRED_FILES};
@@ -198,17 +198,14 @@ fn check_import_files(dir: &Path) -> Result<PathBuf> {
             Err(e) => return Err(io("reading the folder to import")(e)),
         };
         if meta.file_type().is_symlink() {
-            return Err(ModelError::invalid(
-                name,
-                "is a symbolic link; import copies regular files only",
-            ));
+            return Err(ModelError::invalid(name, ModelFileProblem::SymbolicLink));
         }
         if !meta.is_file() {
-            return Err(ModelError::invalid(name, "is not a regular file"));
+            return Err(ModelError::invalid(name, ModelFileProblem::NotRegular));
         }
         let resolved = std::fs::canonicalize(&path).map_err(io("reading the folder to import"))?;
         if resolved.parent() != Some(root.as_path()) {
-            return Err(ModelError::invalid(name, "resolves outside the folder"));
+            return Err(ModelError::invalid(name, ModelFileProblem::OutsideFolder));
         }
     }
     Ok(root)
@@ -229,16 +226,13 @@ fn open_regular(path: &Path, name: &str) -> Result<std::fs::File> {
         // ELOOP: the last component is a symbolic link.
         #[cfg(unix)]
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(ModelError::invalid(
-                name,
-                "is a symbolic link; import copies regular files only",
-            ))
+            return Err(ModelError::invalid(name, ModelFileProblem::SymbolicLink))
         }
         Err(e) => return Err(io("reading model files")(e)),
     };
     let meta = f.metadata().map_err(io("reading model files"))?;
     if !meta.is_file() {
-        return Err(ModelError::invalid(name, "is not a regular file"));
+        return Err(ModelError::invalid(name, ModelFileProblem::NotRegular));
     }
     Ok(f)
 }
@@ -382,7 +376,7 @@ impl Store {
                 let (sha256, size) = sha256_file(&dst)?;
                 if let Some((want, _)) = sums.iter().find(|(_, n)| n == name) {
                     if *want != sha256 {
-                        return Err(ModelError::invalid(name, "does not match SHA256SUMS"));
+                        return Err(ModelError::invalid(name, ModelFileProblem::SumsMismatch));
                     }
                 }
                 files.push(ManifestFile {

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::error::{io, ModelError, Result};
+use super::error::{io, ModelError, ModelFileProblem as P, Result};
 
 /// The three files every model folder must have.
 pub const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
@@ -59,7 +59,7 @@ pub struct ModelInfo {
 pub fn validate_dir(dir: &Path) -> Result<ModelInfo> {
     for name in REQUIRED_FILES {
         if !dir.join(name).is_file() {
-            return Err(ModelError::invalid(name, "missing"));
+            return Err(ModelError::invalid(name, P::Missing));
         }
     }
     let config = read_small(&dir.join("config.json"), "config.json")?;
@@ -75,7 +75,7 @@ fn read_small(path: &Path, name: &str) -> Result<Vec<u8>> {
         .map_err(io("reading model files"))?
         .len();
     if len > 64 * 1024 * 1024 {
-        return Err(ModelError::invalid(name, "too large"));
+        return Err(ModelError::invalid(name, P::TooLarge));
     }
     std::fs::read(path).map_err(io("reading model files"))
 }
@@ -87,44 +87,34 @@ fn read_small(path: &Path, name: &str) -> Result<Vec<u8>> {
 /// As [`validate_dir`].
 pub fn check_config(bytes: &[u8]) -> Result<ModelInfo> {
     let v: Value = serde_json::from_slice(bytes)
-        .map_err(|_| ModelError::invalid("config.json", "not valid JSON"))?;
+        .map_err(|e| ModelError::invalid("config.json", P::NotJson(e)))?;
     let family = v
         .get("model_type")
         .and_then(Value::as_str)
-        .ok_or_else(|| ModelError::invalid("config.json", "no model_type"))?;
+        .ok_or_else(|| ModelError::invalid("config.json", P::NoModelType))?;
     if !SUPPORTED_FAMILIES.contains(&family) {
-        let shown = if family.len() <= 32
-            && family
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            family.to_owned()
-        } else {
-            "(unprintable)".to_owned()
-        };
-        return Err(ModelError::UnsupportedFamily(shown));
+        return Err(ModelError::UnsupportedFamily(
+            crate::inference::config::shown_model_type(family),
+        ));
     }
     let map = v
         .get("id2label")
         .and_then(Value::as_object)
         .filter(|m| !m.is_empty())
-        .ok_or_else(|| ModelError::invalid("config.json", "no id2label"))?;
+        .ok_or_else(|| ModelError::invalid("config.json", P::NoId2Label))?;
     let mut by_id: Vec<(usize, &str)> = Vec::with_capacity(map.len());
     for (k, label) in map {
         let id: usize = k
             .parse()
-            .map_err(|_| ModelError::invalid("config.json", "id2label key is not an integer"))?;
+            .map_err(|e| ModelError::invalid("config.json", P::Id2LabelKey(e)))?;
         let label = label
             .as_str()
-            .ok_or_else(|| ModelError::invalid("config.json", "id2label value is not a string"))?;
+            .ok_or_else(|| ModelError::invalid("config.json", P::Id2LabelValue))?;
         by_id.push((id, label));
     }
     by_id.sort_unstable_by_key(|(id, _)| *id);
     if by_id.iter().enumerate().any(|(i, (id, _))| i != *id) {
-        return Err(ModelError::invalid(
-            "config.json",
-            "id2label ids are not 0..n",
-        ));
+        return Err(ModelError::invalid("config.json", P::Id2LabelIds));
     }
     let mut labels: Vec<String> = Vec::new();
     for (_, raw) in by_id {
@@ -162,16 +152,13 @@ pub(crate) fn strip_bio(label: &str) -> &str {
 /// As [`validate_dir`].
 pub fn check_tokenizer(bytes: &[u8]) -> Result<()> {
     let v: Value = serde_json::from_slice(bytes)
-        .map_err(|_| ModelError::invalid("tokenizer.json", "not valid JSON"))?;
+        .map_err(|e| ModelError::invalid("tokenizer.json", P::NotJson(e)))?;
     let model = v
         .get("model")
         .and_then(Value::as_object)
-        .ok_or_else(|| ModelError::invalid("tokenizer.json", "no model section"))?;
+        .ok_or_else(|| ModelError::invalid("tokenizer.json", P::NoModelSection))?;
     if !model.contains_key("type") && !model.contains_key("vocab") {
-        return Err(ModelError::invalid(
-            "tokenizer.json",
-            "model section has neither type nor vocab",
-        ));
+        return Err(ModelError::invalid("tokenizer.json", P::EmptyModelSection));
     }
     Ok(())
 }
@@ -183,29 +170,27 @@ pub fn check_tokenizer(bytes: &[u8]) -> Result<()> {
 /// # Errors
 /// As [`validate_dir`].
 pub fn check_safetensors(path: &Path) -> Result<()> {
-    let bad = |why: &str| ModelError::invalid("model.safetensors", why);
+    let bad = |problem| ModelError::invalid("model.safetensors", problem);
     let mut f = std::fs::File::open(path).map_err(io("reading model files"))?;
     let total = f.metadata().map_err(io("reading model files"))?.len();
     let mut len = [0u8; 8];
     f.read_exact(&mut len)
-        .map_err(|_| bad("truncated header"))?;
+        .map_err(|e| bad(P::TruncatedHeader(e)))?;
     let header_len = u64::from_le_bytes(len);
     if header_len == 0 || header_len > MAX_HEADER || header_len > total.saturating_sub(8) {
-        return Err(bad("bad header length"));
+        return Err(bad(P::HeaderLength));
     }
-    let mut header = vec![0u8; usize::try_from(header_len).map_err(|_| bad("bad header length"))?];
+    let mut header = vec![0u8; usize::try_from(header_len).map_err(|_| bad(P::HeaderLength))?];
     f.read_exact(&mut header)
-        .map_err(|_| bad("truncated header"))?;
+        .map_err(|e| bad(P::TruncatedHeader(e)))?;
     check_safetensors_header(&header, total - 8 - header_len)
 }
 
 /// Checks a safetensors JSON header against the size of the data section.
 pub fn check_safetensors_header(header: &[u8], data_len: u64) -> Result<()> {
-    let bad = |why: &str| ModelError::invalid("model.safetensors", why);
-    let v: Value = serde_json::from_slice(header).map_err(|_| bad("header is not JSON"))?;
-    let map = v
-        .as_object()
-        .ok_or_else(|| bad("header is not an object"))?;
+    let bad = |problem| ModelError::invalid("model.safetensors", problem);
+    let v: Value = serde_json::from_slice(header).map_err(|e| bad(P::HeaderNotJson(e)))?;
+    let map = v.as_object().ok_or_else(|| bad(P::HeaderNotObject))?;
     let mut tensors = 0usize;
     let mut max_end = 0u64;
     for (name, t) in map {
@@ -217,41 +202,41 @@ pub fn check_safetensors_header(header: &[u8], data_len: u64) -> Result<()> {
             .get("dtype")
             .and_then(Value::as_str)
             .and_then(dtype_bits)
-            .ok_or_else(|| bad("unknown dtype"))?;
+            .ok_or_else(|| bad(P::UnknownDtype))?;
         let shape = t
             .get("shape")
             .and_then(Value::as_array)
-            .ok_or_else(|| bad("no shape"))?;
+            .ok_or_else(|| bad(P::NoShape))?;
         let mut elements: u64 = 1;
         for d in shape {
-            let d = d.as_u64().ok_or_else(|| bad("bad shape"))?;
-            elements = elements.checked_mul(d).ok_or_else(|| bad("bad shape"))?;
+            let d = d.as_u64().ok_or_else(|| bad(P::BadShape))?;
+            elements = elements.checked_mul(d).ok_or_else(|| bad(P::BadShape))?;
         }
         let offsets = t
             .get("data_offsets")
             .and_then(Value::as_array)
             .filter(|a| a.len() == 2)
-            .ok_or_else(|| bad("no data_offsets"))?;
+            .ok_or_else(|| bad(P::NoDataOffsets))?;
         let (begin, end) = match (offsets[0].as_u64(), offsets[1].as_u64()) {
             (Some(b), Some(e)) if b <= e => (b, e),
-            _ => return Err(bad("bad data_offsets")),
+            _ => return Err(bad(P::BadDataOffsets)),
         };
         if end > data_len {
-            return Err(bad("tensor data lies past the end of the file"));
+            return Err(bad(P::PastEnd));
         }
         let bits = elements
             .checked_mul(width)
-            .ok_or_else(|| bad("bad shape"))?;
+            .ok_or_else(|| bad(P::BadShape))?;
         if bits.div_ceil(8) != end - begin {
-            return Err(bad("tensor byte count does not match its shape"));
+            return Err(bad(P::ByteCount));
         }
         max_end = max_end.max(end);
     }
     if tensors == 0 {
-        return Err(bad("no tensors"));
+        return Err(bad(P::NoTensors));
     }
     if max_end != data_len {
-        return Err(bad("data section size does not match the header"));
+        return Err(bad(P::DataSize));
     }
     Ok(())
 }
@@ -306,6 +291,27 @@ mod tests {
             check_config(br#"{"model_type":"gpt2","id2label":{"0":"O"}}"#),
             Err(ModelError::UnsupportedFamily(f)) if f == "gpt2"
         ));
+    }
+
+    #[test]
+    fn a_config_that_is_not_json_keeps_the_parser_error_as_its_source() {
+        let e = check_config(b"{\"model_type\": \"bert\",").err();
+        assert!(
+            matches!(
+                &e,
+                Some(ModelError::InvalidModel {
+                    problem: P::NotJson(_),
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+        let shown = e.as_ref().map(ToString::to_string).unwrap_or_default();
+        assert_eq!(shown, "invalid model file config.json: not valid JSON");
+        let source = e.as_ref().and_then(std::error::Error::source);
+        assert!(source
+            .and_then(std::error::Error::source)
+            .is_some_and(|s| s.is::<serde_json::Error>()));
     }
 
     #[test]

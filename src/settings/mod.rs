@@ -18,7 +18,7 @@ use std::path::PathBuf;
 pub use home::Home;
 pub use key::Key;
 pub use table::{keys, Def, TABLE};
-pub use value::{Kind, Value};
+pub use value::{Invalid, Kind, Value};
 
 /// Where a value came from.
 #[derive(
@@ -34,27 +34,118 @@ pub enum SettingSource {
     Env,
 }
 
-/// Errors of the settings module. Messages name the variable or key and the rule.
+/// Errors of the settings module. Messages name the variable or key and the rule, and the
+/// settings file by its path and line; never a value, and never a key that is not in the
+/// table (a key typed by someone, which may be anything).
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     /// Returned when an environment variable does not satisfy its rule.
-    #[error("{var}: must be {rule}")]
-    InvalidEnv { var: String, rule: String },
-    /// Returned when a key given to `set` (file, CLI, admin API) does not satisfy its rule.
-    #[error("{key}: must be {rule}")]
-    InvalidValue { key: String, rule: String },
-    /// Returned when a key is not in the table.
-    #[error("unknown setting {0}")]
-    UnknownKey(String),
+    #[error("{var}: {source}")]
+    InvalidEnv {
+        /// The variable (the row's own or its alias).
+        var: &'static str,
+        /// The rule it breaks.
+        source: value::Invalid,
+    },
+    /// Returned when a key of `settings.toml` does not satisfy its rule.
+    #[error("{key}: {source}")]
+    InvalidValue {
+        /// The dotted key.
+        key: &'static str,
+        /// The rule it breaks.
+        source: value::Invalid,
+    },
     /// Returned when a key is set by the environment and so cannot be changed here.
     #[error("{key} is set by environment variable {var} and cannot be changed here")]
-    Locked { key: String, var: String },
+    Locked {
+        /// The dotted key.
+        key: &'static str,
+        /// The environment variable that sets it.
+        var: &'static str,
+    },
     /// Returned when several values are each valid but contradict each other.
-    #[error("{0}")]
-    Conflict(String),
-    /// Returned when `settings.toml` cannot be read or written.
-    #[error("settings file {path}: {reason}")]
-    File { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Conflict(#[from] Conflict),
+    /// Returned when `settings.toml` exists but cannot be read.
+    #[error("settings file {path}: {source}")]
+    ReadFile {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Returned when `settings.toml` cannot be written.
+    #[error("settings file {path}: {source}")]
+    WriteFile {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Returned when the content of `settings.toml` is not settings: not TOML, a value of a
+    /// type settings do not take, or a key that is not in the table.
+    #[error("settings file {path}: {}{problem}", At(*line))]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line at fault; `None` when the TOML parser gave no position.
+        line: Option<usize>,
+        /// What is wrong there.
+        #[source]
+        problem: FileProblem,
+    },
+}
+
+/// Values that are each valid but contradict each other ([`SettingsError::Conflict`]).
+#[derive(Debug, thiserror::Error)]
+pub enum Conflict {
+    /// Returned when the low watermark is not below the (effective) high watermark.
+    #[error("admission.low_watermark (PHIGUARD_BATCH_LOW_WATERMARK) must be below the high watermark {high}")]
+    Watermarks {
+        /// The effective high watermark.
+        high: u64,
+    },
+    /// Returned when a Redis URL is set without the number of cluster admissions.
+    #[error("PHIGUARD_CLUSTER_ADMISSIONS must be set when PHIGUARD_REDIS_URL is")]
+    ClusterAdmissions,
+    /// Returned when `models.label_thresholds` names an unknown label or a bad fraction.
+    #[error("models.label_thresholds (PHIGUARD_LABEL_THRESHOLDS): {0}")]
+    LabelThresholds(#[source] crate::detect::thresholds::ThresholdError),
+    /// Returned when the longest retry pause is shorter than the first.
+    #[error("retry.backoff_max_seconds (PHIGUARD_RETRY_BACKOFF_MAX_SECONDS) must not be below retry.backoff_initial_seconds")]
+    Backoff,
+}
+
+/// What is wrong with the content of `settings.toml` ([`SettingsError::File`]).
+#[derive(Debug, thiserror::Error)]
+pub enum FileProblem {
+    /// Returned when the file is not TOML. The message is the parser's description, which
+    /// names no value; the source is the TOML error, stripped of its copy of the file (which
+    /// may hold a token or a URL with a password).
+    #[error("{}", .0.message())]
+    Syntax(#[source] Box<toml::de::Error>),
+    /// Returned when a key is not in the table. The key itself is not kept: it is whatever
+    /// someone typed; the line says where it is.
+    #[error("unknown setting")]
+    UnknownKey,
+    /// Returned when a value is a date, a time or a table where a setting was expected.
+    #[error("values must be strings, numbers, booleans or arrays")]
+    UnsupportedValue,
+    /// Returned when a number does not fit in 64 bits.
+    #[error("numbers must fit in 64 bits")]
+    NumberOutOfRange,
+}
+
+/// `line N: ` before a problem, or nothing when there is no position.
+struct At(Option<usize>);
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(line) => write!(f, "line {line}: "),
+            None => Ok(()),
+        }
+    }
 }
 
 /// One field-level problem, for 422 details and inline UI errors.
@@ -107,17 +198,21 @@ impl Settings {
         let path = home.settings_file();
         s.file = Some(path.clone());
         if path.exists() {
-            let text = std::fs::read_to_string(&path).map_err(|e| SettingsError::File {
+            let text =
+                std::fs::read_to_string(&path).map_err(|source| SettingsError::ReadFile {
+                    path: path.clone(),
+                    source,
+                })?;
+            let entries = parse_file(&text).map_err(|(line, problem)| SettingsError::File {
                 path: path.clone(),
-                reason: e.to_string(),
+                line,
+                problem,
             })?;
-            for (key, raw) in parse_file(&text).map_err(|reason| SettingsError::File {
-                path: path.clone(),
-                reason,
-            })? {
+            for FileEntry { key, raw, line } in entries {
                 let def = table::def(&key).ok_or_else(|| SettingsError::File {
                     path: path.clone(),
-                    reason: format!("unknown setting {key}"),
+                    line: Some(line),
+                    problem: FileProblem::UnknownKey,
                 })?;
                 if def.secret {
                     continue;
@@ -125,9 +220,9 @@ impl Settings {
                 let v = def
                     .kind
                     .parse(&raw)
-                    .map_err(|rule| SettingsError::InvalidValue {
-                        key: key.clone(),
-                        rule,
+                    .map_err(|source| SettingsError::InvalidValue {
+                        key: def.key,
+                        source,
                     })?;
                 s.values.insert(def.key, (v, SettingSource::File));
             }
@@ -143,10 +238,7 @@ impl Settings {
                 let v = def
                     .kind
                     .parse(&raw)
-                    .map_err(|rule| SettingsError::InvalidEnv {
-                        var: var.to_string(),
-                        rule,
-                    })?;
+                    .map_err(|source| SettingsError::InvalidEnv { var, source })?;
                 s.values.insert(def.key, (v, SettingSource::Env));
             }
         }
@@ -154,32 +246,21 @@ impl Settings {
         Ok(s)
     }
 
-    fn check_conflicts(&self) -> Result<(), SettingsError> {
+    fn check_conflicts(&self) -> Result<(), Conflict> {
         let high = self.high_watermark();
         if self.low_watermark() >= high {
-            return Err(SettingsError::Conflict(format!(
-                "admission.low_watermark (PHIGUARD_BATCH_LOW_WATERMARK) must be below the high watermark {high}"
-            )));
+            return Err(Conflict::Watermarks { high });
         }
         if !self.get(keys::CLUSTER_REDIS_URL).is_empty()
             && self.get(keys::CLUSTER_ADMISSIONS).is_none()
         {
-            return Err(SettingsError::Conflict(
-                "PHIGUARD_CLUSTER_ADMISSIONS must be set when PHIGUARD_REDIS_URL is".into(),
-            ));
+            return Err(Conflict::ClusterAdmissions);
         }
-        if let Err(e) =
-            crate::detect::LabelThresholds::parse(self.get(keys::MODELS_LABEL_THRESHOLDS))
-        {
-            return Err(SettingsError::Conflict(format!(
-                "models.label_thresholds (PHIGUARD_LABEL_THRESHOLDS): {e}"
-            )));
-        }
+        crate::detect::LabelThresholds::parse(self.get(keys::MODELS_LABEL_THRESHOLDS))
+            .map_err(Conflict::LabelThresholds)?;
         if self.get(keys::RETRY_BACKOFF_MAX_SECONDS) < self.get(keys::RETRY_BACKOFF_INITIAL_SECONDS)
         {
-            return Err(SettingsError::Conflict(
-                "retry.backoff_max_seconds (PHIGUARD_RETRY_BACKOFF_MAX_SECONDS) must not be below retry.backoff_initial_seconds".into(),
-            ));
+            return Err(Conflict::Backoff);
         }
         Ok(())
     }
@@ -318,9 +399,9 @@ impl Settings {
                 Ok(v) => {
                     next.values.insert(def.key, (v, SettingSource::File));
                 }
-                Err(rule) => errors.push(FieldError {
+                Err(e) => errors.push(FieldError {
                     field: def.key.into(),
-                    message: format!("must be {rule}"),
+                    message: e.to_string(),
                 }),
             }
         }
@@ -343,7 +424,7 @@ impl Settings {
     /// Writes every value whose source is the file to `settings.toml` (0600), atomically.
     ///
     /// # Errors
-    /// [`SettingsError::File`].
+    /// [`SettingsError::WriteFile`].
     pub fn persist(&self) -> Result<(), SettingsError> {
         let Some(path) = &self.file else {
             return Ok(());
@@ -375,9 +456,9 @@ impl Settings {
             "# phiguard settings, written by phiguard; environment variables override these.\n{}",
             toml::to_string(&root).unwrap_or_default()
         );
-        home::write_private(path, body.as_bytes()).map_err(|e| SettingsError::File {
+        home::write_private(path, body.as_bytes()).map_err(|source| SettingsError::WriteFile {
             path: path.clone(),
-            reason: e.to_string(),
+            source,
         })
     }
 }
@@ -393,38 +474,88 @@ pub fn profile_timeout_seconds(profile: &str) -> f64 {
     }
 }
 
+/// One `key = value` of `settings.toml`, the value in the textual form of the environment.
+struct FileEntry {
+    /// The dotted key, as written (not yet checked against the table).
+    key: String,
+    /// The value as text.
+    raw: String,
+    /// The 1-based line of the key.
+    line: usize,
+}
+
 /// Reads `settings.toml`: `[group] name = value` tables, or top-level `"group.name" = value`.
-fn parse_file(text: &str) -> Result<Vec<(String, String)>, String> {
-    let root: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| e.message().to_string())?;
+///
+/// # Errors
+/// The line (where the parser gave one) and what is wrong there.
+fn parse_file(text: &str) -> Result<Vec<FileEntry>, (Option<usize>, FileProblem)> {
+    use toml::de::{DeTable, DeValue};
+    let root = DeTable::parse(text).map_err(|mut e| {
+        let line = e.span().map(|s| line_of(text, s.start));
+        // The error holds the whole file, which its Display and Debug would print.
+        e.set_input(None);
+        (line, FileProblem::Syntax(Box::new(e)))
+    })?;
     let mut out = Vec::new();
-    for (k, v) in root {
-        match v {
-            toml::Value::Table(t) => {
+    for (k, v) in root.get_ref() {
+        let line = line_of(text, k.span().start);
+        match v.get_ref() {
+            DeValue::Table(t) => {
                 for (name, v) in t {
-                    out.push((format!("{k}.{name}"), toml_text(&v)?));
+                    let line = line_of(text, name.span().start);
+                    out.push(FileEntry {
+                        key: format!("{}.{}", k.get_ref(), name.get_ref()),
+                        raw: toml_text(text, v)?,
+                        line,
+                    });
                 }
             }
-            other => out.push((k, toml_text(&other)?)),
+            _ => out.push(FileEntry {
+                key: k.get_ref().to_string(),
+                raw: toml_text(text, v)?,
+                line,
+            }),
         }
     }
     Ok(out)
 }
 
-fn toml_text(v: &toml::Value) -> Result<String, String> {
-    Ok(match v {
-        toml::Value::String(s) => s.clone(),
-        toml::Value::Integer(i) => i.to_string(),
-        toml::Value::Float(f) => f.to_string(),
-        toml::Value::Boolean(b) => b.to_string(),
-        toml::Value::Array(a) => a
-            .iter()
-            .map(toml_text)
+/// A value in the textual form settings are parsed from (an array as a comma-separated list).
+fn toml_text(
+    text: &str,
+    v: &toml::Spanned<toml::de::DeValue<'_>>,
+) -> Result<String, (Option<usize>, FileProblem)> {
+    use toml::de::DeValue;
+    let at = |problem| (Some(line_of(text, v.span().start)), problem);
+    Ok(match v.get_ref() {
+        DeValue::String(s) => s.to_string(),
+        DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix())
+            .map_err(|_| at(FileProblem::NumberOutOfRange))?
+            .to_string(),
+        DeValue::Float(f) => match f.as_str().parse::<f64>() {
+            // An overflow reads as infinity; only a written `inf` may (`nan` is kept, and
+            // refused by the rule of the setting, as any other value it does not take).
+            Ok(x) if !x.is_infinite() || f.as_str().contains("inf") => x.to_string(),
+            _ => return Err(at(FileProblem::NumberOutOfRange)),
+        },
+        DeValue::Boolean(b) => b.to_string(),
+        DeValue::Array(a) => a
+            .into_iter()
+            .map(|item| toml_text(text, item))
             .collect::<Result<Vec<_>, _>>()?
             .join(","),
-        _ => return Err("values must be strings, numbers, booleans or arrays".into()),
+        DeValue::Datetime(_) | DeValue::Table(_) => return Err(at(FileProblem::UnsupportedValue)),
     })
+}
+
+/// The 1-based line of byte `offset` of `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 #[cfg(test)]
@@ -441,8 +572,9 @@ mod tests {
     }
 
     #[test]
-    fn env_beats_file_beats_default_and_alias_is_accepted() -> Result<(), SettingsError> {
-        let dir = tempfile::tempdir().map_err(|e| SettingsError::Conflict(e.to_string()))?;
+    fn env_beats_file_beats_default_and_alias_is_accepted() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let dir = tempfile::tempdir()?;
         let home = Home::at(dir.path());
         std::fs::create_dir_all(home.config_dir()).ok();
         std::fs::write(
@@ -486,7 +618,165 @@ mod tests {
             ]),
         )
         .expect_err("must fail");
+        assert!(
+            matches!(
+                err,
+                SettingsError::Conflict(Conflict::Watermarks { high: 4 })
+            ),
+            "{err:?}"
+        );
         assert!(err.to_string().contains("PHIGUARD_BATCH_LOW_WATERMARK"));
+    }
+
+    /// A home whose `settings.toml` holds `text`.
+    fn home_with_file(text: &str) -> (tempfile::TempDir, Home) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        std::fs::create_dir_all(home.config_dir()).expect("config dir");
+        std::fs::write(home.settings_file(), text).expect("settings file");
+        (dir, home)
+    }
+
+    #[test]
+    fn file_values_take_every_toml_spelling() -> Result<(), SettingsError> {
+        let (_dir, home) = home_with_file(
+            "\"retry.max_attempts\" = 0x5\nretry.backoff_multiplier = 3\n\
+             [security]\ntrusted_hosts = [\"localhost\", \"*.example.org\"]\n",
+        );
+        let s = Settings::load_from(&home, env(&[]))?;
+        assert_eq!(s.get(keys::RETRY_MAX_ATTEMPTS), 5);
+        assert_eq!(s.get(keys::RETRY_BACKOFF_MULTIPLIER), 3.0);
+        assert_eq!(
+            s.get(keys::SECURITY_TRUSTED_HOSTS),
+            ["localhost", "*.example.org"]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn an_unknown_key_in_the_file_is_reported_by_line_and_never_echoed() {
+        let (_dir, home) =
+            home_with_file("[retry]\nmax_attempts = 5\n\n[auth]\nhf_secret_key_name = 1\n");
+        let err = Settings::load_from(&home, env(&[])).expect_err("unknown key");
+        assert!(
+            matches!(
+                err,
+                SettingsError::File {
+                    line: Some(5),
+                    problem: FileProblem::UnknownKey,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let msg = err.to_string();
+        assert!(msg.ends_with("line 5: unknown setting"), "{msg}");
+        assert!(!format!("{msg} {err:?}").contains("hf_secret"), "{msg}");
+    }
+
+    #[test]
+    fn a_syntax_error_names_its_line_and_keeps_no_copy_of_the_file() {
+        let (_dir, home) = home_with_file(
+            "[cluster]\nredis_url = \"redis://user:hunter2@db\"\n[retry]\nmax_attempts = = 5\n",
+        );
+        let err = Settings::load_from(&home, env(&[])).expect_err("not TOML");
+        let SettingsError::File {
+            line,
+            problem: FileProblem::Syntax(source),
+            ..
+        } = &err
+        else {
+            panic!("not a syntax error: {err:?}");
+        };
+        assert_eq!(*line, Some(4));
+        assert!(!source.message().is_empty());
+        assert!(std::error::Error::source(&err).is_some());
+        let mut shown = format!("{err} {err:?}");
+        let mut next = std::error::Error::source(&err);
+        while let Some(e) = next {
+            shown.push_str(&e.to_string());
+            next = e.source();
+        }
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn unsupported_and_out_of_range_values_name_their_line() {
+        for (text, line, want) in [
+            (
+                "[retry]\nmax_attempts = 1979-05-27\n",
+                2,
+                "values must be strings",
+            ),
+            (
+                "[retry]\n\nmax_attempts = 99999999999999999999\n",
+                3,
+                "64 bits",
+            ),
+            (
+                "[retry]\nmax_attempts = { a = 1 }\n",
+                2,
+                "values must be strings",
+            ),
+            ("[retry]\nbackoff_multiplier = 1e999\n", 2, "64 bits"),
+        ] {
+            let (_dir, home) = home_with_file(text);
+            let err = Settings::load_from(&home, env(&[])).expect_err(text);
+            assert!(
+                matches!(&err, SettingsError::File { line: Some(l), .. } if *l == line),
+                "{text}: {err:?}"
+            );
+            assert!(err.to_string().contains(want), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_bad_value_in_the_file_names_the_key_and_rule_and_keeps_the_rule_as_source() {
+        let (_dir, home) = home_with_file("[retry]\nmax_attempts = \"hf_typed_text\"\n");
+        let err = Settings::load_from(&home, env(&[])).expect_err("not an integer");
+        assert!(
+            matches!(
+                &err,
+                SettingsError::InvalidValue {
+                    key: "retry.max_attempts",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err
+            .to_string()
+            .starts_with("retry.max_attempts: must be an integer"));
+        assert!(!err.to_string().contains("hf_typed_text"));
+        assert!(std::error::Error::source(&err).is_some_and(|s| s.is::<Invalid>()));
+        for text in [
+            "[retry]\nbackoff_multiplier = nan\n",
+            "[retry]\nbackoff_multiplier = -inf\n",
+        ] {
+            let (_dir, home) = home_with_file(text);
+            let err = Settings::load_from(&home, env(&[])).expect_err(text);
+            assert!(
+                matches!(
+                    err,
+                    SettingsError::InvalidValue {
+                        key: "retry.backoff_multiplier",
+                        ..
+                    }
+                ),
+                "{text}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unreadable_file_keeps_its_io_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        // A folder where the file should be: it exists, and reading it fails.
+        std::fs::create_dir_all(home.settings_file()).expect("folder");
+        let err = Settings::load_from(&home, env(&[])).expect_err("a folder");
+        assert!(matches!(err, SettingsError::ReadFile { .. }), "{err:?}");
+        assert!(std::error::Error::source(&err).is_some_and(|s| s.is::<std::io::Error>()));
     }
 
     #[test]

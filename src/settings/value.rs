@@ -5,7 +5,7 @@ use serde::Serialize;
 use std::fmt;
 
 /// The type and validation rule of a setting.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Kind {
     /// `true/false`, with OpenMed's spellings (`1 yes on enabled`, `0 no off disabled`).
     Bool,
@@ -30,6 +30,15 @@ pub enum Kind {
     /// OpenMed keep-alive syntax: `30s`, `5m`, `1h30m`, `500ms`, a number of seconds,
     /// `never`/`forever`/`off`, or empty for "never".
     KeepAlive,
+}
+
+/// A text that is not a value of its kind ([`Kind::parse`]). It carries the kind, whose rule
+/// is the message, and never the text: that may be a secret, or anything a caller typed.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+#[error("must be {}", .kind.rule())]
+pub struct Invalid {
+    /// The kind whose rule the text breaks.
+    pub kind: Kind,
 }
 
 /// A parsed setting value.
@@ -104,10 +113,10 @@ impl Kind {
     /// Parses the textual form.
     ///
     /// # Errors
-    /// Returns the rule in words when the text does not satisfy it.
-    pub fn parse(&self, raw: &str) -> Result<Value, String> {
+    /// [`Invalid`], whose message is the rule in words, when the text does not satisfy it.
+    pub fn parse(&self, raw: &str) -> Result<Value, Invalid> {
         let s = raw.trim();
-        let bad = || Err(self.rule());
+        let bad = || Err(Invalid { kind: *self });
         match *self {
             Kind::Bool => match s.to_ascii_lowercase().as_str() {
                 "1" | "true" | "yes" | "on" | "enabled" => Ok(Value::Bool(true)),
@@ -255,7 +264,11 @@ mod tests {
     fn kinds_parse_and_refuse() {
         let int = Kind::Int { min: 1, max: 10 };
         assert_eq!(int.parse(" 3 "), Ok(Value::Int(3)));
-        assert!(int.parse("0").is_err());
+        assert_eq!(int.parse("0"), Err(Invalid { kind: int }));
+        assert_eq!(
+            int.parse("secret").map_err(|e| e.to_string()),
+            Err("must be an integer from 1 to 10".to_string())
+        );
         assert!(int.parse("x").is_err());
         assert_eq!(Kind::Bool.parse("Enabled"), Ok(Value::Bool(true)));
         assert!(Kind::Bool.parse("maybe").is_err());
