@@ -134,6 +134,11 @@ pub fn apply_live(engine: &Engine, s: &Settings) {
         s.get(keys::MODELS_KEEP_ALIVE).map(Duration::from_secs_f64),
     );
     engine.set_label_thresholds(label_thresholds(s));
+    // Settings validation already refused a bad list.
+    match s.terms() {
+        Ok(terms) => engine.set_terms(terms),
+        Err(e) => tracing::warn!(error = %e, "deid.allow_terms / deid.deny_terms ignored"),
+    }
 }
 
 /// `models.label_thresholds`; settings validation already refused a bad list.

@@ -375,6 +375,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                     deadline: Deadline::unbounded(engine.guard().clock().now()),
                     fallback_rules: false,
                     keep_alive: None,
+                    terms: None,
                 };
                 let det = engine
                     .detect(&id, Arc::from(text.as_str()), &copts)

@@ -13,6 +13,7 @@ pub mod protected;
 pub mod rules;
 pub mod span;
 pub mod sweep;
+pub mod terms;
 pub mod thresholds;
 
 pub use context::ContextRecognizer;
@@ -20,6 +21,7 @@ pub use merge::resolve;
 pub use merged::{Detectors, Merged};
 pub use rules::RuleRecognizer;
 pub use span::{CharIndex, Label, Source, Span};
+pub use terms::{Terms, TermsError};
 pub use thresholds::LabelThresholds;
 
 /// Why a recognizer call failed. Messages never contain request text.

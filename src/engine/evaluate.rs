@@ -37,6 +37,7 @@ pub async fn evaluate(
             deadline: Deadline::unbounded(engine.guard.clock().now()),
             fallback_rules: false,
             keep_alive: None,
+            terms: None,
         };
         let started = Instant::now();
         let found: Vec<Span> = if detectors == Detectors::Both {

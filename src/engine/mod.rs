@@ -101,6 +101,8 @@ pub struct CallOptions {
     pub fallback_rules: bool,
     /// Keep-alive for this model use (`Some(None)` = never unload).
     pub keep_alive: Option<Option<Duration>>,
+    /// The request's own allow and deny lists, applied after the configured ones.
+    pub terms: Option<Arc<crate::detect::Terms>>,
 }
 
 /// Model name resolution: aliases and the served set.
@@ -126,6 +128,8 @@ pub struct Engine {
     faults: Arc<Faults>,
     naming: RwLock<Naming>,
     fallback_default: AtomicBool,
+    /// The configured allow and deny lists, applied to every detection.
+    terms: RwLock<Arc<crate::detect::Terms>>,
 }
 
 impl Engine {
@@ -144,6 +148,7 @@ impl Engine {
             faults,
             naming: RwLock::new(naming),
             fallback_default: AtomicBool::new(false),
+            terms: RwLock::new(Arc::default()),
         }
     }
 
@@ -327,15 +332,35 @@ impl Engine {
                 async move { self.attempt(key, text, keep_alive).await }
             })
             .await;
-        match result {
-            Ok(spans) => Ok(Detection {
+        let mut det = match result {
+            Ok(spans) => Detection {
                 spans,
                 degraded: false,
                 model_id: id.to_string(),
-            }),
-            Err(e) if opts.fallback_rules && falls_back(&e) => self.degraded(text).await,
-            Err(e) => Err(map_guard_error(e)),
+            },
+            Err(e) if opts.fallback_rules && falls_back(&e) => {
+                self.degraded(Arc::clone(&text)).await?
+            }
+            Err(e) => return Err(map_guard_error(e)),
+        };
+        let configured = Arc::clone(&self.terms.read());
+        let terms = match &opts.terms {
+            Some(own) => Arc::new(configured.with(own)),
+            None => configured,
+        };
+        if !terms.is_empty() {
+            // Up to MAX_TERMS regex scans of the text each: blocking work, off the runtime.
+            let spans = std::mem::take(&mut det.spans);
+            det.spans = tokio::task::spawn_blocking(move || terms.apply(&text, spans))
+                .await
+                .map_err(|_| EngineError::Backend)?;
         }
+        Ok(det)
+    }
+
+    /// Replaces the configured allow and deny lists (`deid.allow_terms`, `deid.deny_terms`).
+    pub fn set_terms(&self, terms: crate::detect::Terms) {
+        *self.terms.write() = Arc::new(terms);
     }
 
     /// Degraded mode: the rule recognizers alone, outside the backend boundary (they do not

@@ -489,12 +489,30 @@ macro_rules! deidentify_body {
             #[serde(default, skip_serializing_if = "Option::is_none")]
             #[schema(inline)]
             pub subject: Option<Subject>,
+            /// Terms never masked in this request (after `deid.allow_terms`): words,
+            /// case-insensitive, or `/regex/`.
+            #[serde(default, deserialize_with = "read::strings::<_, 256, 256>", skip_serializing_if = "Vec::is_empty")]
+            #[schema(max_items = 256)]
+            pub allow: Vec<String>,
+            /// Terms always masked in this request (after `deid.deny_terms`); deny wins over
+            /// allow.
+            #[serde(default, deserialize_with = "read::strings::<_, 256, 256>", skip_serializing_if = "Vec::is_empty")]
+            #[schema(max_items = 256)]
+            pub deny: Vec<String>,
             $($extra)*
         }
 
         impl Body for $name {
             fn check(&self, c: &mut Checks<'_>) {
                 c.text("text", &self.text);
+                if let Err(e) = crate::detect::Terms::parse(&self.allow, &self.deny) {
+                    let field = match &e {
+                        crate::detect::TermsError::TooMany { list }
+                        | crate::detect::TermsError::Length { list, .. }
+                        | crate::detect::TermsError::Regex { list, .. } => *list,
+                    };
+                    c.field(field, format!("Value error, {e}"));
+                }
                 if self.shift_dates == Some(false) && self.method == Method::ShiftDates {
                     c.body("Value error, shift_dates=false conflicts with method='shift_dates'");
                 }
@@ -506,6 +524,15 @@ macro_rules! deidentify_body {
         }
 
         impl $name {
+            /// The request's own allow and deny lists (`None` when it sends neither).
+            pub fn terms(&self) -> Option<std::sync::Arc<crate::detect::Terms>> {
+                if self.allow.is_empty() && self.deny.is_empty() {
+                    return None;
+                }
+                // `check` compiled these already: an error here cannot happen.
+                crate::detect::Terms::parse(&self.allow, &self.deny).ok().map(std::sync::Arc::new)
+            }
+
             /// The method asked for: `shift_dates: true` forces `shift_dates`; `mask` by
             /// default.
             pub fn method(&self) -> Method {
@@ -554,6 +581,8 @@ impl DeidentifyStreamRequest {
             keep_alive: self.keep_alive,
             fallback: self.fallback,
             subject: self.subject,
+            allow: self.allow,
+            deny: self.deny,
         };
         (req, self.chunk_size)
     }

@@ -467,6 +467,7 @@ mod tests {
             "confidence_threshold" => json!(0.5),
             "model_name" | "policy" | "sentence_language" => Value::Null,
             "subject" => json!("study-1/p1"),
+            "allow" | "deny" => json!(["Keppra", "/Site [A-Z]/"]),
             "chunk_size" | "window_chars" | "tokenizer_context_chars" | "max_entity_chars" => {
                 json!(512)
             }

@@ -49,6 +49,7 @@ pub(crate) fn call_options(
         fallback_rules: fallback
             .map_or_else(|| st.engine.fallback_default(), |f| f == Fallback::Rules),
         keep_alive: keep_alive_option(keep_alive),
+        terms: None,
     }
 }
 
@@ -218,7 +219,10 @@ pub async fn pii_deidentify(
     let map = parse_object(&body)?;
     let req: DeidentifyRequest = parse_map(&map, limits(&st))?;
     let (body, degraded) = maybe_coalesce(&st, "/pii/deidentify", &map, || async {
-        let opts = call_options(&st, req.fallback, req.keep_alive);
+        let opts = CallOptions {
+            terms: req.terms(),
+            ..call_options(&st, req.fallback, req.keep_alive)
+        };
         let det = detect(&st, req.model_name.as_deref(), &req.text, &opts).await?;
         let threshold = req.confidence_threshold as f32;
         let spans: Vec<Span> = det

@@ -322,7 +322,10 @@ pub async fn pii_deidentify_stream(
     let held = held.map(|h| h.0);
     tokio::spawn(async move {
         let _held = held;
-        let opts = call_options(&st, req.fallback, req.keep_alive);
+        let opts = crate::engine::CallOptions {
+            terms: req.terms(),
+            ..call_options(&st, req.fallback, req.keep_alive)
+        };
         let dopts = deid_options(&st, &req);
         let mut deid = Deidentifier::new(dopts, &st.hash_key, request_rng());
         let mut index = 0usize;

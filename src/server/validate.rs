@@ -191,6 +191,7 @@ const KINDS: &[&str] = &[
     "greater_than_equal",
     "less_than_equal",
     "literal_error",
+    "list_type",
     "value_error",
 ];
 
@@ -263,6 +264,14 @@ impl Checks<'_> {
             rank,
             FieldProblem::new(format!("body.{name}"), message, kind),
         ));
+    }
+
+    /// A `value_error` on field `name` found by a rule that reads more than its type (it is
+    /// left out if the field already failed to parse).
+    pub fn field(&mut self, name: &'static str, message: impl Into<String>) {
+        if !self.failed.contains(&name) {
+            self.field_problem(name, message, "value_error");
+        }
     }
 
     /// A whole-body problem (OpenMed's model validators).
@@ -526,6 +535,32 @@ pub mod read {
         d: D,
     ) -> Result<usize, D::Error> {
         int_in::<D, LO, HI>(d).map(|v| usize::try_from(v).unwrap_or(0))
+    }
+
+    /// A list of at most `MAX` strings, each 1 to `LEN` characters.
+    pub fn strings<'de, D: Deserializer<'de>, const MAX: usize, const LEN: usize>(
+        d: D,
+    ) -> Result<Vec<String>, D::Error> {
+        let Value::Array(items) = value(d)? else {
+            return Err(reject("list_type", "Input should be a valid list"));
+        };
+        if items.len() > MAX {
+            return Err(reject(
+                "value_error",
+                format_args!("Value error, at most {MAX} items"),
+            ));
+        }
+        items
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) if (1..=LEN).contains(&s.chars().count()) => Ok(s),
+                Value::String(_) => Err(reject(
+                    "value_error",
+                    format_args!("Value error, each item must be 1 to {LEN} characters"),
+                )),
+                _ => Err(reject("string_type", "Input should be a list of strings")),
+            })
+            .collect()
     }
 
     /// One of `T`'s names, case-insensitive.

@@ -114,6 +114,10 @@ pub enum Conflict {
     /// Returned when the longest retry pause is shorter than the first.
     #[error("retry.backoff_max_seconds (PHIGUARD_RETRY_BACKOFF_MAX_SECONDS) must not be below retry.backoff_initial_seconds")]
     Backoff,
+    /// Returned when `deid.allow_terms` or `deid.deny_terms` has too many terms, a term too
+    /// long, or a `/regex/` that does not compile (named by position, never by content).
+    #[error("deid.allow_terms / deid.deny_terms (PHIGUARD_ALLOW_TERMS, PHIGUARD_DENY_TERMS): {0}")]
+    Terms(#[source] crate::detect::TermsError),
 }
 
 /// What is wrong with the content of `settings.toml` ([`SettingsError::File`]).
@@ -258,11 +262,23 @@ impl Settings {
         }
         crate::detect::LabelThresholds::parse(self.get(keys::MODELS_LABEL_THRESHOLDS))
             .map_err(Conflict::LabelThresholds)?;
+        self.terms().map_err(Conflict::Terms)?;
         if self.get(keys::RETRY_BACKOFF_MAX_SECONDS) < self.get(keys::RETRY_BACKOFF_INITIAL_SECONDS)
         {
             return Err(Conflict::Backoff);
         }
         Ok(())
+    }
+
+    /// The compiled allow and deny lists (`deid.allow_terms`, `deid.deny_terms`).
+    ///
+    /// # Errors
+    /// [`crate::detect::TermsError`] naming the list and position of a bad term.
+    pub fn terms(&self) -> Result<crate::detect::Terms, crate::detect::TermsError> {
+        crate::detect::Terms::parse(
+            self.get(keys::DEID_ALLOW_TERMS),
+            self.get(keys::DEID_DENY_TERMS),
+        )
     }
 
     /// The value of `key` (a key from the table; unknown keys are a programming error and
@@ -794,6 +810,25 @@ mod tests {
         );
         let ok = Settings::load_from(&home, env(&[("PHIGUARD_LABEL_THRESHOLDS", "CITY=0.6")]));
         assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn term_lists_are_checked_by_position_never_echoed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        let err = Settings::load_from(&home, env(&[("PHIGUARD_DENY_TERMS", "Oak,/Canary(/")]))
+            .expect_err("bad regex");
+        let msg = err.to_string();
+        assert!(msg.contains("deny[1]") && !msg.contains("Canary"), "{msg}");
+        let s = Settings::load_from(
+            &home,
+            env(&[
+                ("PHIGUARD_DENY_TERMS", "Oakridge"),
+                ("PHIGUARD_ALLOW_TERMS", "Keppra"),
+            ]),
+        )
+        .expect("valid");
+        assert!(!s.terms().expect("compiles").is_empty());
     }
     #[test]
     fn apply_is_all_or_nothing_and_refuses_locked_keys() {

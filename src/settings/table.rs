@@ -266,6 +266,11 @@ settings! {
     MODELS_LABEL_THRESHOLDS: Items = d("models.label_thresholds", "PHIGUARD_LABEL_THRESHOLDS", None, Kind::List,
         "CITY=0.8,STREET_ADDRESS=0.8,ZIPCODE=0.8",
         "minimum model confidence per label, LABEL=0.4,… (labels not listed keep every model span)"),
+    // de-identification
+    DEID_ALLOW_TERMS: Items = none("none", d("deid.allow_terms", "PHIGUARD_ALLOW_TERMS", None, Kind::List, "",
+        "terms never masked (a clinic's drug or device names, staff roles): words, case-insensitive, or /regex/; at most 256")),
+    DEID_DENY_TERMS: Items = none("none", d("deid.deny_terms", "PHIGUARD_DENY_TERMS", None, Kind::List, "",
+        "terms always masked (study site names, local nicknames): words, case-insensitive, or /regex/; at most 256; deny wins over allow")),
 }
 
 /// Finds a row by key.

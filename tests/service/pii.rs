@@ -421,3 +421,59 @@ async fn a_subject_keeps_surrogates_and_date_offsets_across_requests() {
     );
     t.shutdown().await;
 }
+
+#[tokio::test]
+async fn allow_and_deny_lists_from_settings_and_the_request() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_DEFAULT_MODEL", "rules"),
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+        ("PHIGUARD_DENY_TERMS", "Oakridge Site"),
+    ])
+    .await;
+    let note = "Seen at Oakridge Site by the Maple team, MRN: 88412345. Call 617-555-0142.";
+    let deid = |body: Value| {
+        let t = &t;
+        async move {
+            let resp = t.post("/pii/deidentify", body).await;
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.expect("json"))
+        }
+    };
+    // The configured deny term is masked; a request adds its own.
+    let (status, v) = deid(json!({"text": note, "deny": ["maple team"]})).await;
+    assert_eq!(status, 200, "{v}");
+    let out = v["deidentified_text"].as_str().unwrap_or("");
+    assert!(!out.contains("Oakridge") && !out.contains("Maple"), "{out}");
+    assert!(
+        !out.contains("88412345") && !out.contains("617-555-0142"),
+        "{out}"
+    );
+    // An allowed term stays, whatever the detectors say; a regex works too.
+    let (_, v) = deid(json!({"text": note, "allow": ["/617-555-\\d{4}/"]})).await;
+    let out = v["deidentified_text"].as_str().unwrap_or("");
+    assert!(
+        out.contains("617-555-0142") && !out.contains("88412345"),
+        "{out}"
+    );
+    // Deny wins over allow.
+    let (_, v) = deid(json!({"text": note, "allow": ["Oakridge Site"]})).await;
+    assert!(
+        !v["deidentified_text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Oakridge"),
+        "{v}"
+    );
+    // A bad term is named by list and position, never repeated.
+    let (status, v) = deid(json!({"text": note, "deny": ["ok", "/Canary(/"]})).await;
+    assert_eq!(status, 422);
+    assert_eq!(v["error"]["details"][0]["field"], "body.deny", "{v}");
+    assert!(
+        v.to_string().contains("deny[1]") && !v.to_string().contains("Canary"),
+        "{v}"
+    );
+    let many: Vec<String> = (0..300).map(|i| format!("t{i}")).collect();
+    let (status, _) = deid(json!({"text": note, "allow": many})).await;
+    assert_eq!(status, 422);
+    t.shutdown().await;
+}
