@@ -215,13 +215,7 @@ pub fn build_engine(
         .map(|v| v as usize)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let pool = WorkerPool::new(threads, 1024, batch_config(settings), Arc::clone(&faults));
-    let engine = Engine::new(
-        registry,
-        pool,
-        Arc::clone(&guard),
-        faults,
-        naming(settings),
-    );
+    let engine = Engine::new(registry, pool, Arc::clone(&guard), faults, naming(settings));
     // Settings validation already refused a bad list.
     if let Ok(terms) = settings.terms() {
         engine.set_terms(terms);

@@ -235,17 +235,17 @@
  */
 
 /**
- * One admin action as the audit log (`audit.jsonl`) records it. Never request text or a token; a secret setting's value is masked.
+ * One audit record, as written and as `GET /admin/audit` returns it. Never request text or a token; a secret setting's value is masked.
  * @typedef {object} AuditEntry
  * @property {string} time RFC 3339 UTC, milliseconds.
- * @property {string} actor Token id of the caller (`admin`, `tok_…`; `anonymous` with auth off; `cli`).
- * @property {string} action `settings.update`, `token.create`, `token.revoke`, `breaker.reset`, `breaker.force_open`, `breaker.disable`, `faults.set`, `model.pull`, `model.cancel`, `model.delete`, `model.default`, `model.unload`.
- * @property {string} result `ok`, or the error code the action was refused with.
- * @property {any} [details] A created token's label, scope and expiry.
+ * @property {string} actor Token id of the caller (`admin`, `tok_…`, `anonymous` with auth off, `cli`).
+ * @property {string} action What was done: `settings.update`, `token.create`, `token.revoke`, `breaker.reset`, `breaker.force_open`, `breaker.disable`, `faults.set`, `model.pull`, `model.cancel`, `model.delete`, `model.default`, `model.unload`.
+ * @property {string} result `ok`, or the error code it was refused with (`docs/errors.md`).
+ * @property {any} [details] Closed facts of the action (a token's label, scope and expiry).
  * @property {any} [new] The value after.
  * @property {any} [old] The value before (settings, breaker state, default model, faults).
  * @property {string | null} [peer] The caller's address; `null` for the CLI.
- * @property {string | null} [target] Setting key, token id or model id; `null` when refused for an unknown one.
+ * @property {string | null} [target] On what: a setting key, token id, model id; `null` when refused for an unknown one.
  */
 
 export {};

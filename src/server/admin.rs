@@ -536,6 +536,13 @@ async fn tokens_create(
     Ok((StatusCode::CREATED, axum::Json(t)).into_response())
 }
 
+/// `GET /admin/audit`: the latest audit records, newest first.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct AuditList {
+    /// Newest first.
+    pub entries: Vec<super::audit::AuditRecord>,
+}
+
 /// `DELETE /admin/tokens/{id}` → 204. Revoking `client`, the primary client token, replaces
 /// it with a fresh one (which `phiguard token show` prints); the old one is refused at once.
 #[utoipa::path(delete, path = "/admin/tokens/{id}", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("id" = String, Path, description = "token id; `client` is the primary client token, replaced by a fresh one when revoked")), responses((status = 204, description = "revoked"), (status = 404, description = "no such token", body = super::error::ErrorEnvelope), (status = 409, description = "the primary client token is set by PHIGUARD_AUTH_TOKEN and cannot be replaced here", body = super::error::ErrorEnvelope)))]
@@ -630,7 +637,7 @@ const AUDIT_LIMIT_MAX: usize = 1000;
 const AUDIT_LIMIT_DEFAULT: usize = 100;
 
 /// `GET /admin/audit?limit=N`: the latest audit records, newest first.
-#[utoipa::path(get, path = "/admin/audit", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "how many records, newest first (default 100)")), responses((status = 200, description = "the latest admin actions, newest first: time, actor (token id), peer, action, target, old/new values, result", body = super::openapi::AuditList), (status = 422, description = "`limit` is not an integer from 1 to 1000 (`validation_error`)", body = super::error::ErrorEnvelope)))]
+#[utoipa::path(get, path = "/admin/audit", tag = "admin", security(("bearer" = []), ("api_key" = [])), params(("limit" = Option<u32>, Query, minimum = 1, maximum = 1000, description = "how many records, newest first (default 100)")), responses((status = 200, description = "the latest admin actions, newest first: time, actor (token id), peer, action, target, old/new values, result", body = AuditList), (status = 422, description = "`limit` is not an integer from 1 to 1000 (`validation_error`)", body = super::error::ErrorEnvelope)))]
 pub async fn admin_audit(
     State(st): State<AppState>,
     RawQuery(query): RawQuery,
@@ -643,7 +650,7 @@ pub async fn admin_audit(
             tracing::error!(error = %e, "could not read the audit log");
             ApiError::Internal
         })?;
-    Ok(axum::Json(json!({ "entries": entries })).into_response())
+    Ok(axum::Json(AuditList { entries }).into_response())
 }
 
 /// `limit` from the query string: absent → the default; else an integer in range.

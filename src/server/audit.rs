@@ -44,8 +44,10 @@ pub fn audit_file(home: &Home) -> PathBuf {
     home.data_dir().join("audit.jsonl")
 }
 
-/// One audit record, as written and as `GET /admin/audit` returns it.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+/// One audit record, as written and as `GET /admin/audit` returns it. Never request text
+/// or a token; a secret setting's value is masked.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[schema(as = AuditEntry)]
 pub struct AuditRecord {
     /// RFC 3339 UTC, milliseconds.
     pub time: String,
@@ -53,11 +55,13 @@ pub struct AuditRecord {
     pub actor: String,
     /// The caller's address; `null` for the CLI.
     pub peer: Option<String>,
-    /// What was done: `settings.update`, `token.create`, `breaker.force_open`, …
+    /// What was done: `settings.update`, `token.create`, `token.revoke`, `breaker.reset`,
+    /// `breaker.force_open`, `breaker.disable`, `faults.set`, `model.pull`, `model.cancel`,
+    /// `model.delete`, `model.default`, `model.unload`.
     pub action: String,
     /// On what: a setting key, token id, model id; `null` when refused for an unknown one.
     pub target: Option<String>,
-    /// The value before (settings, default model).
+    /// The value before (settings, breaker state, default model, faults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub old: Option<Value>,
     /// The value after.

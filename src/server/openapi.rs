@@ -42,7 +42,7 @@ use super::state::AppState;
 #[openapi(
     info(title = "phiguard", description = "Local-first clinical de-identification service (OpenMed 3.1 compatible)"),
     components(schemas(
-        super::error::ErrorEnvelope, super::error::ErrorBody, SettingsPatch, AuditList, AuditEntry,
+        super::error::ErrorEnvelope, super::error::ErrorBody, SettingsPatch, super::admin::AuditList, super::audit::AuditRecord,
         super::admin::Status, super::admin::BreakerStatus, super::admin::BreakerStateName,
         super::admin::AdmissionStatus, super::admin::QueueDepth, super::admin::Totals,
         super::admin::ClusterStatus, super::admin::TrayState, super::state::Phase,
@@ -86,41 +86,6 @@ impl PartialSchema for SettingsPatch {
 }
 
 impl ToSchema for SettingsPatch {}
-
-/// `GET /admin/audit`: the latest audit records, newest first.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct AuditList {
-    /// Newest first.
-    entries: Vec<AuditEntry>,
-}
-
-/// One admin action as the audit log (`audit.jsonl`) records it. Never request text or a
-/// token; a secret setting's value is masked.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct AuditEntry {
-    /// RFC 3339 UTC, milliseconds.
-    time: String,
-    /// Token id of the caller (`admin`, `tok_…`; `anonymous` with auth off; `cli`).
-    actor: String,
-    /// The caller's address; `null` for the CLI.
-    peer: Option<String>,
-    /// `settings.update`, `token.create`, `token.revoke`, `breaker.reset`,
-    /// `breaker.force_open`, `breaker.disable`, `faults.set`, `model.pull`, `model.cancel`,
-    /// `model.delete`, `model.default`, `model.unload`.
-    action: String,
-    /// Setting key, token id or model id; `null` when refused for an unknown one.
-    target: Option<String>,
-    /// The value before (settings, breaker state, default model, faults).
-    old: Option<serde_json::Value>,
-    /// The value after.
-    new: Option<serde_json::Value>,
-    /// A created token's label, scope and expiry.
-    details: Option<serde_json::Value>,
-    /// `ok`, or the error code the action was refused with.
-    result: String,
-}
 
 /// Names the operation groups for people, by path: the routes carry no tags of their own
 /// (the admin ones aside), and untagged operations would sit under one nameless heading in
