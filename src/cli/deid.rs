@@ -376,6 +376,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                     fallback_rules: false,
                     keep_alive: None,
                     terms: None,
+                    configured_terms: true,
                 };
                 let det = engine
                     .detect(&id, Arc::from(text.as_str()), &copts)

@@ -38,6 +38,7 @@ pub async fn evaluate(
             fallback_rules: false,
             keep_alive: None,
             terms: None,
+            configured_terms: true,
         };
         let started = Instant::now();
         let found: Vec<Span> = if detectors == Detectors::Both {

@@ -103,6 +103,9 @@ pub struct CallOptions {
     pub keep_alive: Option<Option<Duration>>,
     /// The request's own allow and deny lists, applied after the configured ones.
     pub terms: Option<Arc<crate::detect::Terms>>,
+    /// Apply the configured lists (`deid.*_terms`): PHI detection does; `/analyze`, which
+    /// serves any entity model (diseases, drugs), does not.
+    pub configured_terms: bool,
 }
 
 /// Model name resolution: aliases and the served set.
@@ -343,7 +346,10 @@ impl Engine {
             }
             Err(e) => return Err(map_guard_error(e)),
         };
-        let configured = Arc::clone(&self.terms.read());
+        let configured = match opts.configured_terms {
+            true => Arc::clone(&self.terms.read()),
+            false => Arc::default(),
+        };
         let terms = match &opts.terms {
             Some(own) => Arc::new(configured.with(own)),
             None => configured,

@@ -332,15 +332,60 @@ macro_rules! extract_body {
             #[serde(default, deserialize_with = "read::opt_choice", skip_serializing_if = "Option::is_none")]
             #[schema(inline)]
             pub fallback: Option<Fallback>,
+            /// Terms never masked in this request (after `deid.allow_terms`): words,
+            /// case-insensitive, or `/regex/`.
+            #[serde(default, deserialize_with = "read::strings::<_, 256, 256>", skip_serializing_if = "Vec::is_empty")]
+            #[schema(max_items = 256)]
+            pub allow: Vec<String>,
+            /// Terms always masked in this request (after `deid.deny_terms`); deny wins over
+            /// allow.
+            #[serde(default, deserialize_with = "read::strings::<_, 256, 256>", skip_serializing_if = "Vec::is_empty")]
+            #[schema(max_items = 256)]
+            pub deny: Vec<String>,
             $($extra)*
         }
 
         impl Body for $name {
             fn check(&self, c: &mut Checks<'_>) {
                 c.text("text", &self.text);
+                check_terms(c, &self.allow, &self.deny);
+            }
+        }
+
+        impl $name {
+            /// The request's own allow and deny lists (`None` when it sends neither).
+            pub fn terms(&self) -> Option<std::sync::Arc<crate::detect::Terms>> {
+                request_terms(&self.allow, &self.deny)
             }
         }
     };
+}
+
+/// Checks a request's allow and deny lists compile; a bad one is a problem on its field,
+/// named by position, never by content.
+fn check_terms(c: &mut Checks<'_>, allow: &[String], deny: &[String]) {
+    if let Err(e) = crate::detect::Terms::parse(allow, deny) {
+        let field = match &e {
+            crate::detect::TermsError::TooMany { list }
+            | crate::detect::TermsError::Length { list, .. }
+            | crate::detect::TermsError::Regex { list, .. } => *list,
+        };
+        c.field(field, format!("Value error, {e}"));
+    }
+}
+
+/// A request's own lists, compiled (`None` when it sends neither). `check_terms` ran
+/// first, so an error cannot happen here.
+fn request_terms(
+    allow: &[String],
+    deny: &[String],
+) -> Option<std::sync::Arc<crate::detect::Terms>> {
+    if allow.is_empty() && deny.is_empty() {
+        return None;
+    }
+    crate::detect::Terms::parse(allow, deny)
+        .ok()
+        .map(std::sync::Arc::new)
 }
 
 extract_body! {
@@ -408,6 +453,8 @@ impl ExtractStreamRequest {
             normalize_accents: self.normalize_accents,
             keep_alive: self.keep_alive,
             fallback: self.fallback,
+            allow: self.allow,
+            deny: self.deny,
         };
         (req, opts)
     }
@@ -505,14 +552,7 @@ macro_rules! deidentify_body {
         impl Body for $name {
             fn check(&self, c: &mut Checks<'_>) {
                 c.text("text", &self.text);
-                if let Err(e) = crate::detect::Terms::parse(&self.allow, &self.deny) {
-                    let field = match &e {
-                        crate::detect::TermsError::TooMany { list }
-                        | crate::detect::TermsError::Length { list, .. }
-                        | crate::detect::TermsError::Regex { list, .. } => *list,
-                    };
-                    c.field(field, format!("Value error, {e}"));
-                }
+                check_terms(c, &self.allow, &self.deny);
                 if self.shift_dates == Some(false) && self.method == Method::ShiftDates {
                     c.body("Value error, shift_dates=false conflicts with method='shift_dates'");
                 }
@@ -526,11 +566,7 @@ macro_rules! deidentify_body {
         impl $name {
             /// The request's own allow and deny lists (`None` when it sends neither).
             pub fn terms(&self) -> Option<std::sync::Arc<crate::detect::Terms>> {
-                if self.allow.is_empty() && self.deny.is_empty() {
-                    return None;
-                }
-                // `check` compiled these already: an error here cannot happen.
-                crate::detect::Terms::parse(&self.allow, &self.deny).ok().map(std::sync::Arc::new)
+                request_terms(&self.allow, &self.deny)
             }
 
             /// The method asked for: `shift_dates: true` forces `shift_dates`; `mask` by

@@ -50,6 +50,7 @@ pub(crate) fn call_options(
             .map_or_else(|| st.engine.fallback_default(), |f| f == Fallback::Rules),
         keep_alive: keep_alive_option(keep_alive),
         terms: None,
+        configured_terms: true,
     }
 }
 
@@ -128,7 +129,10 @@ pub async fn pii_extract(
     let map = parse_object(&body)?;
     let req: ExtractRequest = parse_map(&map, limits(&st))?;
     let (body, degraded) = maybe_coalesce(&st, "/pii/extract", &map, || async {
-        let opts = call_options(&st, req.fallback, req.keep_alive);
+        let opts = CallOptions {
+            terms: req.terms(),
+            ..call_options(&st, req.fallback, req.keep_alive)
+        };
         let started = std::time::Instant::now();
         let det = detect(&st, req.model_name.as_deref(), &req.text, &opts).await?;
         let idx = CharIndex::new(&req.text);
@@ -165,7 +169,10 @@ pub async fn analyze(State(st): State<AppState>, Body(body): Body) -> Result<Res
     let map = parse_object(&body)?;
     let req: AnalyzeRequest = parse_map(&map, limits(&st))?;
     let (body, degraded) = maybe_coalesce(&st, "/analyze", &map, || async {
-        let opts = call_options(&st, Some(Fallback::None), req.keep_alive);
+        let opts = CallOptions {
+            configured_terms: false,
+            ..call_options(&st, Some(Fallback::None), req.keep_alive)
+        };
         let started = std::time::Instant::now();
         let det = detect(&st, req.model_name.as_deref(), &req.text, &opts).await?;
         let idx = CharIndex::new(&req.text);

@@ -234,7 +234,10 @@ pub async fn pii_extract_stream(
     tokio::spawn(async move {
         let _held = held;
         let started = std::time::Instant::now();
-        let opts = call_options(&st, req.fallback, req.keep_alive);
+        let opts = crate::engine::CallOptions {
+            terms: req.terms(),
+            ..call_options(&st, req.fallback, req.keep_alive)
+        };
         let cfg = StreamConfig {
             window_chars: so.window_chars,
             tokenizer_context_chars: so.tokenizer_context_chars,

@@ -475,5 +475,33 @@ async fn allow_and_deny_lists_from_settings_and_the_request() {
     let many: Vec<String> = (0..300).map(|i| format!("t{i}")).collect();
     let (status, _) = deid(json!({"text": note, "allow": many})).await;
     assert_eq!(status, 422);
+
+    // /pii/extract finds what the lists say; /analyze (any entity model) ignores the
+    // configured lists.
+    let found = |path: &'static str, body: Value| {
+        let t = &t;
+        async move {
+            let v: Value = t.post(path, body).await.json().await.expect("json");
+            v["entities"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|e| e["text"].as_str().map(str::to_string))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        }
+    };
+    let e = found(
+        "/pii/extract",
+        json!({"text": note, "deny": ["Maple team"]}),
+    )
+    .await;
+    assert!(
+        e.iter().any(|x| x == "Oakridge Site") && e.iter().any(|x| x == "Maple team"),
+        "{e:?}"
+    );
+    let a = found("/analyze", json!({"text": note})).await;
+    assert!(!a.iter().any(|x| x == "Oakridge Site"), "{a:?}");
     t.shutdown().await;
 }
