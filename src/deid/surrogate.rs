@@ -260,7 +260,18 @@ fn person<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
 }
 
 /// Same digit shape; a leading `+` country code is kept so the number stays plausible.
+/// A phone or fax surrogate in the original's layout. Numbers of the two plans the notes use
+/// come from ranges reserved for fiction, so a surrogate never rings a real line:
+/// - North American (10 digits, or 11 with the leading 1): `NXX-555-01XX`, the block the
+///   North American Numbering Plan Administrator keeps for fictional use;
+/// - UK (`+44…` or 11 digits from `0`): Ofcom's drama ranges, `07700 900XXX` for mobiles and
+///   `020 7946 0XXX` otherwise.
+///
+/// Any other plan keeps the shape with random digits (a `+` country prefix kept).
 fn phone<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+    if let Some(digits) = fictional_phone(original, rng) {
+        return fill_digits(original, &digits);
+    }
     let keep = if original.starts_with('+') {
         original
             .char_indices()
@@ -277,6 +288,68 @@ fn phone<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
         body = replace_first_digit(&body, char::from(b'2' + rng.random_range(0..8u8)));
     }
     format!("{head}{body}")
+}
+
+/// The digits of a fictional number of the original's plan, as many as it has; `None` for
+/// a plan without a fictional range here.
+fn fictional_phone<R: Rng + ?Sized>(original: &str, rng: &mut R) -> Option<Vec<u8>> {
+    let digits: Vec<u8> = original
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+        .collect();
+    // NANP area codes never start with 0 or 1.
+    let area_first = 2 + rng.random_range(0..8u8);
+    let mut random = |n: usize| -> Vec<u8> { (0..n).map(|_| rng.random_range(0..10u8)).collect() };
+    let uk_mobile = |national: &[u8]| national.first() == Some(&7);
+    let out = if original.trim_start().starts_with("+44") && digits.len() == 12 {
+        let mut d = vec![4, 4];
+        d.extend(if uk_mobile(&digits[2..]) {
+            vec![7, 7, 0, 0, 9, 0, 0]
+        } else {
+            vec![2, 0, 7, 9, 4, 6, 0]
+        });
+        d.extend(random(3));
+        d
+    } else if original.trim_start().starts_with('+') {
+        return None;
+    } else if digits.len() == 11 && digits[0] == 0 {
+        let mut d = if uk_mobile(&digits[1..]) {
+            vec![0, 7, 7, 0, 0, 9, 0, 0]
+        } else {
+            vec![0, 2, 0, 7, 9, 4, 6, 0]
+        };
+        d.extend(random(3));
+        d
+    } else if digits.len() == 10 || (digits.len() == 11 && digits[0] == 1) {
+        let mut d = if digits.len() == 11 {
+            vec![1]
+        } else {
+            Vec::new()
+        };
+        d.push(area_first);
+        d.extend(random(2));
+        d.extend([5, 5, 5, 0, 1]);
+        d.extend(random(2));
+        d
+    } else {
+        return None;
+    };
+    Some(out)
+}
+
+/// `original` with its digits replaced, in order, by `digits` (as many as it has).
+fn fill_digits(original: &str, digits: &[u8]) -> String {
+    let mut next = digits.iter();
+    original
+        .chars()
+        .map(
+            |c| match c.is_ascii_digit().then(|| next.next()).flatten() {
+                Some(d) => char::from(b'0' + d),
+                None => c,
+            },
+        )
+        .collect()
 }
 
 fn street<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {

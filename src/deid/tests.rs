@@ -433,3 +433,50 @@ fn subject_keys_never_print() {
     let k = key().subject("Jane Doe MRN 12345");
     assert_eq!(format!("{k:?}"), "SubjectKey(..)");
 }
+
+fn phone_surrogate(original: &str, seed: u64) -> String {
+    let opts = method(Method::Replace);
+    let n = original.chars().count();
+    let out = Deidentifier::new(opts, &key(), StdRng::seed_from_u64(seed))
+        .apply(original, &[sp(0, n, Label::Phone)]);
+    out.text
+}
+
+fn digits(s: &str) -> String {
+    s.chars().filter(char::is_ascii_digit).collect()
+}
+
+proptest! {
+    #[test]
+    fn north_american_phone_surrogates_are_fictional_and_keep_the_layout(
+        d in "[2-9][0-9]{9}", sep in "[-. ]", seed in any::<u64>(), one in any::<bool>(),
+    ) {
+        let original = format!("{}({}){}{}{}{}", if one { "1 " } else { "" }, &d[..3], sep, &d[3..6], sep, &d[6..]);
+        let out = phone_surrogate(&original, seed);
+        let got = digits(&out);
+        let national = if one { &got[1..] } else { &got[..] };
+        prop_assert_eq!(national.len(), 10, "{}", out);
+        prop_assert_eq!(&national[3..8], "55501", "{} is not in 555-01xx", out);
+        prop_assert!(('2'..='9').contains(&national.chars().next().unwrap_or('0')));
+        let layout = |s: &str| s.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect::<String>();
+        prop_assert_eq!(layout(&out), layout(&original));
+    }
+}
+
+#[test]
+fn uk_phone_surrogates_use_ofcom_drama_ranges() {
+    for (original, prefix) in [
+        ("07911 123456", "07700900"),
+        ("+44 7911 123456", "447700900"),
+        ("020 8123 4567", "02079460"),
+        ("+44 161 496 0000", "442079460"),
+    ] {
+        let out = phone_surrogate(original, 9);
+        assert!(digits(&out).starts_with(prefix), "{original} → {out}");
+        assert_eq!(
+            digits(&out).len(),
+            digits(original).len(),
+            "{original} → {out}"
+        );
+    }
+}
