@@ -120,6 +120,26 @@ fn to_body<T: Serialize>(answer: &T) -> Result<Value, ApiError> {
     serde_json::to_value(answer).map_err(|_| ApiError::Internal)
 }
 
+/// The answer of `/pii/extract` and `/analyze` around its entities.
+fn prediction(
+    text: &str,
+    det: Detection,
+    entities: Vec<Entity>,
+    started: std::time::Instant,
+    metadata: PredictionMetadata,
+    degraded: Option<bool>,
+) -> PredictionResponse {
+    PredictionResponse {
+        text: text.to_string(),
+        entities,
+        model_name: det.model_id,
+        timestamp: timestamp(),
+        processing_time: started.elapsed().as_secs_f64(),
+        metadata,
+        degraded,
+    }
+}
+
 /// `POST /pii/extract`.
 #[utoipa::path(post, path = "/pii/extract", request_body = ExtractRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "entities found", body = PredictionResponse)))]
 pub async fn pii_extract(
@@ -143,21 +163,15 @@ pub async fn pii_extract(
             .filter(|s| s.score >= threshold)
             .map(|s| Entity::extracted(&idx, &req.text, s))
             .collect();
-        let answer = PredictionResponse {
-            text: req.text.clone(),
-            entities,
-            model_name: det.model_id,
-            timestamp: timestamp(),
-            processing_time: started.elapsed().as_secs_f64(),
-            metadata: PredictionMetadata {
-                sentence_detection: false,
-                lang: Some(req.lang.as_str()),
-                degraded: Some(det.degraded),
-                aggregation_strategy: None,
-            },
+        let metadata = PredictionMetadata {
+            sentence_detection: false,
+            lang: Some(req.lang.as_str()),
             degraded: Some(det.degraded),
+            aggregation_strategy: None,
         };
-        Ok((to_body(&answer)?, det.degraded))
+        let degraded = det.degraded;
+        let answer = prediction(&req.text, det, entities, started, metadata, Some(degraded));
+        Ok((to_body(&answer)?, degraded))
     })
     .await?;
     Ok(finish(body, degraded))
@@ -183,21 +197,15 @@ pub async fn analyze(State(st): State<AppState>, Body(body): Body) -> Result<Res
             .filter(|s| s.score >= threshold)
             .map(|s| Entity::analyzed(&idx, &req.text, s))
             .collect();
-        let answer = PredictionResponse {
-            text: req.text.clone(),
-            entities,
-            model_name: det.model_id,
-            timestamp: timestamp(),
-            processing_time: started.elapsed().as_secs_f64(),
-            metadata: PredictionMetadata {
-                sentence_detection: req.sentence_detection,
-                lang: None,
-                degraded: None,
-                aggregation_strategy: Some(req.aggregation_strategy.wire()),
-            },
+        let metadata = PredictionMetadata {
+            sentence_detection: req.sentence_detection,
+            lang: None,
             degraded: None,
+            aggregation_strategy: Some(req.aggregation_strategy.wire()),
         };
-        Ok((to_body(&answer)?, det.degraded))
+        let degraded = det.degraded;
+        let answer = prediction(&req.text, det, entities, started, metadata, None);
+        Ok((to_body(&answer)?, degraded))
     })
     .await?;
     Ok(finish(body, degraded))
