@@ -35,6 +35,20 @@ pub(super) const PAREN_PHONE: &[Cue] = &[Cue::new(
     STRONG,
 )];
 
+/// `2024-03-01`, `03-01-2024`, `1-3-24`: dashed digit groups a date rule reads, not a phone
+/// number (`call scheduled for 2024-03-01`).
+fn looks_like_a_date(number: &str) -> bool {
+    let groups: Vec<&str> = number.trim().split('-').collect();
+    let lens: Vec<usize> = groups.iter().map(|g| g.len()).collect();
+    groups
+        .iter()
+        .all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()))
+        && matches!(
+            lens.as_slice(),
+            [4, 1..=2, 1..=2] | [1..=2, 1..=2, 2] | [1..=2, 1..=2, 4]
+        )
+}
+
 /// The compiled phone-word and bare-URL heuristics.
 #[derive(Debug)]
 pub(super) struct Contact {
@@ -47,7 +61,7 @@ impl Contact {
     pub(super) fn new() -> Self {
         Contact {
             phone: re(
-                r"(?i)\b(tel|telephone|phone|ph|mobile|mob|cell|fax|facsimile|contacted[ \t]+on|contact|call|reached[ \t]+at|reach[ \t]+at|pager|bleep)\b[.:]?[ \t]*(?:no\.?|number|#)?[ \t]*[:.]?[ \t]*(\+?\(?\d[\d ()-]{5,20}\d(?:[ \t]*(?:x|ext\.?)[ \t]*\d{1,6})?)",
+                r"(?i)\b(tel|telephone|phone|ph|mobile|mob|cell|fax|facsimile|contacted|contact|call|called|reached|reach|pager|bleep|text|ring)\b[.:]?(?:[ \t]+[a-z]{1,10}\.?){0,3}?[ \t]*(?:no\.?|number|#)?[ \t]*[:.]?[ \t]*(\+?\(?\d[\d ()-]{5,20}\d(?:[ \t]*(?:x|ext\.?)[ \t]*\d{1,6})?)",
             ),
             bare_url: re(
                 r"(?i)(?:^|[^@\w.:/-])((?:[a-z0-9-]+\.)+(?:com|net|org|edu|gov|example|io|co|uk|ca|au|in|de|fr|health|info|us|nz|ie)(?:\.[a-z]{2})?(?:/[^\s<>)\]]*)?)",
@@ -63,7 +77,7 @@ impl Contact {
                 continue;
             };
             let digits = m.as_str().chars().filter(char::is_ascii_digit).count();
-            if !(7..=16).contains(&digits) {
+            if !(7..=16).contains(&digits) || looks_like_a_date(m.as_str()) {
                 continue;
             }
             let label = if word.as_str().to_ascii_lowercase().starts_with("fa") {
@@ -101,5 +115,9 @@ mod tests {
         email_domain_is_not_url: "mail a.b@inbox-mail.net now", "inbox-mail.net" => None;
         fax_after_word: "Tel: 020 7946 0896   Fax: 020 7946 0379\n", "020 7946 0379" => Some(Label::Fax);
         intl_phone: "contacted on +61 3 1445 8868 or", "+61 3 1445 8868" => Some(Label::Phone);
+        local_phone_words_after_call: "Call her on 555-0100 today", "555-0100" => Some(Label::Phone);
+        phone_after_named_person: "reach Dr Lee at 020 7946 0896.", "020 7946 0896" => Some(Label::Phone);
+        call_back_in_weeks_is_not_a_phone: "call back in 2 weeks on 12/03", "2 weeks" => None;
+        a_date_after_call_is_not_a_phone: "Call scheduled for 2024-03-01 with", "2024-03-01" => None;
     }
 }
