@@ -5,7 +5,8 @@
 # Sets up tests/interop/.venv from requirements.txt (pinned), builds `phiguard`, runs both,
 # and exits non-zero when either fails. Called from .ci/run.
 #
-# Env: CARGO_TARGET_DIR (binary location), INTEROP_PYTHON (default python3),
+# Env: PHIGUARD_BIN (the binary; default: `cargo build` here), CARGO_TARGET_DIR (where that
+#      build goes), INTEROP_PYTHON (default python3),
 #      SCHEMATHESIS_MAX_EXAMPLES (default 60).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -23,9 +24,14 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     echo "$want" >"$stamp"
 fi
 
-(cd "$repo" && cargo build --bin phiguard)
-export PHIGUARD_BIN="${CARGO_TARGET_DIR:-$repo/target}/debug/phiguard"
+# PHIGUARD_BIN when given (scripts/test passes the binary its test build made); else the
+# debug build, made here.
+if [[ -z "${PHIGUARD_BIN:-}" ]]; then
+    (cd "$repo" && cargo build --bin phiguard)
+    PHIGUARD_BIN="${CARGO_TARGET_DIR:-$repo/target}/debug/phiguard"
+fi
 case "$PHIGUARD_BIN" in /*) ;; *) PHIGUARD_BIN="$repo/$PHIGUARD_BIN" ;; esac
+export PHIGUARD_BIN
 
 status=0
 echo "== OpenMed 3.1 client against phiguard =="
