@@ -6,6 +6,7 @@
 // answer through the admin API, so a UI that only *looks* right fails.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { startServer, startHubFixture, openBrowser, signIn, eventually } from './support.mjs';
 
 const SYNTHETIC_NOTE = 'Seen by Dr. Alice Example on 2024-03-01, phone 555-0100.';
@@ -221,6 +222,180 @@ test('/ renders a page whose link opens /docs, which renders the API reference o
   }
   assert.deepEqual(foreign, [], 'the page loads nothing from another origin');
   assert.deepEqual(consoleErrors, [], 'no console errors (CSP violations included)');
+});
+
+const PLAY_NOTE = 'Seen by Dr. Alice Example on 2024-03-01 at Example General Hospital.\nCall her on 555-0100 or mail alice@example.org. MRN 4471-2203.';
+
+test('the Playground highlights exactly the entities the API returns, and keeps nothing in storage', async () => {
+  const { page } = browser;
+  await signIn(page, server);
+  await page.click('#tab-playground');
+  await page.fill('#play-input', PLAY_NOTE);
+  await page.selectOption('#play-method', 'mask');
+  await page.click('#play-run');
+  await page.waitForSelector('#play-highlighted mark');
+  await page.waitForSelector('#play-status:has-text("ms")');
+  const marks = await page.$$eval('#play-highlighted mark', (ms) => ms.map((m) => ({
+    start: Number(m.dataset.start), end: Number(m.dataset.end), label: m.dataset.label, text: m.textContent, title: m.title,
+  })));
+  const api = await server.api('POST', '/pii/deidentify', { text: PLAY_NOTE, method: 'mask' });
+  assert.equal(api.status, 200);
+  const want = api.json.pii_entities.map((e) => ({ start: e.start, end: e.end, label: e.canonical_label, text: e.text }))
+    .sort((a, b) => a.start - b.start);
+  assert.ok(want.length >= 3, `the note has PHI the service finds (${want.length})`);
+  assert.deepEqual(marks.map(({ title, ...m }) => m), want, 'one mark per entity, same offsets, label and text');
+  for (const m of marks) assert.match(m.title, /confidence \d\.\d\d · found by (rules|model)/);
+  assert.equal(await page.textContent('#play-output'), api.json.deidentified_text);
+  assert.ok((await page.$$('#play-legend .chip')).length >= 2, 'a legend of the categories present');
+  assert.equal((await page.$$('#play-entities tr')).length, want.length);
+  // The note, its entities and the result are not stored by the page.
+  const stored = await page.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }));
+  for (const piece of ['Alice', '555-0100', '4471', 'Example General', 'play']) {
+    assert.ok(!stored.includes(piece), `storage holds "${piece}": ${stored}`);
+  }
+  assert.deepEqual(await page.evaluate(() => Object.keys(localStorage)), []);
+  assert.deepEqual(await page.evaluate(() => Object.keys(sessionStorage)), ['phiguard.adminToken']);
+  // Replace with a subject: the same surrogates twice.
+  await page.selectOption('#play-method', 'replace');
+  await page.fill('#play-subject', 'e2e-patient-1');
+  await page.click('#play-run');
+  await page.waitForSelector('#play-status:has-text("ms")');
+  const first = await page.textContent('#play-output');
+  await page.click('#play-run');
+  await page.waitForFunction(() => document.querySelector('#play-run').disabled === false);
+  assert.equal(await page.textContent('#play-output'), first, 'a subject keeps surrogates stable');
+  assert.ok(!first.includes('Alice'), 'the name is replaced');
+  await page.click('#play-clear');
+  assert.equal(await page.inputValue('#play-input'), '');
+  assert.equal(await page.textContent('#play-output'), '');
+});
+
+test('the Playground\'s allow and deny lists change what every request removes', async () => {
+  const { page } = browser;
+  await signIn(page, server);
+  await page.click('#tab-playground');
+  const deny = '.list-editor[data-setting="deid.deny_terms"]';
+  const allow = '.list-editor[data-setting="deid.allow_terms"]';
+  await page.waitForSelector(`${deny} input`);
+  await page.fill(`${deny} input`, 'Zephyr Ward');
+  await page.press(`${deny} input`, 'Enter');
+  await page.waitForSelector(`${deny} li.chip:has-text("Zephyr Ward")`);
+  await page.fill(`${allow} input`, 'Alice');
+  await page.press(`${allow} input`, 'Enter');
+  await page.waitForSelector(`${allow} li.chip:has-text("Alice")`);
+  const settings = await server.api('GET', '/admin/settings');
+  const value = (k) => settings.json.settings.find((x) => x.key === k).value;
+  assert.deepEqual(value('deid.deny_terms'), ['Zephyr Ward']);
+  assert.deepEqual(value('deid.allow_terms'), ['Alice']);
+  // Any client now gets the lists applied, the playground included.
+  const note = 'Alice Example was moved to Zephyr Ward on 2024-03-01.';
+  const api = await server.api('POST', '/pii/deidentify', { text: note, method: 'mask' }, server.clientToken);
+  const found = api.json.pii_entities.map((e) => e.text);
+  assert.ok(found.includes('Zephyr Ward'), `the deny term is removed: ${found}`);
+  assert.ok(!found.includes('Alice'), `the allow term is kept: ${found}`);
+  await page.fill('#play-input', note);
+  await page.click('#play-run');
+  await page.waitForSelector('#play-highlighted mark:has-text("Zephyr Ward")');
+  assert.ok(!(await page.textContent('#play-output')).includes('Zephyr Ward'));
+  // Removing the chips empties the settings again.
+  await page.click(`${deny} button[aria-label="Remove Zephyr Ward"]`);
+  await page.waitForSelector(`${deny} li.chip:has-text("Zephyr Ward")`, { state: 'detached' });
+  await page.click(`${allow} button[aria-label="Remove Alice"]`);
+  await page.waitForSelector(`${allow} li.chip:has-text("Alice")`, { state: 'detached' });
+  const after = await server.api('GET', '/admin/settings');
+  assert.deepEqual(after.json.settings.find((x) => x.key === 'deid.deny_terms').value, []);
+  assert.deepEqual(after.json.settings.find((x) => x.key === 'deid.allow_terms').value, []);
+  await page.click('#play-clear');
+});
+
+test('the Logs tab shows the access line of a request the test sent, and filters by search', async () => {
+  const { page } = browser;
+  await signIn(page, server);
+  const requestId = randomUUID();
+  const res = await fetch(`${server.base}/pii/extract`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${server.clientToken}`, 'Content-Type': 'application/json', 'x-request-id': requestId },
+    body: JSON.stringify({ text: 'Patient Alice Example, seen 2024-03-01.' }),
+  });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-request-id'), requestId);
+  await page.click('#tab-logs');
+  const line = `#logs .log-line[data-request-id="${requestId}"]`;
+  await page.waitForSelector(line, { timeout: 10_000 });
+  const text = await page.textContent(line);
+  assert.match(text, /\/pii\/extract/);
+  assert.ok(!text.includes('Alice'), 'the log holds no request text');
+  const tail = await server.api('GET', '/admin/logs');
+  assert.ok(tail.json.lines.some((l) => l.request_id === requestId), 'the API has the same line');
+  assert.ok(!JSON.stringify(tail.json).includes('Alice'), 'no request text anywhere in the log');
+  await page.fill('#logs-search', requestId);
+  await eventually(async () => {
+    const ids = await page.$$eval('#logs .log-line', (ls) => ls.map((l) => l.dataset.requestId));
+    return ids.length >= 1 && ids.every((id) => id === requestId);
+  }, 'only the matching lines to stay');
+  await page.selectOption('#logs-level', 'error');
+  await eventually(async () => (await page.$$(line)).length === 0, 'an info line to be hidden at level error');
+  await page.fill('#logs-search', '');
+  await page.selectOption('#logs-level', 'info');
+});
+
+test('the charts get points after model traffic, and the rate tile counts model routes only', async () => {
+  const { page } = browser;
+  await signIn(page, server);
+  const before = await server.api('GET', '/admin/status');
+  for (let i = 0; i < 3; i += 1) await server.api('GET', '/health');
+  const mid = await server.api('GET', '/admin/status');
+  assert.equal(mid.json.totals.model_requests, before.json.totals.model_requests, '/health and admin calls are not model requests');
+  for (let i = 0; i < 6; i += 1) {
+    const r = await server.api('POST', '/pii/deidentify', { text: SYNTHETIC_NOTE, method: 'mask' }, server.clientToken);
+    assert.equal(r.status, 200);
+  }
+  const after = await server.api('GET', '/admin/status');
+  assert.equal(after.json.totals.model_requests, before.json.totals.model_requests + 6);
+  await page.click('#tab-status');
+  // A sample every 5 s; the one covering this traffic appears within two intervals.
+  await eventually(async () => {
+    const h = await server.api('GET', '/admin/history');
+    return h.json.samples.some((s) => s.requests_per_second > 0 && s.p50_ms > 0);
+  }, 'a history sample with the traffic', 15_000, 500);
+  await eventually(async () => Number(await page.getAttribute('#chart-rate', 'data-points')) > 0
+    && (await page.$$('#chart-rate svg [data-series="requests"]')).length > 0
+    && (await page.$$('#chart-latency svg [data-series="p99"]')).length > 0, 'the charts to draw the points', 15_000, 250);
+  await page.waitForSelector('#breaker-timeline .timeline-row i[data-state="closed"]');
+});
+
+test('Force open asks for confirmation; Unload removes a resident model', async () => {
+  const { page } = browser;
+  await signIn(page, server);
+  const r = await server.api('POST', '/pii/deidentify', { text: SYNTHETIC_NOTE, method: 'mask' }, server.clientToken);
+  assert.equal(r.status, 200);
+  const status = await server.api('GET', '/admin/status');
+  const key = status.json.breakers[0].key;
+  const button = `[data-breaker="${key}"] [data-action="force-open"]`;
+  await page.waitForSelector(button);
+  await page.click(button);
+  await page.waitForSelector(`${button}:has-text("Confirm")`);
+  const once = await server.api('GET', '/admin/status');
+  assert.notEqual(once.json.breakers.find((b) => b.key === key).state, 'forced_open', 'one click does not force it open');
+  await page.click(button);
+  await page.waitForSelector(`[data-breaker="${key}"][data-state="forced_open"]`);
+  await page.click(`[data-breaker="${key}"] [data-action="reset"]`);
+  await page.waitForSelector(`[data-breaker="${key}"][data-state="closed"]`);
+
+  await page.click('#tab-models');
+  const loaded = await server.api('GET', '/models/loaded');
+  const name = Object.keys(loaded.json.models)[0];
+  assert.ok(name, 'a model is resident after a request');
+  const row = `#resident tr[data-resident="${name}"]`;
+  await page.waitForSelector(row);
+  assert.match(await page.textContent(`${row} td:nth-child(2)`), /B$/, 'its memory is shown');
+  await page.click(`${row} button:has-text("Unload")`);
+  await page.waitForSelector(row, { state: 'detached' });
+  const after = await server.api('GET', '/models/loaded');
+  assert.deepEqual(Object.keys(after.json.models), [], 'the server unloaded it');
+  // Installed models list phiguard's labels.
+  const labels = await page.textContent('#installed tr td.labels');
+  assert.match(labels, /[A-Z_]+/);
 });
 
 test('the page raised no script errors', () => {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Screenshots of the real desktop app under Xvfb: docs/dashboard.png (the dashboard window)
-# and docs/tray-menu.png (the tray menu, opened by clicking the icon in a trayer panel).
+# Screenshots of the real desktop app under Xvfb: docs/dashboard.png (the dashboard window on
+# its Status tab), docs/dashboard-TAB.png for every other tab, and docs/tray-menu.png (the
+# tray menu, opened by clicking the icon in a trayer panel).
 # Needs: cargo build -p phiguard-desktop, and .ci/desktop-deps.sh (xvfb, imagemagick, xdotool, trayer).
 # Usage: e2e/screenshots.sh [out-dir]   (default docs/)
 set -euo pipefail
@@ -24,12 +25,36 @@ under_xvfb() {
 }
 
 
-# 1. The dashboard window, opened with --dashboard, filling a 1180x820 screen.
+# 1. Each tab of the dashboard window, filling a 1180x820 screen: the app starts on Status,
+#    some model traffic gives the charts points, then a second launch with `--tab NAME`
+#    (forwarded to the running app) opens each other tab. The playground gets a synthetic
+#    note typed in and run with Ctrl+Enter.
 under_xvfb 1180x820 '
-  "$APP" --dashboard & pid=$!
+  "$APP" --tab status & pid=$!
   for _ in $(seq 1 120); do xdotool search --name "phiguard dashboard" >/dev/null 2>&1 && break; sleep 0.5; done
-  sleep 6   # first paint, bootstrap and the first status event
+  for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:$PHIGUARD_PORT/readyz" >/dev/null && break; sleep 0.5; done
+  note="{\"text\": \"Seen by Dr. Alice Example on 2024-03-01, phone 555-0100.\", \"method\": \"mask\"}"
+  for i in $(seq 1 14); do
+    for _ in 1 2 3; do
+      curl -s -o /dev/null -H "Authorization: Bearer $PHIGUARD_AUTH_TOKEN" -H "Content-Type: application/json" \
+        -d "$note" "http://127.0.0.1:$PHIGUARD_PORT/pii/deidentify"
+    done
+    sleep 1
+  done
+  sleep 5   # the next history sample and its chart
   import -window root "$OUT/dashboard.png"
+  for tab in playground models settings access audit logs; do
+    "$APP" --tab "$tab"
+    sleep 3
+    if [ "$tab" = playground ]; then
+      win=$(xdotool search --name "phiguard dashboard" | head -1)
+      xdotool windowfocus --sync "$win" 2>/dev/null || true
+      xdotool type --delay 2 "Seen by Dr. Alice Example on 2024-03-01 at Example General Hospital. Call her on 555-0100 or mail alice@example.org; MRN 4471-2203. Son Robert Example drove her from 12 Example Street, Springfield."
+      xdotool key ctrl+Return
+      sleep 3
+    fi
+    import -window root "$OUT/dashboard-$tab.png"
+  done
   kill $pid; wait $pid 2>/dev/null || true
 '
 
@@ -50,4 +75,4 @@ under_xvfb 640x400 '
   import -window root "$OUT/tray-menu.png"
   kill $pid $tray; wait 2>/dev/null || true
 '
-echo "wrote $out/dashboard.png $out/tray-menu.png"
+echo "wrote $out/dashboard.png, $out/dashboard-*.png and $out/tray-menu.png"

@@ -83,7 +83,8 @@ export async function startServer({ env = {} } = {}) {
       PHIGUARD_HOME: home,
       PHIGUARD_ADMIN_TOKEN: adminToken,
       PHIGUARD_AUTH_TOKEN: clientToken,
-      RUST_LOG: process.env.RUST_LOG || 'warn',
+      // info: the Logs tab test looks for the access line of a request it sent.
+      RUST_LOG: process.env.RUST_LOG || 'info',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -17,8 +17,16 @@
 //!
 //! Colour: ANSI codes only when the log goes to a terminal (and `NO_COLOR` is unset), never
 //! into a file or a pipe.
+//!
+//! The last [`RECENT_CAPACITY`] lines are also kept in memory as JSON ([`recent`]), under the
+//! same filter, for the dashboard's Logs tab: what it shows is what the log holds, so the
+//! same promise covers it.
 
-use std::io::IsTerminal;
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
 
 use tracing_subscriber::filter::{EnvFilter, FilterExt, LevelFilter};
 use tracing_subscriber::fmt::MakeWriter;
@@ -81,12 +89,21 @@ pub fn stderr_is_a_colour_terminal() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Installs the global subscriber writing to `writer` (a second call does nothing).
+/// Installs the global subscriber writing to `writer`, and to [`recent`] (a second call does
+/// nothing).
 pub fn init<W>(cfg: &LogConfig<'_>, writer: W)
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
     let layer = tracing_subscriber::fmt::layer().with_writer(writer);
+    let ring = tracing_subscriber::fmt::layer()
+        .json()
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_ansi(false)
+        .with_writer(RecentWriter::new)
+        .with_filter(filter(cfg))
+        .boxed();
     let layer: Box<dyn Layer<Registry> + Send + Sync> = if cfg.json {
         layer
             .json()
@@ -99,7 +116,121 @@ where
     } else {
         layer.with_ansi(cfg.ansi).with_filter(filter(cfg)).boxed()
     };
-    let _ = tracing_subscriber::registry().with(layer).try_init();
+    let _ = tracing_subscriber::registry()
+        .with(vec![layer, ring])
+        .try_init();
+}
+
+/// How many log lines [`recent`] keeps.
+pub const RECENT_CAPACITY: usize = 2000;
+
+/// The longest line [`recent`] keeps whole; a longer one (a long backtrace) is cut at a
+/// character boundary and marked, so one event cannot hold megabytes.
+const RECENT_LINE_MAX: usize = 16 * 1024;
+
+/// The last log lines, numbered from 1 in the order they were written.
+pub struct RecentLogs {
+    ring: Mutex<Ring>,
+}
+
+struct Ring {
+    /// The number the next line gets.
+    next: u64,
+    lines: VecDeque<(u64, String)>,
+}
+
+/// What [`RecentLogs::after`] returns.
+#[derive(Debug, Default, PartialEq)]
+pub struct RecentLines {
+    /// `(number, JSON line)`, oldest first.
+    pub lines: Vec<(u64, String)>,
+    /// The number to ask after next time: the last line returned, or the last line written
+    /// when none was newer.
+    pub last: u64,
+    /// Lines after the one asked for that had already left the ring.
+    pub missed: u64,
+}
+
+impl RecentLogs {
+    fn new() -> Self {
+        RecentLogs {
+            ring: Mutex::new(Ring {
+                next: 1,
+                lines: VecDeque::with_capacity(RECENT_CAPACITY),
+            }),
+        }
+    }
+
+    fn push(&self, mut line: String) {
+        if line.len() > RECENT_LINE_MAX {
+            let mut cut = RECENT_LINE_MAX;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+            line.push_str(" [cut]");
+        }
+        let mut ring = self.ring.lock();
+        if ring.lines.len() == RECENT_CAPACITY {
+            ring.lines.pop_front();
+        }
+        let n = ring.next;
+        ring.next += 1;
+        ring.lines.push_back((n, line));
+    }
+
+    /// Up to `limit` lines numbered above `after`, oldest first.
+    pub fn after(&self, after: u64, limit: usize) -> RecentLines {
+        let ring = self.ring.lock();
+        let first = ring.lines.front().map_or(ring.next, |l| l.0);
+        let lines: Vec<(u64, String)> = ring
+            .lines
+            .iter()
+            .filter(|l| l.0 > after)
+            .take(limit)
+            .cloned()
+            .collect();
+        RecentLines {
+            last: lines.last().map_or(ring.next - 1, |l| l.0),
+            missed: first.saturating_sub(after + 1),
+            lines,
+        }
+    }
+}
+
+/// The process's recent log lines (empty until [`init`] runs).
+pub fn recent() -> &'static RecentLogs {
+    static RECENT: OnceLock<RecentLogs> = OnceLock::new();
+    RECENT.get_or_init(RecentLogs::new)
+}
+
+/// One event's output: the fmt layer writes a formatted event in one piece, and the line
+/// enters the ring when the writer is dropped.
+struct RecentWriter(Vec<u8>);
+
+impl RecentWriter {
+    fn new() -> Self {
+        RecentWriter(Vec::new())
+    }
+}
+
+impl Write for RecentWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RecentWriter {
+    fn drop(&mut self) {
+        let text = String::from_utf8_lossy(&self.0);
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            recent().push(line.to_owned());
+        }
+    }
 }
 
 /// Replaces the default panic hook with one that logs the panicking thread and the source
@@ -136,10 +267,68 @@ pub fn install_panic_hook() {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
     use std::sync::{Arc, Mutex};
 
     use super::*;
+
+    #[test]
+    fn the_ring_numbers_lines_keeps_the_last_ones_and_says_what_was_missed() {
+        let r = RecentLogs::new();
+        assert_eq!(r.after(0, 10), RecentLines::default());
+        for i in 0..(RECENT_CAPACITY + 5) {
+            r.push(format!("{{\"n\":{i}}}"));
+        }
+        let all = r.after(0, usize::MAX);
+        assert_eq!(all.lines.len(), RECENT_CAPACITY);
+        assert_eq!(all.lines[0].0, 6);
+        assert_eq!(all.missed, 5);
+        assert_eq!(all.last, (RECENT_CAPACITY + 5) as u64);
+        let tail = r.after(all.last - 2, 10);
+        assert_eq!(tail.lines.len(), 2);
+        assert_eq!(tail.missed, 0);
+        let none = r.after(all.last, 10);
+        assert!(none.lines.is_empty());
+        assert_eq!(none.last, all.last);
+        let page = r.after(0, 3);
+        assert_eq!(page.last, 8);
+    }
+
+    #[test]
+    fn a_long_line_is_cut_at_a_character_boundary() {
+        let r = RecentLogs::new();
+        r.push("é".repeat(RECENT_LINE_MAX));
+        let line = &r.after(0, 1).lines[0].1;
+        assert!(line.len() <= RECENT_LINE_MAX + 6 && line.ends_with(" [cut]"));
+    }
+
+    #[test]
+    fn each_event_is_one_json_line_in_the_ring() {
+        let layer = tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_writer(RecentWriter::new)
+            .with_filter(filter(&cfg("info", None)));
+        let before = recent().after(0, usize::MAX).last;
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+            let span =
+                tracing::info_span!(target: "phiguard::request", "request", request_id = "r-1");
+            let _e = span.enter();
+            tracing::info!(target: "phiguard::access", status = 200u16, "ring-test-line");
+            tracing::debug!(target: "phiguard::access", "ring-test-hidden");
+        });
+        let got = recent().after(before, usize::MAX);
+        let ours: Vec<&String> = got
+            .lines
+            .iter()
+            .map(|l| &l.1)
+            .filter(|l| l.contains("ring-test"))
+            .collect();
+        assert_eq!(ours.len(), 1, "{ours:?}");
+        let v: serde_json::Value = serde_json::from_str(ours[0]).expect("JSON");
+        assert_eq!(v["fields"]["message"], "ring-test-line");
+        assert_eq!(v["span"]["request_id"], "r-1");
+        assert_eq!(v["level"], "INFO");
+    }
 
     /// Collects what the subscriber writes.
     #[derive(Clone, Default)]

@@ -24,6 +24,13 @@
 /** @typedef {import('./types.js').ModelsList} ModelsList */
 /** @typedef {import('./types.js').CatalogModel} CatalogModel */
 /** @typedef {import('./types.js').DownloadInfo} DownloadInfo */
+/** @typedef {import('./types.js').HistoryResponse} HistoryResponse */
+/** @typedef {import('./types.js').Sample} Sample */
+/** @typedef {import('./types.js').LogTail} LogTail */
+/** @typedef {import('./types.js').LogLine} LogLine */
+/** @typedef {import('./types.js').ModelsLoadedResponse} ModelsLoadedResponse */
+/** @typedef {import('./types.js').DeidentifyResponse} DeidentifyResponse */
+/** @typedef {import('./types.js').PiiEntity} PiiEntity */
 
 (() => {
   const TOKEN_KEY = 'phiguard.adminToken';
@@ -59,6 +66,16 @@
     downloads: new Map(),
     transitions: [],
     rateSamples: [],
+    /** @type {ModelsLoadedResponse | null} */
+    loaded: null,
+    /** Log lines held by the page (the server's numbers), and the last number seen. */
+    /** @type {LogLine[]} */
+    logLines: [],
+    logLast: 0,
+    /** The playground's last answer: in memory only, dropped on Clear and sign-out. */
+    /** @type {DeidentifyResponse | null} */
+    play: null,
+    timers: /** @type {Record<string, number>} */ ({}),
   };
 
   /** The element with this id; `any`, since each caller knows which kind of element it is. */
@@ -192,8 +209,8 @@
     $('rate-errors').textContent = fmtRate(rates.errors_per_second);
     $('rate-shed').textContent = fmtRate(rates.shed_per_second);
     const totals = /** @type {Partial<Totals>} */ (status.totals || {});
-    $('total-requests').textContent = totals.requests !== undefined ? `${totals.requests} in total` : '';
-    $('total-errors').textContent = totals.errors !== undefined ? `${totals.errors} in total` : '';
+    $('total-requests').textContent = totals.model_requests !== undefined ? `${totals.model_requests} in total` : '';
+    $('total-errors').textContent = totals.model_errors !== undefined ? `${totals.model_errors} in total` : '';
     $('total-shed').textContent = totals.shed !== undefined ? `${totals.shed} in total` : '';
 
     const adm = /** @type {Partial<import('./types.js').AdmissionStatus>} */ (status.admission || {});
@@ -226,8 +243,8 @@
     const rate = (/** @type {keyof Totals} */ k) => (typeof totals[k] === 'number' && typeof first.totals[k] === 'number'
       ? Math.max(0, totals[k] - first.totals[k]) / dt : undefined);
     return {
-      requests_per_second: rate('requests'),
-      errors_per_second: rate('errors'),
+      requests_per_second: rate('model_requests'),
+      errors_per_second: rate('model_errors'),
       shed_per_second: rate('shed'),
     };
   }
@@ -267,11 +284,17 @@
   }
 
   function breakerCard(key) {
-    const action = (name, label, cls) => h('button', {
-      type: 'button', class: cls, 'data-action': name,
-      'aria-label': `${label} breaker ${key}`,
-      onclick: () => breakerAction(key, name),
-    }, label);
+    const action = (name, label, cls) => {
+      const button = h('button', {
+        type: 'button', class: cls, 'data-action': name,
+        'aria-label': `${label} breaker ${key}`,
+      }, label);
+      // Forcing a breaker open fails every request to that model: a second click confirms.
+      button.addEventListener('click', () => (name === 'force-open'
+        ? confirmThen(button, 'Confirm: fail every request', () => breakerAction(key, name).finally(() => { button.textContent = label; }))
+        : breakerAction(key, name)));
+      return button;
+    };
     return h('article', { class: 'breaker', 'data-breaker': key, 'aria-label': `breaker ${key}` },
       h('div', { class: 'breaker-head' },
         h('h3', { class: 'breaker-key' }, key),
@@ -346,10 +369,19 @@
     const live = $('live');
     es.onopen = () => { live.dataset.live = 'on'; live.textContent = 'live'; };
     es.onerror = () => {
+      // The event stream dropped; the server may still answer (a proxy that cuts long
+      // requests, a restart under way). Ask it before saying it is gone.
       live.dataset.live = 'retry';
       live.textContent = 'reconnecting…';
-      $('service').dataset.tray = 'red';
-      $('service-state').textContent = 'unreachable · tray red';
+      api('GET', '/admin/status').then((status) => {
+        renderStatus(status);
+        if (es.readyState !== EventSource.OPEN) { live.dataset.live = 'polling'; live.textContent = 'polling'; }
+      }).catch(() => {
+        live.dataset.live = 'off';
+        live.textContent = 'offline';
+        $('service').dataset.tray = 'red';
+        $('service-state').textContent = 'unreachable · tray red';
+      });
     };
     es.addEventListener('status', (ev) => {
       const status = /** @type {Status | null} */ (parseEvent(ev));
@@ -579,7 +611,10 @@
           },
         },
         h('label', { class: 'sr-only', for: inputId }, `Add to ${key}`),
-        h('input', { id: inputId, disabled: s.locked, placeholder: key.endsWith('origins') ? 'http://localhost:3000' : 'localhost', spellcheck: 'false' }),
+        h('input', {
+          id: inputId, disabled: s.locked, spellcheck: 'false', autocomplete: 'off',
+          placeholder: key.endsWith('origins') ? 'http://localhost:3000' : key.endsWith('_terms') ? 'Keppra, or /Site [A-Z]+/' : 'localhost',
+        }),
         h('button', { type: 'submit', disabled: s.locked }, 'Add')),
         h('p', { class: 'error list-error', role: 'alert' }),
         h('p', { class: 'muted' }, s.locked ? `Locked: set by ${s.env}.` : h('span', {}, 'env ', h('code', {}, s.env))),
@@ -677,17 +712,18 @@
     }
   }
 
-  async function copyText(text) {
+  /** Copies `text`; where the clipboard is refused, selects `from` for Ctrl+C instead. */
+  async function copyText(text, from = $('new-token-value')) {
     try {
       await navigator.clipboard.writeText(text);
       toast('Copied to the clipboard');
     } catch {
       const range = document.createRange();
-      range.selectNodeContents($('new-token-value'));
+      range.selectNodeContents(from);
       const sel = window.getSelection();
       sel.removeAllRanges();
       sel.addRange(range);
-      toast('Press Ctrl+C (⌘C) to copy the selected token');
+      toast('Press Ctrl+C (⌘C) to copy the selection');
     }
   }
 
@@ -717,7 +753,8 @@
         h('td', {}, x.id, x.id === m.default ? h('span', { class: 'badge', 'data-color': 'green' }, ' default') : null),
         h('td', {}, x.family || ''),
         h('td', {}, fmtBytes(x.size_bytes)),
-        h('td', { class: 'labels' }, (x.labels || []).join(', ')),
+        h('td', { class: 'labels', title: `as the model names them: ${(x.labels || []).join(', ')}` },
+          (x.canonical_labels || x.labels || []).join(', ')),
         h('td', {}, x.license || ''),
         h('td', {}, x.source || ''),
         h('td', { class: 'actions' },
@@ -862,6 +899,323 @@
       h('td', { class: e.result === 'ok' ? 'ok' : 'refused' }, e.result))));
   }
 
+  // ---------------------------------------------------------------- charts (status view)
+
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+  const CHART_W = 360;
+  const CHART_H = 120;
+
+  /** An SVG element: s('polyline', {points: '…'}). */
+  function svg(tag, attrs) {
+    const el = document.createElementNS(SVG_NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+    return el;
+  }
+
+  /** A round upper bound for a chart's y axis (1, 2, 5 × 10^n). */
+  function niceMax(x) {
+    if (!(x > 0)) return 1;
+    const p = 10 ** Math.floor(Math.log10(x));
+    for (const m of [1, 2, 5, 10]) if (x <= m * p) return m * p;
+    return 10 * p;
+  }
+
+  /** Draws lines of `samples` into the figure `id`: one per [series name, value of a sample].
+      Time runs left to right over the history's whole window; a gap (null) breaks a line.
+      @param {string} id @param {Sample[]} samples @param {number} windowMs
+      @param {[string, (s: Sample) => (number | null | undefined)][]} series @param {string} unit */
+  function drawLines(id, samples, windowMs, series, unit) {
+    const fig = $(id);
+    const plot = fig.querySelector('svg');
+    const end = samples.length ? samples[samples.length - 1].at_ms : Date.now();
+    const start = end - windowMs;
+    let max = 0;
+    for (const smp of samples) for (const [, f] of series) { const v = f(smp); if (typeof v === 'number') max = Math.max(max, v); }
+    const top = niceMax(max);
+    const x = (t) => ((t - start) / windowMs) * CHART_W;
+    const y = (v) => CHART_H - (v / top) * (CHART_H - 4);
+    const children = [svg('line', { x1: 0, y1: CHART_H - 0.5, x2: CHART_W, y2: CHART_H - 0.5, class: 'axis' })];
+    for (const [name, f] of series) {
+      let run = [];
+      const flush = () => {
+        if (run.length === 1) children.push(svg('circle', { cx: run[0][0], cy: run[0][1], r: 1.8, 'data-series': name }));
+        else if (run.length) children.push(svg('polyline', { points: run.map((p) => p.join(',')).join(' '), 'data-series': name }));
+        run = [];
+      };
+      for (const smp of samples) {
+        const v = f(smp);
+        if (typeof v === 'number' && Number.isFinite(v)) run.push([x(smp.at_ms).toFixed(1), y(v).toFixed(1)]);
+        else flush();
+      }
+      flush();
+    }
+    plot.replaceChildren(...children);
+    fig.dataset.points = String(samples.length);
+    fig.querySelector('.chart-scale').textContent = samples.length
+      ? `0 – ${top} ${unit} · ${samples.length} points` : 'no points yet: they appear every 5 s';
+  }
+
+  /** The breaker timeline: one row per breaker, one cell per sample, coloured by state.
+      @param {Sample[]} samples */
+  function drawBreakerTimeline(samples) {
+    const keys = [...new Set(samples.flatMap((smp) => Object.keys(smp.breakers || {})))].sort();
+    const root = $('breaker-timeline');
+    $('chart-breakers').dataset.points = String(samples.length);
+    if (!keys.length) {
+      root.replaceChildren(h('p', { class: 'muted' }, 'No breaker yet: one appears when a model first serves.'));
+      return;
+    }
+    root.replaceChildren(...keys.map((key) => h('div', { class: 'timeline-row', 'data-breaker': key },
+      h('span', { class: 'timeline-key' }, key),
+      h('span', { class: 'timeline-cells' }, samples.map((smp) => {
+        const state = (smp.breakers || {})[key];
+        return h('i', {
+          'data-state': state || 'none',
+          title: `${new Date(smp.at_ms).toLocaleTimeString()}: ${state ? STATE_TEXT[state] || state : 'not loaded'}`,
+        });
+      })))));
+  }
+
+  async function loadHistory() {
+    try {
+      const res = /** @type {HistoryResponse} */ (await api('GET', '/admin/history'));
+      const samples = res.samples || [];
+      const windowMs = (res.capacity || 180) * (res.interval_seconds || 5) * 1000;
+      drawLines('chart-rate', samples, windowMs, [
+        ['requests', (smp) => smp.requests_per_second],
+        ['errors', (smp) => smp.errors_per_second],
+        ['shed', (smp) => smp.shed_per_second],
+        ['limited', (smp) => smp.rate_limited_per_second],
+      ], 'req/s');
+      drawLines('chart-latency', samples, windowMs, [
+        ['p50', (smp) => smp.p50_ms],
+        ['p99', (smp) => smp.p99_ms],
+      ], 'ms');
+      drawBreakerTimeline(samples);
+    } catch (e) {
+      if (e.status !== 401) $('chart-rate').querySelector('.chart-scale').textContent = `history: ${e.message}`;
+    }
+  }
+
+  // ---------------------------------------------------------------- playground
+
+  /** Highlight colour groups by canonical label (the legend shows those present). */
+  const CATEGORY = {
+    names: ['PERSON', 'FIRST_NAME', 'LAST_NAME', 'MIDDLE_NAME', 'USERNAME'],
+    places: ['STREET_ADDRESS', 'CITY', 'STATE', 'COUNTRY', 'LOCATION', 'ZIPCODE'],
+    organisations: ['ORGANIZATION'],
+    identifiers: ['SSN', 'MEDICAL_RECORD_NUMBER', 'HEALTH_PLAN_NUMBER', 'ACCOUNT_NUMBER', 'LICENSE_NUMBER',
+      'VEHICLE_ID', 'DEVICE_ID', 'ID_NUM', 'CREDIT_CARD', 'IP_ADDRESS', 'PASSWORD'],
+    'dates and ages': ['DATE', 'DATE_OF_BIRTH', 'TIME', 'AGE'],
+    contacts: ['PHONE', 'FAX', 'EMAIL', 'URL'],
+  };
+  const categoryOf = (label) => Object.keys(CATEGORY).find((c) => CATEGORY[c].includes(label)) || 'other';
+  const SOURCE_TEXT = { rule: 'rules', ml: 'model' };
+
+  /** @param {PiiEntity} e */
+  function entityTitle(e) {
+    const by = (e.sources || []).map((x) => SOURCE_TEXT[x] || x).join(' + ') || 'unknown';
+    return `${e.canonical_label} · confidence ${Number(e.confidence).toFixed(2)} · found by ${by}`;
+  }
+
+  /** The note with each entity marked; offsets count code points, as the API does.
+      @param {DeidentifyResponse} res */
+  function renderHighlights(res) {
+    const chars = Array.from(res.original_text || '');
+    const entities = [...(res.pii_entities || [])].sort((a, b) => a.start - b.start || b.end - a.end);
+    const out = [];
+    let at = 0;
+    for (const e of entities) {
+      if (e.start < at || e.end > chars.length) continue; // overlaps are merged server-side
+      if (e.start > at) out.push(chars.slice(at, e.start).join(''));
+      out.push(h('mark', {
+        'data-category': categoryOf(e.canonical_label),
+        'data-label': e.canonical_label,
+        'data-start': e.start,
+        'data-end': e.end,
+        title: entityTitle(e),
+      }, chars.slice(e.start, e.end).join('')));
+      at = e.end;
+    }
+    if (at < chars.length) out.push(chars.slice(at).join(''));
+    $('play-highlighted').replaceChildren(...(out.length ? out : [h('span', { class: 'muted' }, '(empty)')]));
+    const present = [...new Set(entities.map((e) => categoryOf(e.canonical_label)))];
+    $('play-legend').replaceChildren(...present.map((c) => h('span', { class: 'chip', 'data-category': c }, c)));
+    $('play-output').textContent = res.deidentified_text || '';
+    $('play-copy').disabled = !res.deidentified_text;
+    $('play-entities').replaceChildren(...(entities.length ? entities.map((e) => h('tr', { 'data-category': categoryOf(e.canonical_label) },
+      h('td', {}, h('span', { class: 'swatch', 'data-category': categoryOf(e.canonical_label) }), e.canonical_label),
+      h('td', {}, Number(e.confidence).toFixed(2)),
+      h('td', {}, (e.sources || []).map((x) => SOURCE_TEXT[x] || x).join(' + ')),
+      h('td', { class: 'mono' }, e.redacted_text))) : [h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No PHI found.'))]));
+  }
+
+  async function runPlayground(ev) {
+    ev.preventDefault();
+    const text = $('play-input').value;
+    if (!text.trim()) { $('play-status').textContent = 'Paste a note first.'; return; }
+    const body = { text, method: $('play-method').value };
+    const policy = $('play-policy').value;
+    if (policy) body.policy = policy;
+    const subject = $('play-subject').value.trim();
+    if (subject) body.subject = subject;
+    $('play-run').disabled = true;
+    $('play-status').textContent = 'working…';
+    const started = performance.now();
+    try {
+      const res = /** @type {DeidentifyResponse} */ (await api('POST', '/pii/deidentify', body));
+      const ms = performance.now() - started;
+      app.play = res;
+      renderHighlights(res);
+      const n = (res.pii_entities || []).length;
+      $('play-status').textContent = `${n} ${n === 1 ? 'entity' : 'entities'} · ${ms.toFixed(0)} ms · ${res.model_name}${res.degraded ? ' (rules only: degraded)' : ''}`;
+    } catch (e) {
+      $('play-status').textContent = '';
+      toast(`Playground: ${e.message}`, 'error');
+    } finally {
+      $('play-run').disabled = false;
+    }
+  }
+
+  function clearPlayground() {
+    app.play = null;
+    $('play-input').value = '';
+    $('play-subject').value = '';
+    $('play-output').textContent = '';
+    $('play-copy').disabled = true;
+    $('play-status').textContent = '';
+    $('play-legend').replaceChildren();
+    $('play-entities').replaceChildren();
+    $('play-highlighted').replaceChildren(h('span', { class: 'muted' }, 'Nothing yet.'));
+  }
+
+  /** A dropped text file fills the note (read here; nothing is uploaded until De-identify). */
+  function wirePlaygroundDrop() {
+    const input = $('play-input');
+    // Ctrl+Enter (⌘Enter) runs it from the note.
+    input.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); $('play-form').requestSubmit(); }
+    });
+    input.addEventListener('dragover', (ev) => { ev.preventDefault(); input.dataset.drop = 'on'; });
+    input.addEventListener('dragleave', () => { delete input.dataset.drop; });
+    input.addEventListener('drop', async (ev) => {
+      ev.preventDefault();
+      delete input.dataset.drop;
+      const file = ev.dataTransfer && ev.dataTransfer.files && ev.dataTransfer.files[0];
+      if (!file) return;
+      if (file.size > 4 * 1024 * 1024) { toast('That file is over 4 MB: paste a note instead', 'error'); return; }
+      input.value = await file.text();
+    });
+  }
+
+  // ---------------------------------------------------------------- logs
+
+  const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
+  const LOG_KEEP = 2000;
+
+  /** A field's value as the log view shows it: numbers to three decimals at most.
+      @param {any} v */
+  const fieldText = (v) => (typeof v === 'string' ? v
+    : typeof v === 'number' && !Number.isInteger(v) ? String(Math.round(v * 1000) / 1000) : JSON.stringify(v));
+
+  /** The fields worth showing: empty values left out. @param {LogLine} l */
+  const shownFields = (l) => Object.entries(l.fields || {}).filter(([, v]) => v !== '' && v !== null);
+
+  /** @param {LogLine} l */
+  function logText(l) {
+    const fields = shownFields(l).map(([k, v]) => `${k}=${fieldText(v)}`);
+    return [l.timestamp, l.level.toUpperCase(), l.target, l.message, ...fields, l.request_id ? `request_id=${l.request_id}` : ''].join(' ');
+  }
+
+  /** @param {LogLine} l */
+  function logVisible(l) {
+    const min = LEVELS.indexOf($('logs-level').value);
+    if (LEVELS.indexOf(l.level) < min) return false;
+    const q = $('logs-search').value.trim().toLowerCase();
+    return !q || logText(l).toLowerCase().includes(q);
+  }
+
+  /** @param {LogLine} l */
+  function logRow(l) {
+    return h('div', { class: 'log-line', 'data-level': l.level, 'data-seq': l.seq, 'data-request-id': l.request_id || undefined },
+      h('span', { class: 'log-time' }, l.timestamp ? new Date(l.timestamp).toLocaleTimeString() : ''),
+      h('span', { class: 'log-level' }, l.level),
+      h('span', { class: 'log-target' }, l.target),
+      h('span', { class: 'log-message' }, l.message),
+      h('span', { class: 'log-fields' }, shownFields(l).map(([k, v]) => h('span', {}, h('b', {}, k), '=', fieldText(v)))),
+      l.request_id ? h('span', { class: 'log-request' }, l.request_id) : null);
+  }
+
+  function renderLogs() {
+    const visible = app.logLines.filter(logVisible);
+    $('logs').replaceChildren(...(visible.length ? visible.map(logRow) : [h('p', { class: 'muted' }, 'No line matches.')]));
+    $('logs-status').textContent = `${visible.length} of ${app.logLines.length} lines`;
+    if ($('logs-follow').checked) $('logs').scrollTop = $('logs').scrollHeight;
+  }
+
+  async function pollLogs() {
+    try {
+      const res = /** @type {LogTail} */ (await api('GET', `/admin/logs?after=${app.logLast}`));
+      app.logLast = res.last;
+      if (res.lines && res.lines.length) {
+        app.logLines.push(...res.lines);
+        if (app.logLines.length > LOG_KEEP) app.logLines.splice(0, app.logLines.length - LOG_KEEP);
+        renderLogs();
+      } else if (!$('logs').children.length) {
+        renderLogs();
+      }
+    } catch (e) {
+      if (e.status !== 401) $('logs-status').textContent = `log: ${e.message}`;
+    }
+  }
+
+  // ---------------------------------------------------------------- models: resident
+
+  async function loadResident() {
+    try {
+      const res = /** @type {ModelsLoadedResponse} */ (await api('GET', '/models/loaded'));
+      app.loaded = res;
+      renderResident();
+    } catch (e) {
+      if (e.status !== 401) toast(`Loaded models: ${e.message}`, 'error');
+    }
+  }
+
+  function renderResident() {
+    const res = app.loaded;
+    if (!res) return;
+    const names = Object.keys(res.models || {}).sort();
+    const max = res.max_resident_models;
+    $('resident-summary').textContent = `${names.length} loaded${typeof max === 'number' ? ` (at most ${max})` : ''} · ${fmtBytes(res.resident_memory_bytes)} resident`
+      + ` · default ${res.default_model}` + (typeof res.default_keep_alive_seconds === 'number'
+      ? ` · unloaded after ${fmtDuration(res.default_keep_alive_seconds)} idle` : ' · kept loaded');
+    $('resident').replaceChildren(...(names.length ? names.map((name) => {
+      const m = res.models[name];
+      return h('tr', { 'data-resident': name },
+        h('td', {}, name, name === res.default_model ? h('span', { class: 'badge', 'data-color': 'green' }, 'default') : null),
+        h('td', {}, fmtBytes(m.footprint_bytes)),
+        h('td', {}, m.active_requests ? `${m.active_requests} request${m.active_requests === 1 ? '' : 's'}` : 'idle'),
+        h('td', {}, typeof m.idle_seconds === 'number' ? fmtDuration(m.idle_seconds) : '–'),
+        h('td', {}, typeof m.keep_alive_seconds_remaining === 'number' ? fmtDuration(m.keep_alive_seconds_remaining) : 'stays'),
+        h('td', { class: 'actions' }, h('button', {
+          type: 'button', 'aria-label': `Unload ${name}`,
+          onclick: () => unloadModel(name),
+        }, 'Unload')));
+    }) : [h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No model is loaded: the first request loads the default.'))]));
+  }
+
+  async function unloadModel(name) {
+    try {
+      const res = await api('POST', '/models/unload', { model_name: name });
+      toast(res && res.unloaded ? `Unloaded ${name}`
+        : `${name} was not unloaded${res && res.active_requests ? `: ${res.active_requests} requests are using it` : ''}`,
+      res && res.unloaded ? 'info' : 'error');
+    } catch (e) {
+      toast(`Unload ${name}: ${e.message}`, 'error');
+    }
+    loadResident();
+  }
+
   // ---------------------------------------------------------------- tabs
 
   function selectTab(tab) {
@@ -874,10 +1228,26 @@
     }
     const name = tab.id.replace('tab-', '');
     history.replaceState(null, '', `#${name}`);
-    if (name === 'settings' || name === 'access') loadSettings();
-    if (name === 'models') loadModels();
+    if (name === 'settings' || name === 'access' || name === 'playground') loadSettings();
+    if (name === 'models') { loadModels(); loadResident(); }
     if (name === 'access') loadTokens();
     if (name === 'audit') loadAudit();
+    if (name === 'status') loadHistory();
+    if (name === 'logs') pollLogs();
+    if (name === 'playground') $('play-input').focus();
+    // Only the view on screen polls: charts every 5 s (a sample's interval), the log
+    // every 1.5 s, resident models every 5 s.
+    for (const t of Object.values(app.timers)) clearInterval(t);
+    app.timers = {};
+    if (name === 'status') app.timers.history = setInterval(loadHistory, 5000);
+    if (name === 'logs') app.timers.logs = setInterval(pollLogs, 1500);
+    if (name === 'models') app.timers.resident = setInterval(loadResident, 5000);
+  }
+
+  /** A tab named in the address (`#logs`): the tray's "View logs" and "Open playground". */
+  function tabFromHash() {
+    const tab = document.getElementById(`tab-${location.hash.slice(1)}`);
+    if (tab && tab.getAttribute('aria-selected') !== 'true' && !$('app').hidden) selectTab(tab);
   }
 
   function wireTabs() {
@@ -917,6 +1287,11 @@
       return;
     }
     sessionStorage.removeItem(TOKEN_KEY);
+    clearPlayground();
+    app.logLines = [];
+    app.logLast = 0;
+    for (const t of Object.values(app.timers)) clearInterval(t);
+    app.timers = {};
     if (app.events) app.events.close();
     app.events = null;
     app.token = '';
@@ -976,6 +1351,13 @@
     $('new-token-dismiss').addEventListener('click', () => { $('new-token').hidden = true; $('new-token-value').textContent = ''; });
     $('logout').addEventListener('click', () => signOut(''));
     $('banner-action').addEventListener('click', startServiceFromBanner);
+    $('play-form').addEventListener('submit', runPlayground);
+    $('play-clear').addEventListener('click', clearPlayground);
+    $('play-copy').addEventListener('click', () => copyText($('play-output').textContent, $('play-output')));
+    wirePlaygroundDrop();
+    $('logs-level').addEventListener('change', renderLogs);
+    $('logs-search').addEventListener('input', renderLogs);
+    window.addEventListener('hashchange', tabFromHash);
     setInterval(tick, 250);
 
     const tauri = /** @type {any} */ (window).__TAURI__;

@@ -64,8 +64,11 @@
 /**
  * Counters since start.
  * @typedef {object} Totals
- * @property {number} requests Requests answered.
- * @property {number} errors Requests answered with an error.
+ * @property {number} requests Requests answered, every route.
+ * @property {number} errors Requests answered with a 5xx, every route.
+ * @property {number} model_requests Requests to the model routes (`/pii/*`, `/analyze`) answered: the work users send, without probes or admin calls.
+ * @property {number} model_errors Of those, answered with a 5xx.
+ * @property {number} rate_limited Of those, answered 429 by a rate limit.
  * @property {number} shed Requests shed by admission, every priority and reason.
  * @property {number} retries Backend retries.
  * @property {number} attempts Backend attempts (first attempts plus retries).
@@ -170,6 +173,7 @@
  * @property {string} family `model_type` of its `config.json`.
  * @property {number} size_bytes Total size of its files.
  * @property {Array<string>} labels Entity types from `id2label` (BIO prefixes removed).
+ * @property {Array<string>} canonical_labels The phiguard labels those become (what the API answers), each once, in order.
  * @property {string | null} license SPDX licence id; `null` when unknown.
  * @property {ModelSource} source Where it came from.
  */
@@ -246,6 +250,155 @@
  * @property {any} [old] The value before (settings, breaker state, default model, faults).
  * @property {string | null} [peer] The caller's address; `null` for the CLI.
  * @property {string | null} [target] On what: a setting key, token id, model id; `null` when refused for an unknown one.
+ */
+
+/**
+ * `GET /admin/history`.
+ * @typedef {object} HistoryResponse
+ * @property {number} interval_seconds Seconds between samples.
+ * @property {number} capacity The most samples kept.
+ * @property {Array<Sample>} samples Oldest first.
+ */
+
+/**
+ * One interval of model-route traffic.
+ * @typedef {object} Sample
+ * @property {number} at_ms The end of the interval, Unix time in milliseconds.
+ * @property {number} seconds The interval's length in seconds.
+ * @property {number} requests_per_second Model-route requests answered per second.
+ * @property {number} errors_per_second Of those, answered 5xx, per second.
+ * @property {number} shed_per_second Requests shed by admission per second.
+ * @property {number} rate_limited_per_second Model-route requests answered 429 (rate limits) per second.
+ * @property {number | null} p50_ms Median model-route latency over the interval in milliseconds; `null` when no request finished in it.
+ * @property {number | null} p99_ms 99th-percentile latency in milliseconds; `null` when no request finished.
+ * @property {Object<string, BreakerStateName>} breakers Each breaker's state at the end of the interval, by breaker key.
+ */
+
+/**
+ * `GET /admin/logs`'s answer.
+ * @typedef {object} LogTail
+ * @property {number} last The number to pass as `after` next time.
+ * @property {number} missed Lines after `after` that had already left the ring (it keeps the last 2000).
+ * @property {Array<LogLine>} lines Oldest first.
+ */
+
+/**
+ * One log line.
+ * @typedef {object} LogLine
+ * @property {number} seq Its number: lines are numbered from 1 in the order they were written.
+ * @property {string} timestamp When it was written (RFC 3339).
+ * @property {string} level `error`, `warn`, `info`, `debug` or `trace`.
+ * @property {string} target The module that logged it (`phiguard::access`, …).
+ * @property {string} message The message.
+ * @property {string | null} request_id The request it belongs to, when it was logged inside one.
+ * @property {Object<string, any>} fields The event's other fields (status, route, elapsed time, …).
+ */
+
+/**
+ * `GET /models/loaded`.
+ * @typedef {object} ModelsLoadedResponse
+ * @property {number} resident_memory_bytes Memory the resident models take.
+ * @property {number} pending_memory_bytes Always 0.
+ * @property {number} memory_admission_wait_seconds OpenMed's figure.
+ * @property {Array<string>} warm_models Always empty.
+ * @property {Object<string, LoadedModel>} models Resident models by id.
+ * @property {Array<string>} served_models Names a request may use.
+ * @property {string} default_model The default model.
+ * @property {ModelPolicy} model_policy How the served list was chosen.
+ * @property {number | null} [default_keep_alive_seconds] `models.keep_alive`.
+ * @property {number | null} [max_resident_models] `models.max_resident`.
+ * @property {number | null} [memory_budget_bytes] Always null.
+ */
+
+/**
+ * One resident model in `/models/loaded`.
+ * @typedef {object} LoadedModel
+ * @property {number} models Model objects held (1).
+ * @property {number} tokenizers Tokenizers held (1).
+ * @property {number} pipelines Pipelines held (0: there are none).
+ * @property {number} active_requests Requests using it now.
+ * @property {boolean} resident Always true in this list.
+ * @property {boolean} loading Always false in this list.
+ * @property {number} footprint_bytes Memory it takes.
+ * @property {number} pending_footprint_bytes Memory being reserved (0).
+ * @property {number} idle_seconds Seconds since a request last used it (phiguard's; the dashboard shows it).
+ * @property {number | null} [keep_alive_seconds_remaining] Seconds until it is unloaded when idle; null when it stays.
+ */
+
+/**
+ * The model policy of `/models/loaded`.
+ * @typedef {object} ModelPolicy
+ * @property {boolean} explicit Whether `models.served` is set.
+ * @property {Array<string>} findings Always empty.
+ */
+
+/**
+ * `/pii/deidentify` answer (OpenMed's `DeidentificationResult.to_dict()`).
+ * @typedef {object} DeidentifyResponse
+ * @property {string} original_text The (stripped) text.
+ * @property {string} deidentified_text The text with every entity replaced.
+ * @property {Array<PiiEntity>} pii_entities What was replaced.
+ * @property {string} method The method applied.
+ * @property {string} timestamp Naive local ISO-8601 with microseconds.
+ * @property {number} num_entities_redacted How many entities were replaced.
+ * @property {DeidentifyMetadata} metadata How it was made.
+ * @property {string} model_name The installed model that answered.
+ * @property {boolean} degraded Answered by the rules alone.
+ * @property {any} [audit_report] Always null over REST.
+ * @property {Object<string, string> | null} [mapping] Replacement → original, only with `keep_mapping` (or a policy that keeps it).
+ * @property {string | null} [sealed_mapping] With `seal_mapping`: the mapping sealed with this install's mapping key (only `POST /admin/reidentify` opens it).
+ */
+
+/**
+ * One entity of `/pii/deidentify` (OpenMed's `PIIEntity`).
+ * @typedef {object} PiiEntity
+ * @property {string} text The entity text.
+ * @property {string} label OpenMed's wire label.
+ * @property {string} entity_type The same label.
+ * @property {number} start Code-point offset.
+ * @property {number} end One past the last code point.
+ * @property {number} confidence Confidence, four decimals.
+ * @property {string} redacted_text What the entity became.
+ * @property {string} canonical_label The canonical label.
+ * @property {Array<string>} sources Who found it (`rule`, `ml`).
+ * @property {Evidence} evidence Where it came from.
+ * @property {number} threshold The request's threshold.
+ * @property {string} action What was done (`mask`, `shift_dates`, `year_only`, …).
+ * @property {string} surrogate The replacement again (OpenMed's field).
+ * @property {SpanValid} metadata Span metadata.
+ */
+
+/**
+ * Where a de-identified entity came from.
+ * @typedef {object} Evidence
+ * @property {string} raw_label The label as detected.
+ * @property {string} language The request's language.
+ * @property {SpanValid} metadata Span metadata.
+ * @property {string} model_id The installed model of the request.
+ * @property {string | null} [detector] `rule` when a rule found it.
+ */
+
+/**
+ * Entity metadata on `/pii/deidentify`.
+ * @typedef {object} SpanValid
+ * @property {boolean} span_valid Always true.
+ */
+
+/**
+ * What a de-identification says of how it was made.
+ * @typedef {object} DeidentifyMetadata
+ * @property {boolean} degraded Answered by the rules alone.
+ * @property {string} lang The request's language.
+ * @property {number | null} [date_shift_days] With `shift_dates`: the days dates moved by.
+ * @property {null | AppliedPolicy} [policy] The policy applied, when one was asked for.
+ */
+
+/**
+ * The policy a de-identification applied.
+ * @typedef {object} AppliedPolicy
+ * @property {string} name Canonical name.
+ * @property {number} schema_version Version of the policy format.
+ * @property {boolean} keep_mapping Whether the mapping is returned.
  */
 
 export {};

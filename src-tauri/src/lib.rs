@@ -20,20 +20,31 @@ use tauri_plugin_autostart::{MacosLauncher, ManagerExt as _};
 
 pub use error::{Problem, Result, ShellError};
 pub use lifecycle::{Bootstrap, Light, Service, ServiceState, ServiceView};
+pub use window::Tab;
 
 /// Command-line options of the desktop app.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Options {
     /// `--dashboard`: open the dashboard window at start (it also opens on a first start).
     pub open_dashboard: bool,
+    /// `--tab NAME` (or `--tab=NAME`): open the dashboard on that tab (`playground`, `logs`,
+    /// …); implies `--dashboard`. An unknown name opens the first tab.
+    pub tab: Option<Tab>,
 }
 
 impl Options {
     /// Reads the options from the arguments after the program name; unknown ones are ignored
     /// (the autostart entry and the OS may add their own).
     pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> Self {
+        let args: Vec<String> = args.into_iter().collect();
+        let tab_name = args.iter().enumerate().find_map(|(i, a)| {
+            a.strip_prefix("--tab=")
+                .map(str::to_owned)
+                .or_else(|| (a == "--tab").then(|| args.get(i + 1).cloned().unwrap_or_default()))
+        });
         Options {
-            open_dashboard: args.into_iter().any(|a| a == "--dashboard"),
+            open_dashboard: tab_name.is_some() || args.iter().any(|a| a == "--dashboard"),
+            tab: tab_name.as_deref().and_then(Tab::from_name),
         }
     }
 }
@@ -59,10 +70,12 @@ pub fn configure<R: Runtime>(builder: tauri::Builder<R>, service: Service) -> ta
 pub fn run(options: Options) -> Result<()> {
     let home = Home::from_env();
     let open_at_start = lifecycle::take_first_start(&home)? || options.open_dashboard;
+    let tab = options.tab;
     let builder = tauri::Builder::default()
         // First plugin, so a second launch is stopped before anything else happens.
-        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
-            if let Err(e) = window::open_dashboard(app) {
+        // A second launch opens the first one's dashboard, on the tab its `--tab` names.
+        .plugin(tauri_plugin_single_instance::init(|app, args, _cwd| {
+            if let Err(e) = window::open_dashboard(app, Options::from_args(args).tab) {
                 tracing::warn!(error = %e, "cannot open the dashboard for a second launch");
             }
         }))
@@ -85,7 +98,7 @@ pub fn run(options: Options) -> Result<()> {
             start_in_background(handle.clone());
             tray::spawn_refresher(handle.clone());
             if open_at_start {
-                window::open_dashboard(&handle)?;
+                window::open_dashboard(&handle, tab)?;
             }
             Ok(())
         })
@@ -165,6 +178,18 @@ mod tests {
     fn options_read_dashboard_flag() {
         assert!(Options::from_args(["--dashboard".to_owned()]).open_dashboard);
         assert!(!Options::from_args(["--minimized".to_owned()]).open_dashboard);
+    }
+
+    #[test]
+    fn options_read_the_tab_to_open() {
+        let args = |a: &[&str]| Options::from_args(a.iter().map(|s| s.to_string()));
+        assert_eq!(args(&["--tab", "logs"]).tab, Some(Tab::Logs));
+        assert_eq!(args(&["--tab=playground"]).tab, Some(Tab::Playground));
+        assert!(args(&["--tab=playground"]).open_dashboard);
+        let unknown = args(&["--tab", "nope"]);
+        assert_eq!((unknown.tab, unknown.open_dashboard), (None, true));
+        assert_eq!(args(&["--dashboard"]).tab, None);
+        assert_eq!(Tab::Logs.anchor(), "#logs");
     }
 
     #[test]

@@ -24,6 +24,8 @@ const TRAY_ID: &str = "phiguard";
 pub(crate) const ITEM_SERVICE: &str = "service";
 pub(crate) const ITEM_BREAKERS: &str = "breakers";
 pub(crate) const ITEM_DASHBOARD: &str = "dashboard";
+pub(crate) const ITEM_PLAYGROUND: &str = "playground";
+pub(crate) const ITEM_LOGS: &str = "logs";
 pub(crate) const ITEM_COPY_TOKEN: &str = "copy_token";
 pub(crate) const ITEM_AUTOSTART: &str = "autostart";
 pub(crate) const ITEM_QUIT: &str = "quit";
@@ -125,6 +127,9 @@ impl<R: Runtime> Tray<R> {
         let breakers = MenuItem::with_id(app, ITEM_BREAKERS, &texts.breakers, false, None::<&str>)?;
         let dashboard =
             MenuItem::with_id(app, ITEM_DASHBOARD, "Open dashboard", true, None::<&str>)?;
+        let playground =
+            MenuItem::with_id(app, ITEM_PLAYGROUND, "Open playground", true, None::<&str>)?;
+        let logs = MenuItem::with_id(app, ITEM_LOGS, "View logs", true, None::<&str>)?;
         let copy = MenuItem::with_id(app, ITEM_COPY_TOKEN, "Copy API token", true, None::<&str>)?;
         let autostart_item = CheckMenuItem::with_id(
             app,
@@ -142,6 +147,8 @@ impl<R: Runtime> Tray<R> {
                 &breakers,
                 &PredefinedMenuItem::separator(app)?,
                 &dashboard,
+                &playground,
+                &logs,
                 &copy,
                 &autostart_item,
                 &PredefinedMenuItem::separator(app)?,
@@ -193,8 +200,13 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
                 }
             });
         }
-        ITEM_DASHBOARD => {
-            if let Err(e) = crate::window::open_dashboard(&app) {
+        ITEM_DASHBOARD | ITEM_PLAYGROUND | ITEM_LOGS => {
+            let tab = match event.id().as_ref() {
+                ITEM_PLAYGROUND => Some(crate::window::Tab::Playground),
+                ITEM_LOGS => Some(crate::window::Tab::Logs),
+                _ => None,
+            };
+            if let Err(e) = crate::window::open_dashboard(&app, tab) {
                 tracing::warn!(error = %e, "cannot open the dashboard");
             }
         }

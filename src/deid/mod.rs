@@ -32,6 +32,7 @@
 //! to someone without the key.
 
 pub mod policy;
+pub mod seal;
 pub mod stream;
 mod surrogate;
 
@@ -47,6 +48,7 @@ use crate::detect::rules::dates::DateParts;
 use crate::detect::{merge, CharIndex, Label, Span};
 
 pub use policy::{Policy, PolicyError};
+pub use seal::{Restored, SealError, SealKey, SealedSpan};
 pub use stream::{chunks_of, CarryBuffer, Commit, StreamConfig, Window};
 
 /// Errors of this module. Messages never contain request text.
@@ -218,8 +220,10 @@ impl SubjectKey {
 /// A value split into a leading title (`Dr. `) and the rest with its spacing collapsed:
 /// the spelling a subject's surrogate is drawn from, so `Dr. John  Smith` and `JOHN SMITH`
 /// draw the same names.
+/// Titles a name may start with (lowercase, without the dot).
+const TITLES: &[&str] = &["dr", "mr", "mrs", "ms", "miss", "mx", "prof", "sir"];
+
 fn split_title(value: &str) -> (Option<&str>, String) {
-    const TITLES: &[&str] = &["dr", "mr", "mrs", "ms", "miss", "mx", "prof", "sir"];
     let mut words = value.split_whitespace();
     let first = words.next().unwrap_or("");
     let rest: Vec<&str> = words.collect();
@@ -328,6 +332,28 @@ pub struct DeidOutput {
     pub mapping: Vec<(String, String)>,
 }
 
+impl DeidOutput {
+    /// Each replacement with its offsets in the de-identified text (code points), for a
+    /// sealed mapping ([`SealKey::seal`]).
+    pub fn sealed_spans(&self) -> Vec<SealedSpan> {
+        let mut shift: isize = 0;
+        self.replacements
+            .iter()
+            .map(|r| {
+                let start = (r.span.start as isize + shift).max(0) as usize;
+                let len = r.replacement.chars().count();
+                shift += len as isize - (r.span.end - r.span.start) as isize;
+                SealedSpan {
+                    start,
+                    end: start + len,
+                    replacement: r.replacement.clone(),
+                    original: r.original.clone(),
+                }
+            })
+            .collect()
+    }
+}
+
 /// Per-request transformer. See the module docs for why it is stateful.
 pub struct Deidentifier<R: Rng> {
     opts: DeidOptions,
@@ -338,6 +364,9 @@ pub struct Deidentifier<R: Rng> {
     /// (group) each stands for.
     memo: HashMap<String, String>,
     used: HashMap<String, String>,
+    /// Every word of every name in the text so far, lowercased: a name surrogate never
+    /// uses one, so a replacement cannot read as another person of the same note.
+    note_names: HashSet<String>,
     /// Every mapping pair handed out so far (for the final line of a stream).
     mapping: Vec<(String, String)>,
     mapping_seen: HashSet<(String, String)>,
@@ -373,6 +402,7 @@ impl<R: Rng> Deidentifier<R> {
             shift_days,
             memo: HashMap::new(),
             used: HashMap::new(),
+            note_names: HashSet::new(),
             mapping: Vec::new(),
             mapping_seen: HashSet::new(),
             over_89_seen: false,
@@ -427,6 +457,10 @@ impl<R: Rng> Deidentifier<R> {
         self.over_89_seen |= resolved
             .iter()
             .any(|s| s.label == Label::Age && age_over_89(idx.slice(fragment, s.start, s.end)));
+        for s in resolved.iter().filter(|s| is_name_label(s.label)) {
+            let name = idx.slice(fragment, s.start, s.end);
+            self.note_names.extend(name_words(name));
+        }
         let mut pos = 0;
         let mut prev_end = 0;
         for s in resolved {
@@ -541,10 +575,7 @@ impl<R: Rng> Deidentifier<R> {
             return s.clone();
         }
         // Spellings of one value (`Dr. John Smith`, `john smith`) may share a surrogate.
-        let is_name = matches!(
-            label,
-            Label::Person | Label::FirstName | Label::LastName | Label::MiddleName
-        );
+        let is_name = is_name_label(label);
         let group = match &self.opts.subject {
             Some(_) if is_name => format!("{}\0{}", label.canonical(), subject_value(original)),
             Some(_) => format!("{}\0{}", label.canonical(), original.to_lowercase()),
@@ -566,7 +597,16 @@ impl<R: Rng> Deidentifier<R> {
                 Some(rng) => surrogate::generate(label, original, self.shift_days, rng),
                 None => surrogate::generate(label, original, self.shift_days, &mut self.rng),
             };
-            if candidate != original && self.used.get(&candidate).is_none_or(|g| *g == group) {
+            // Checked with a subject too: a surrogate that reads as another person of the
+            // same note is worse than one that differs from the patient's other notes (the
+            // rare case where the drawn name is a real name in this one).
+            let reads_as_another = is_name
+                && name_words(&candidate)
+                    .any(|w| w.chars().count() > 1 && self.note_names.contains(&w));
+            if candidate != original
+                && !reads_as_another
+                && self.used.get(&candidate).is_none_or(|g| *g == group)
+            {
                 break;
             }
         }
@@ -574,6 +614,23 @@ impl<R: Rng> Deidentifier<R> {
         self.memo.insert(original.to_owned(), candidate.clone());
         candidate
     }
+}
+
+fn is_name_label(label: Label) -> bool {
+    matches!(
+        label,
+        Label::Person | Label::FirstName | Label::LastName | Label::MiddleName
+    )
+}
+
+/// The words of a name, lowercased, without punctuation and without titles.
+fn name_words(name: &str) -> impl Iterator<Item = String> + '_ {
+    name.split(|c: char| c.is_whitespace() || c == ',')
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty() && !TITLES.contains(&w.as_str()))
 }
 
 /// True for an age over 89, in digits (`92`, `92-year-old`) or words (`ninety-two`,

@@ -19,7 +19,7 @@ use rand::Rng;
 use crate::detect::rules::dates::DateParts;
 use crate::detect::Label;
 
-const FIRST_NAMES: &[&str] = &[
+pub(crate) const FIRST_NAMES: &[&str] = &[
     "James", "Maria", "Wei", "Aisha", "Carlos", "Priya", "Olga", "Kwame", "Yuki", "Fatima", "Liam",
     "Sofia", "Mateo", "Amara", "Hiroshi", "Elena", "Omar", "Ingrid", "Tariq", "Mei", "Diego",
     "Nadia", "Sven", "Zainab", "Arjun", "Chloe", "Dmitri", "Leilani", "Kofi", "Ana", "Rohan",
@@ -181,6 +181,11 @@ pub(crate) fn generate<R: Rng + ?Sized>(
         Label::Country => pick(COUNTRIES, rng).to_owned(),
         Label::Organization => pick(ORGS, rng).to_owned(),
         Label::Age => age(original, rng),
+        Label::MedicalRecordNumber | Label::HealthPlanNumber | Label::IdNum
+            if nhs_check_digit(&digits_of(original)).is_some() =>
+        {
+            nhs_number(original, rng)
+        }
         Label::Time
         | Label::MedicalRecordNumber
         | Label::HealthPlanNumber
@@ -214,6 +219,63 @@ pub(crate) fn shape<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
                 } else {
                     char::from(b'a' + rng.random_range(0..26u8))
                 }
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+fn digits_of(s: &str) -> Vec<u8> {
+    s.bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+        .collect()
+}
+
+/// The NHS number's check digit of ten `digits` when they are a valid NHS number (modulus
+/// 11 over the first nine, weights 10 down to 2; a check of 10 is never issued). Only for
+/// an original written as ten digits in one group or as 3-3-4.
+fn nhs_check_digit(digits: &[u8]) -> Option<u8> {
+    if digits.len() != 10 {
+        return None;
+    }
+    let check = nhs_check(&digits[..9])?;
+    (check == digits[9]).then_some(check)
+}
+
+/// The check digit the first nine digits of an NHS number call for; `None` for 10.
+fn nhs_check(nine: &[u8]) -> Option<u8> {
+    let sum: u32 = nine
+        .iter()
+        .zip((2..=10u32).rev())
+        .map(|(&d, w)| u32::from(d) * w)
+        .sum();
+    match 11 - sum % 11 {
+        11 => Some(0),
+        10 => None,
+        c => Some(c as u8),
+    }
+}
+
+/// A surrogate NHS number in the original's layout: `999` (the range NHS England keeps
+/// for test data, never issued to a patient) and six random digits, with a valid check
+/// digit, so a system that validates NHS numbers accepts it and it cannot be anyone's.
+fn nhs_number<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+    let digits = loop {
+        let mut d = vec![9u8, 9, 9];
+        d.extend((0..6).map(|_| rng.random_range(0..10u8)));
+        if let Some(check) = nhs_check(&d) {
+            d.push(check);
+            break d;
+        }
+    };
+    let mut next = digits.into_iter();
+    original
+        .chars()
+        .map(|c| {
+            if c.is_ascii_digit() {
+                char::from(b'0' + next.next().unwrap_or(0))
             } else {
                 c
             }
@@ -352,7 +414,40 @@ fn fill_digits(original: &str, digits: &[u8]) -> String {
         .collect()
 }
 
+/// A street address in the original's layout: each line, and each comma-separated part of
+/// a line, is replaced by its own kind (house and street, unit, city, state, postcode), so
+/// `12 Elm St\nSpringfield, IL 62704` stays three parts on two lines.
 fn street<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+    let mut first = true;
+    original
+        .split_inclusive('\n')
+        .map(|line| {
+            let body = line.trim_end_matches(['\n', '\r']);
+            let end = &line[body.len()..];
+            let parts: Vec<String> = body
+                .split(',')
+                .map(|part| {
+                    let lead = &part[..part.len() - part.trim_start().len()];
+                    let tail = &part[part.trim_end().len()..];
+                    let core = part.trim();
+                    let out = if core.is_empty() {
+                        String::new()
+                    } else if first {
+                        first = false;
+                        street_line(core, rng)
+                    } else {
+                        address_part(core, rng)
+                    };
+                    format!("{lead}{out}{tail}")
+                })
+                .collect();
+            format!("{}{end}", parts.join(","))
+        })
+        .collect()
+}
+
+/// The first part of an address: house number and street, or a PO box.
+fn street_line<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
     let lower = original.to_ascii_lowercase();
     let house_digits = original
         .chars()
@@ -373,9 +468,39 @@ fn street<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
         .iter()
         .any(|w| lower.contains(w))
     {
-        out.push_str(&format!(", Apt {}", rng.random_range(1..=40)));
+        out.push_str(&format!(" Apt {}", rng.random_range(1..=40)));
     }
     out
+}
+
+/// A later part of an address: a unit, a city, a state (and postcode), or a postcode.
+fn address_part<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+    let lower = original.to_ascii_lowercase();
+    let first_word = lower.split_whitespace().next().unwrap_or("");
+    if ["apt", "apt.", "unit", "suite", "ste", "flat", "#", "room"].contains(&first_word)
+        || first_word.starts_with('#')
+    {
+        let word = original.split_whitespace().next().unwrap_or("Apt");
+        let word = if word.starts_with('#') { "#" } else { word };
+        let sep = if word == "#" { "" } else { " " };
+        return format!("{word}{sep}{}", rng.random_range(1..=40));
+    }
+    let words: Vec<&str> = original.split_whitespace().collect();
+    let has_digit = original.chars().any(|c| c.is_ascii_digit());
+    match words.as_slice() {
+        // `IL 62704`, `OR`: a state abbreviation, then a postcode shaped like the original.
+        [state, rest @ ..] if state.len() == 2 && state.chars().all(|c| c.is_ascii_uppercase()) => {
+            let mut out = pick(STATES_ABBR, rng).to_owned();
+            for w in rest {
+                out.push(' ');
+                out.push_str(&shape(w, rng));
+            }
+            out
+        }
+        // A postcode alone (`62704`, `SW1A 1AA`, `K1A 0B1`).
+        _ if has_digit => shape(original, rng),
+        _ => pick(CITIES, rng).to_owned(),
+    }
 }
 
 /// The first number in an age expression.
@@ -458,6 +583,14 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(1);
         assert!(generate(Label::Email, "a@b.org", 0, &mut rng).contains("@example."));
         assert!(generate(Label::Ssn, "123-45-6789", 0, &mut rng).starts_with('9'));
+        // 943 476 5919 is a valid NHS number (the published example): the surrogate keeps
+        // the layout, starts 999 and has a valid check digit.
+        let nhs = generate(Label::MedicalRecordNumber, "943 476 5919", 0, &mut rng);
+        assert!(nhs.starts_with("999 ") && nhs.len() == 12, "{nhs}");
+        assert!(nhs_check_digit(&digits_of(&nhs)).is_some(), "{nhs}");
+        // An invalid one is only reshaped.
+        let other = generate(Label::MedicalRecordNumber, "943 476 5918", 0, &mut rng);
+        assert_eq!(other.len(), 12);
         let ip = generate(Label::IpAddress, "10.0.0.1", 0, &mut rng);
         assert!(
             ip.starts_with("192.0.2.")

@@ -480,3 +480,128 @@ fn uk_phone_surrogates_use_ofcom_drama_ranges() {
         );
     }
 }
+
+/// The NHS check digit of nine digits (modulus 11, weights 10..2); `None` when it is 10.
+fn nhs_check(nine: &str) -> Option<u32> {
+    let sum: u32 = nine
+        .chars()
+        .zip((2..=10u32).rev())
+        .map(|(c, w)| c.to_digit(10).unwrap_or(0) * w)
+        .sum();
+    match 11 - sum % 11 {
+        11 => Some(0),
+        10 => None,
+        c => Some(c),
+    }
+}
+
+fn surrogate_of(original: &str, label: Label, seed: u64) -> String {
+    let n = original.chars().count();
+    let opts = method(Method::Replace);
+    Deidentifier::new(opts, &key(), StdRng::seed_from_u64(seed))
+        .apply(original, &[sp(0, n, label)])
+        .text
+}
+
+proptest! {
+    #[test]
+    fn nhs_number_surrogates_are_valid_never_issued_and_keep_the_layout(
+        nine in "[0-9]{9}", spaced in any::<bool>(), seed in any::<u64>(),
+    ) {
+        let Some(check) = nhs_check(&nine) else { return Ok(()) };
+        let d = format!("{nine}{check}");
+        let original = if spaced { format!("{} {} {}", &d[..3], &d[3..6], &d[6..]) } else { d.clone() };
+        let out = surrogate_of(&original, Label::MedicalRecordNumber, seed);
+        let got = digits(&out);
+        prop_assert_eq!(got.len(), 10, "{}", out);
+        prop_assert!(got.starts_with("999"), "{} is outside the test range", out);
+        prop_assert_eq!(nhs_check(&got[..9]), got[9..].parse::<u32>().ok(), "{} has a wrong check digit", out);
+        let layout = |s: &str| s.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect::<String>();
+        prop_assert_eq!(layout(&out), layout(&original));
+    }
+}
+
+#[test]
+fn sealed_spans_index_the_deidentified_text_for_every_method() {
+    let text = "Ann Lee (MRN 4471) seen 2024-03-01 by Dr Bob; call 617-555-0142.";
+    let spans = [
+        sp(0, 3, Label::FirstName),
+        sp(4, 7, Label::LastName),
+        sp(13, 17, Label::MedicalRecordNumber),
+        sp(24, 34, Label::Date),
+        sp(41, 44, Label::LastName),
+        sp(51, 63, Label::Phone),
+    ];
+    for m in [
+        Method::Mask,
+        Method::Remove,
+        Method::Replace,
+        Method::Hash,
+        Method::ShiftDates,
+    ] {
+        let out = run(method(m), text, &spans);
+        let chars: Vec<char> = out.text.chars().collect();
+        let sealed = out.sealed_spans();
+        assert_eq!(sealed.len(), out.replacements.len(), "{m:?}");
+        for s in &sealed {
+            let at: String = chars[s.start..s.end].iter().collect();
+            assert_eq!(at, s.replacement, "{m:?}: {}", out.text);
+        }
+        let key = SealKey::from_bytes([3; 32]);
+        let seal = key.seal(&out.text, sealed, &mut StdRng::seed_from_u64(1));
+        let back = key.restore(&out.text, &seal).expect("opens");
+        assert_eq!(back.text, text, "{m:?}");
+        assert!(back.exact);
+    }
+}
+
+#[test]
+fn a_name_surrogate_never_reads_as_another_name_of_the_note() {
+    // Half the surrogate pool appears in the note as real names: the replacement of "Zed"
+    // is never one of them.
+    let pool = surrogate::FIRST_NAMES;
+    let others: Vec<&str> = pool[..pool.len() / 2].to_vec();
+    let text = format!("Zed met {}.", others.join(" and "));
+    let mut spans = vec![sp(0, 3, Label::FirstName)];
+    let mut at = 8;
+    for n in &others {
+        let len = n.chars().count();
+        spans.push(sp(at, at + len, Label::FirstName));
+        at += len + 5;
+    }
+    for seed in 0..8 {
+        let out = Deidentifier::new(method(Method::Replace), &key(), StdRng::seed_from_u64(seed))
+            .apply(&text, &spans);
+        let zed = &out.replacements[0].replacement;
+        assert!(
+            !others.contains(&zed.as_str()),
+            "seed {seed}: {zed} is another name of the note"
+        );
+    }
+}
+
+proptest! {
+    #[test]
+    fn address_surrogates_keep_lines_parts_and_postcode_shapes(
+        house in 1u32..99999, street in "[A-Z][a-z]{3,9}", suffix in "(St|Street|Ave|Road)",
+        unit in proptest::option::of(1u32..400), city in "[A-Z][a-z]{3,11}",
+        state in "[A-Z]{2}", zip in "[0-9]{5}", crlf in any::<bool>(), seed in any::<u64>(),
+    ) {
+        let nl = if crlf { "\r\n" } else { "\n" };
+        let unit = unit.map(|u| format!(", Apt {u}")).unwrap_or_default();
+        let original = format!("{house} {street} {suffix}{unit}{nl}{city}, {state} {zip}");
+        let n = original.chars().count();
+        let out = Deidentifier::new(method(Method::Replace), &key(), StdRng::seed_from_u64(seed))
+            .apply(&original, &[sp(0, n, Label::StreetAddress)])
+            .text;
+        let lines: Vec<&str> = out.split(nl).collect();
+        prop_assert_eq!(lines.len(), 2, "{:?}", out);
+        prop_assert_eq!(out.matches(',').count(), original.matches(',').count(), "{:?}", out);
+        prop_assert!(!out.contains(street.as_str()) && !out.contains(city.as_str()), "{:?}", out);
+        let last: Vec<&str> = lines[1].rsplit(", ").next().unwrap_or("").split(' ').collect();
+        prop_assert_eq!(last.len(), 2, "{:?}", out);
+        prop_assert!(last[0].len() == 2 && last[0].chars().all(|c| c.is_ascii_uppercase()), "{:?}", out);
+        prop_assert!(last[1].len() == 5 && last[1].chars().all(|c| c.is_ascii_digit()), "{:?}", out);
+        prop_assert_eq!(out.contains("Apt"), !unit.is_empty(), "{:?}", out);
+    }
+}

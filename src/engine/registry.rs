@@ -102,6 +102,8 @@ pub struct LoadedInfo {
     pub resident: bool,
     /// Estimated bytes.
     pub footprint_bytes: u64,
+    /// Seconds since a request last used it (or since it loaded).
+    pub idle_seconds: f64,
 }
 
 /// The models this process knows and holds.
@@ -356,6 +358,7 @@ impl Registry {
                         keep_alive_seconds_remaining: remaining,
                         resident: true,
                         footprint_bytes: r.footprint_bytes,
+                        idle_seconds: now.duration_since(r.last_used).as_secs_f64(),
                     },
                 )
             })

@@ -184,10 +184,17 @@ pub struct QueueDepth {
 /// Counters since start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Totals {
-    /// Requests answered.
+    /// Requests answered, every route.
     pub requests: u64,
-    /// Requests answered with an error.
+    /// Requests answered with a 5xx, every route.
     pub errors: u64,
+    /// Requests to the model routes (`/pii/*`, `/analyze`) answered: the work users send,
+    /// without probes or admin calls.
+    pub model_requests: u64,
+    /// Of those, answered with a 5xx.
+    pub model_errors: u64,
+    /// Of those, answered 429 by a rate limit.
+    pub rate_limited: u64,
     /// Requests shed by admission, every priority and reason.
     pub shed: u64,
     /// Backend retries.
@@ -225,6 +232,7 @@ pub fn status(st: &AppState) -> Status {
     let settings = st.settings();
     let stats = guard.stats();
     let (requests, errors) = st.metrics.requests_total();
+    let model = st.metrics.model_totals();
     let shed: u64 = stats.shed.iter().flatten().sum();
     Status {
         state: phase,
@@ -246,6 +254,9 @@ pub fn status(st: &AppState) -> Status {
         totals: Totals {
             requests,
             errors,
+            model_requests: model.requests,
+            model_errors: model.errors,
+            rate_limited: model.rate_limited,
             shed,
             retries: stats.retries,
             attempts: stats.attempts,
@@ -764,6 +775,9 @@ mod tests {
             totals: Totals {
                 requests: 40,
                 errors: 4,
+                model_requests: 30,
+                model_errors: 3,
+                rate_limited: 2,
                 shed: 1,
                 retries: 5,
                 attempts: 45,
@@ -792,7 +806,8 @@ mod tests {
                           "consecutive_failures": 3, "retry_after_seconds": 0, "failure_rate": 62.5}],
             "admission": {"depth": {"interactive": 2, "bulk": 7}, "shedding": false,
                           "high_watermark": 100, "low_watermark": 50},
-            "totals": {"requests": 40, "errors": 4, "shed": 1, "retries": 5, "attempts": 45},
+            "totals": {"requests": 40, "errors": 4, "model_requests": 30, "model_errors": 3,
+                       "rate_limited": 2, "shed": 1, "retries": 5, "attempts": 45},
             "cluster": {"mode": "local_fallback",
                         "stats": {"admitted": 9, "rejected": 1, "fallbacks": 0, "redis_errors": 2}},
         });

@@ -584,7 +584,14 @@ macro_rules! deidentify_body {
 
 deidentify_body! {
     /// Body of `POST /pii/deidentify`.
-    DeidentifyRequest {}
+    DeidentifyRequest {
+        /// Return the mapping sealed instead of in clear: `sealed_mapping`, which only
+        /// `POST /admin/reidentify` (admin token) can open, to restore the original later.
+        /// Implies `keep_mapping`; `mapping` is then left out.
+        #[serde(default, deserialize_with = "read::boolean")]
+        #[schema(default = false)]
+        pub seal_mapping: bool,
+    }
 }
 
 deidentify_body! {
@@ -619,6 +626,8 @@ impl DeidentifyStreamRequest {
             subject: self.subject,
             allow: self.allow,
             deny: self.deny,
+            // The stream's lines go out as they are made; it has no whole text to seal.
+            seal_mapping: false,
         };
         (req, self.chunk_size)
     }
@@ -722,6 +731,29 @@ pub const MAX_TOKEN_LIFETIME_SECONDS: i64 = 10 * 365 * 86_400;
 
 fn client_scope() -> crate::secrets::Scope {
     crate::secrets::Scope::Client
+}
+
+/// Body of `POST /admin/reidentify`.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReidentifyRequest {
+    /// The de-identified text (as `/pii/deidentify` returned it, or edited since).
+    #[serde(default, deserialize_with = "read::text")]
+    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
+    #[schema(required = true)]
+    pub text: String,
+    /// The `sealed_mapping` the same answer carried.
+    #[serde(default, deserialize_with = "read::string")]
+    #[schema(min_length = 1)]
+    #[schema(required = true)]
+    pub sealed_mapping: String,
+}
+
+impl Body for ReidentifyRequest {
+    fn check(&self, c: &mut Checks<'_>) {
+        c.text("text", &self.text);
+        c.required("sealed_mapping", &self.sealed_mapping);
+    }
 }
 
 /// Body of `POST /admin/tokens`.
@@ -907,6 +939,9 @@ mod tests {
         schema_agrees_with_parser::<TokenCreateRequest>(json!({}));
         schema_agrees_with_parser::<ModelIdRequest>(json!({"id": "x"}));
         schema_agrees_with_parser::<EvalRequest>(json!({"gold": "x"}));
+        schema_agrees_with_parser::<ReidentifyRequest>(
+            json!({"text": "[first_name] seen", "sealed_mapping": "phiguard-sealed-v1:x"}),
+        );
     }
 
     #[test]

@@ -3,11 +3,15 @@
 //! priorities, shed reasons, breaker states. Gauges that mirror guard and registry state are
 //! recomputed at scrape time.
 
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
+use prometheus::core::Collector as _;
 use prometheus::{
-    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    Opts, Registry, TextEncoder,
 };
 
 use super::state::AppState;
@@ -17,8 +21,42 @@ const BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
+/// Bounds of the model-route latency histogram behind the dashboard's p50/p99 chart: finer
+/// than [`BUCKETS`] below a second, where model requests fall.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3,
+    0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// Requests to the model routes (the admission group), apart from the per-route families:
+/// the dashboard's rates and latency chart count the work users send, not `/health`
+/// probes or its own admin calls.
+struct ModelTraffic {
+    /// The routes that count, set once by the router ([`Metrics::set_model_routes`]).
+    routes: OnceLock<HashSet<String>>,
+    requests: AtomicU64,
+    errors: AtomicU64,
+    rate_limited: AtomicU64,
+    latency: Histogram,
+}
+
+/// What [`Metrics::model_totals`] reads: counts since start.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelTotals {
+    /// Model-route requests answered.
+    pub requests: u64,
+    /// Those answered 5xx.
+    pub errors: u64,
+    /// Those answered 429 (rate limits).
+    pub rate_limited: u64,
+    /// The latency histogram: `(upper bound in seconds, cumulative count)`, ascending; the
+    /// last bound is `+Inf` and its count is every request.
+    pub latency: Vec<(f64, u64)>,
+}
+
 /// The metric families.
 pub struct Metrics {
+    model: ModelTraffic,
     registry: Registry,
     requests: IntCounterVec,
     duration: HistogramVec,
@@ -104,7 +142,21 @@ impl Metrics {
         ] {
             must(registry.register(c));
         }
+        let latency = must(Histogram::with_opts(
+            HistogramOpts::new(
+                "phiguard_model_route_duration_seconds",
+                "model-route request duration (dashboard only, not exported)",
+            )
+            .buckets(LATENCY_BUCKETS.to_vec()),
+        ));
         Metrics {
+            model: ModelTraffic {
+                routes: OnceLock::new(),
+                requests: AtomicU64::new(0),
+                errors: AtomicU64::new(0),
+                rate_limited: AtomicU64::new(0),
+                latency,
+            },
             registry,
             requests,
             duration,
@@ -123,6 +175,11 @@ impl Metrics {
         &self.registry
     }
 
+    /// Names the model routes (route templates); the first call wins.
+    pub fn set_model_routes(&self, routes: impl IntoIterator<Item = String>) {
+        let _ = self.model.routes.set(routes.into_iter().collect());
+    }
+
     /// Records one finished request.
     pub fn observe(&self, route: &str, status: u16, elapsed: Duration) {
         self.requests
@@ -131,6 +188,41 @@ impl Metrics {
         self.duration
             .with_label_values(&[route])
             .observe(elapsed.as_secs_f64());
+        let m = &self.model;
+        if m.routes.get().is_some_and(|r| r.contains(route)) {
+            m.requests.fetch_add(1, Ordering::Relaxed);
+            if status >= 500 {
+                m.errors.fetch_add(1, Ordering::Relaxed);
+            } else if status == 429 {
+                m.rate_limited.fetch_add(1, Ordering::Relaxed);
+            }
+            m.latency.observe(elapsed.as_secs_f64());
+        }
+    }
+
+    /// Model-route counts since start.
+    pub fn model_totals(&self) -> ModelTotals {
+        let m = &self.model;
+        let mut latency: Vec<(f64, u64)> = Vec::with_capacity(LATENCY_BUCKETS.len() + 1);
+        let families = m.latency.collect();
+        if let Some(h) = families
+            .first()
+            .and_then(|f| f.get_metric().first())
+            .map(|m| m.get_histogram())
+        {
+            latency.extend(
+                h.get_bucket()
+                    .iter()
+                    .map(|b| (b.upper_bound(), b.cumulative_count())),
+            );
+            latency.push((f64::INFINITY, h.get_sample_count()));
+        }
+        ModelTotals {
+            requests: m.requests.load(Ordering::Relaxed),
+            errors: m.errors.load(Ordering::Relaxed),
+            rate_limited: m.rate_limited.load(Ordering::Relaxed),
+            latency,
+        }
     }
 
     /// Requests counted for a route and status (tests, dashboard rates).

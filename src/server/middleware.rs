@@ -126,8 +126,13 @@ pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -
         .map(|c| c.token_id.clone())
         .unwrap_or_default();
     let status = resp.status().as_u16();
+    // The dashboard polls these every few seconds: at info they would fill the log it shows.
+    let polled = matches!(route.as_str(), "/admin/logs" | "/admin/history") && status < 400;
     if status >= 500 {
         tracing::warn!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
+            status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
+    } else if polled || method == axum::http::Method::OPTIONS {
+        tracing::debug!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
             status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
     } else {
         tracing::info!(target: "phiguard::access", request_id = %id, method = %method, route = %route,

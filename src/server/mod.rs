@@ -9,7 +9,9 @@ pub mod api;
 pub mod audit;
 pub mod error;
 pub mod front;
+pub mod history;
 mod listen;
+pub mod logs;
 pub mod metrics;
 pub mod middleware;
 pub mod models_api;
@@ -17,6 +19,7 @@ mod ndjson;
 pub mod openapi;
 pub mod ops;
 pub mod pii;
+pub mod reidentify;
 pub mod responses;
 mod router;
 pub mod state;
@@ -37,7 +40,7 @@ pub use error::ApiError;
 pub use router::{api_doc, app};
 pub use state::{AppState, Phase};
 
-use crate::deid::HashKey;
+use crate::deid::{HashKey, SealKey};
 use crate::engine::Loader;
 use crate::guard::{Clock, Jitter, Sleeper, SystemClock};
 use crate::runtime::{BuildError, EngineOptions};
@@ -76,6 +79,9 @@ pub enum ServerError {
     /// Returned when the stored hash key is not 64 hex characters.
     #[error("the stored hash key is corrupt; remove it to generate a new one")]
     CorruptHashKey(#[source] crate::deid::DeidError),
+    /// Returned when the stored mapping key is not 64 hex characters.
+    #[error("the stored mapping key is corrupt; sealed mappings made with it cannot be opened")]
+    CorruptSealKey(#[source] crate::deid::SealError),
     /// Returned when the guard refuses the settings.
     #[error(transparent)]
     Guard(#[from] crate::guard::GuardConfigError),
@@ -194,6 +200,10 @@ impl Server {
             &store.get_or_create("hash-key", || hex::encode(rand::random::<[u8; 32]>()))?,
         )
         .map_err(ServerError::CorruptHashKey)?;
+        let seal_key = SealKey::from_hex(
+            &store.get_or_create("mapping-key", || hex::encode(rand::random::<[u8; 32]>()))?,
+        )
+        .map_err(ServerError::CorruptSealKey)?;
         let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
         let desktop = opts.desktop;
         let engine = crate::runtime::build_engine(
@@ -224,7 +234,7 @@ impl Server {
             }
         };
         let state = AppState::new(
-            settings, engine, tokens, hash_key, clock, home, auth_off, desktop, cluster,
+            settings, engine, tokens, hash_key, seal_key, clock, home, auth_off, desktop, cluster,
         );
         crate::runtime::apply_live(&state.engine, &state.settings());
         {
@@ -275,9 +285,13 @@ impl Server {
         {
             let st = state.clone();
             tokio::spawn(async move {
+                // One clock for both: the keep-alive sweep and the dashboard's history
+                // sample share its five seconds.
+                history::sample(&st);
                 loop {
-                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    tokio::time::sleep(history::INTERVAL).await;
                     st.engine.expire_idle();
+                    history::sample(&st);
                 }
             });
         }

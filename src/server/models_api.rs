@@ -54,6 +54,8 @@ pub struct InstalledModel {
     pub size_bytes: u64,
     /// Entity types from `id2label` (BIO prefixes removed).
     pub labels: Vec<String>,
+    /// The phiguard labels those become (what the API answers), each once, in order.
+    pub canonical_labels: Vec<String>,
     /// SPDX licence id; `null` when unknown.
     #[schema(required = true)]
     pub license: Option<String>,
@@ -68,6 +70,18 @@ impl From<&Installed> for InstalledModel {
             family: m.family.clone(),
             size_bytes: m.size_bytes,
             labels: m.labels.clone(),
+            canonical_labels: {
+                let mut seen = Vec::new();
+                for l in &m.labels {
+                    let c = crate::inference::labels::canonical_label(l)
+                        .canonical()
+                        .to_string();
+                    if !seen.contains(&c) {
+                        seen.push(c);
+                    }
+                }
+                seen
+            },
             license: m.license.clone(),
             source: m.source,
         }
@@ -453,6 +467,7 @@ mod tests {
         let want = json!({
             "default": "rampart",
             "installed": [json!({"id": m.id, "family": m.family, "size_bytes": m.size_bytes, "labels": m.labels,
+                                 "canonical_labels": ["PERSON", "DATE"],
                                  "license": m.license, "source": m.source})],
             "catalog": [json!({"id": e.id, "aliases": e.aliases, "family": e.family, "params_millions": e.params_millions,
                                "size_bytes": e.approx_size_mb * 1_000_000, "labels": e.labels, "license": e.license,

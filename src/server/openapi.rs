@@ -396,7 +396,7 @@ mod tests {
     use super::*;
     use crate::server::api::{
         AnalyzeRequest, DeidentifyRequest, DeidentifyStreamRequest, ExtractRequest,
-        ExtractStreamRequest, UnloadRequest,
+        ExtractStreamRequest, ReidentifyRequest, UnloadRequest,
     };
     use crate::server::validate::LANGS;
     use crate::server::validate::{parse_map, Body, TextLimits};
@@ -432,6 +432,7 @@ mod tests {
             "confidence_threshold" => json!(0.5),
             "model_name" | "policy" | "sentence_language" => Value::Null,
             "subject" => json!("study-1/p1"),
+            "sealed_mapping" => json!("phiguard-sealed-v1:AAAA"),
             "allow" | "deny" => json!(["Keppra", "/Site [A-Z]/"]),
             "chunk_size" | "window_chars" | "tokenizer_context_chars" | "max_entity_chars" => {
                 json!(512)
@@ -461,6 +462,7 @@ mod tests {
         accepts::<DeidentifyStreamRequest>("DeidentifyStreamRequest");
         accepts::<AnalyzeRequest>("AnalyzeRequest");
         accepts::<UnloadRequest>("UnloadRequest");
+        accepts::<ReidentifyRequest>("ReidentifyRequest");
     }
 
     #[test]

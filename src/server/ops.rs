@@ -95,6 +95,7 @@ pub async fn models_loaded(State(st): State<AppState>) -> Response {
                 loading: false,
                 footprint_bytes: v.footprint_bytes,
                 pending_footprint_bytes: 0,
+                idle_seconds: v.idle_seconds,
             };
             (k.clone(), model)
         })

@@ -218,7 +218,7 @@ pub(crate) fn deid_options(st: &AppState, req: &DeidentifyRequest) -> DeidOption
         method: req.method(),
         date_shift_days: req.date_shift_days,
         keep_year: req.keep_year,
-        keep_mapping: req.keep_mapping,
+        keep_mapping: req.keep_mapping || req.seal_mapping,
         policy: req.policy.as_ref().map(|p| p.0.clone()),
         reference_year: None,
     }
@@ -250,6 +250,10 @@ pub async fn pii_deidentify(
         let mut deid = Deidentifier::new(dopts, &st.hash_key, request_rng());
         let out = deid.apply(&req.text, &spans);
         let method = req.method();
+        let sealed_mapping = (req.seal_mapping && deid.keeps_mapping()).then(|| {
+            st.seal_key
+                .seal(&out.text, out.sealed_spans(), &mut request_rng())
+        });
         let answer = DeidentifyResponse {
             original_text: req.text.clone(),
             deidentified_text: out.text,
@@ -281,7 +285,8 @@ pub async fn pii_deidentify(
             audit_report: None,
             model_name: det.model_id,
             degraded: det.degraded,
-            mapping: (!out.mapping.is_empty()).then_some(out.mapping),
+            mapping: (!out.mapping.is_empty() && sealed_mapping.is_none()).then_some(out.mapping),
+            sealed_mapping,
         };
         Ok((to_body(&answer)?, det.degraded))
     })

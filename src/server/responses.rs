@@ -264,6 +264,10 @@ pub struct DeidentifyResponse {
     )]
     #[schema(value_type = Option<BTreeMap<String, String>>)]
     pub mapping: Option<Vec<(String, String)>>,
+    /// With `seal_mapping`: the mapping sealed with this install's mapping key (only
+    /// `POST /admin/reidentify` opens it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sealed_mapping: Option<String>,
 }
 
 /// Pairs as a JSON object, in their order (the order replacements were made).
@@ -323,6 +327,8 @@ pub struct LoadedModel {
     pub footprint_bytes: u64,
     /// Memory being reserved (0).
     pub pending_footprint_bytes: u64,
+    /// Seconds since a request last used it (phiguard's; the dashboard shows it).
+    pub idle_seconds: f64,
 }
 
 /// The model policy of `/models/loaded`.

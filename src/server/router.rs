@@ -33,7 +33,7 @@ use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::state::AppState;
-use super::{admin, front, middleware, models_api, ops, pii, stream};
+use super::{admin, front, history, logs, middleware, models_api, ops, pii, reidentify, stream};
 use crate::settings::keys;
 
 fn cors(st: &AppState) -> CorsLayer {
@@ -105,6 +105,9 @@ fn documented() -> Documented {
         .routes(routes!(admin::admin_tokens_revoke))
         .routes(routes!(admin::admin_events))
         .routes(routes!(admin::admin_audit))
+        .routes(routes!(history::admin_history))
+        .routes(routes!(logs::admin_logs))
+        .routes(routes!(reidentify::admin_reidentify))
         .routes(routes!(admin::admin_eval))
         .routes(routes!(models_api::admin_models))
         .routes(routes!(models_api::admin_models_pull))
@@ -116,11 +119,12 @@ fn documented() -> Documented {
 }
 
 impl Documented {
-    /// The routes with the model group behind `admission`, and the finished document.
+    /// The routes with the model group behind `admission`, the finished document, and the
+    /// model group's paths.
     fn split(
         self,
         admission: impl FnOnce(OpenApiRouter<AppState>) -> OpenApiRouter<AppState>,
-    ) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    ) -> (Router<AppState>, utoipa::openapi::OpenApi, Vec<String>) {
         let model_paths: Vec<String> = self
             .model
             .get_openapi()
@@ -134,7 +138,7 @@ impl Documented {
             .merge(self.rest)
             .split_for_parts();
         super::openapi::finish(&mut doc, &model_paths);
-        (router, doc)
+        (router, doc, model_paths)
     }
 }
 
@@ -147,7 +151,8 @@ pub fn api_doc() -> utoipa::openapi::OpenApi {
 /// Builds the application router over `st`; `max_body` is the request body limit.
 pub fn app(st: AppState, max_body: usize) -> Router {
     let admission = mw(st.clone(), middleware::admission);
-    let (mut router, doc) = documented().split(|model| model.route_layer(admission));
+    let (mut router, doc, model_paths) = documented().split(|model| model.route_layer(admission));
+    st.metrics.set_model_routes(model_paths);
     let doc = std::sync::Arc::new(doc);
     if crate::engine::Faults::ENABLED {
         router = router.route(

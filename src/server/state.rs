@@ -12,7 +12,7 @@ use tokio::sync::broadcast;
 
 use super::error::ApiError;
 use super::metrics::Metrics;
-use crate::deid::HashKey;
+use crate::deid::{HashKey, SealKey};
 use crate::engine::Engine;
 use crate::guard::{Clock, FailureLimiter, SingleFlight};
 use crate::secrets::TokenRegistry;
@@ -52,6 +52,8 @@ pub struct Inner {
     pub tokens: Arc<TokenRegistry>,
     /// The per-install HMAC key for `hash`.
     pub hash_key: HashKey,
+    /// The per-install key of sealed mappings (`seal_mapping`, `POST /admin/reidentify`).
+    pub seal_key: SealKey,
     /// Metrics.
     pub metrics: Metrics,
     /// Time source shared with the guard.
@@ -83,6 +85,8 @@ pub struct Inner {
     pub failed_auth: FailureLimiter,
     /// The admin audit log.
     pub audit: super::audit::AuditLog,
+    /// The dashboard's last fifteen minutes of model-route traffic.
+    pub history: super::history::History,
 }
 
 /// Cheaply cloneable handle.
@@ -104,6 +108,7 @@ impl AppState {
         engine: Arc<Engine>,
         tokens: Arc<TokenRegistry>,
         hash_key: HashKey,
+        seal_key: SealKey,
         clock: Arc<dyn Clock>,
         home: Home,
         auth_off: bool,
@@ -127,6 +132,7 @@ impl AppState {
             engine,
             tokens,
             hash_key,
+            seal_key,
             metrics,
             clock,
             home,
@@ -143,6 +149,7 @@ impl AppState {
             downloads: Default::default(),
             failed_auth,
             audit,
+            history: super::history::History::new(),
         }))
     }
 

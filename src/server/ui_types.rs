@@ -26,6 +26,10 @@ const ROOTS: &[&str] = &[
     "ModelVerification",
     "DefaultModel",
     "AuditList",
+    "HistoryResponse",
+    "LogTail",
+    "ModelsLoadedResponse",
+    "DeidentifyResponse",
 ];
 
 /// The command that rewrites `ui/types.js`.

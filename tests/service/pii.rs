@@ -505,3 +505,114 @@ async fn allow_and_deny_lists_from_settings_and_the_request() {
     assert!(!a.iter().any(|x| x == "Oakridge Site"), "{a:?}");
     t.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_sealed_mapping_restores_the_note_for_an_admin_and_for_nobody_else() {
+    let t = rules_server().await;
+    for method in ["mask", "replace", "hash"] {
+        let res = t
+            .post(
+                "/pii/deidentify",
+                json!({"text": NOTE, "method": method, "seal_mapping": true}),
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+        let body: Value = res.json().await.expect("json");
+        assert!(
+            body.get("mapping").is_none(),
+            "{method}: no mapping in clear"
+        );
+        let sealed = body["sealed_mapping"].as_str().expect("sealed_mapping");
+        assert!(sealed.starts_with("phiguard-sealed-v1:"));
+        for piece in ["Zoë", "88412345", "617-555-0142", "123-45-6789"] {
+            assert!(!sealed.contains(piece), "{method}: the seal shows {piece}");
+        }
+        let deid = body["deidentified_text"].as_str().expect("text");
+
+        // The exact text comes back whole, even with repeated mask placeholders.
+        let back = t
+            .admin_post(
+                "/admin/reidentify",
+                json!({"text": deid, "sealed_mapping": sealed}),
+            )
+            .await;
+        assert_eq!(back.status(), 200);
+        let back: Value = back.json().await.expect("json");
+        assert_eq!(back["text"], NOTE, "{method}");
+        assert_eq!(back["exact"], true);
+        assert_eq!(back["unresolved"], 0);
+
+        // A client token may not open it.
+        let refused = t
+            .post(
+                "/admin/reidentify",
+                json!({"text": deid, "sealed_mapping": sealed}),
+            )
+            .await;
+        assert_eq!(refused.status(), 403, "{method}");
+    }
+
+    // An edited replace text is restored by value.
+    let body: Value = t
+        .post(
+            "/pii/deidentify",
+            json!({"text": NOTE, "method": "replace", "seal_mapping": true}),
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    let deid = body["deidentified_text"].as_str().expect("text");
+    let edited = format!("Summary. {deid}");
+    let back: Value = t
+        .admin_post(
+            "/admin/reidentify",
+            json!({"text": edited, "sealed_mapping": body["sealed_mapping"]}),
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(back["text"], format!("Summary. {NOTE}"));
+    assert_eq!(back["exact"], false);
+
+    // A changed seal is refused without echoing it.
+    let sealed = body["sealed_mapping"].as_str().expect("sealed");
+    let forged = format!("{}A", &sealed[..sealed.len() - 1]);
+    let forged = if forged == sealed {
+        format!("{}B", &sealed[..sealed.len() - 1])
+    } else {
+        forged
+    };
+    let res = t
+        .admin_post(
+            "/admin/reidentify",
+            json!({"text": deid, "sealed_mapping": forged}),
+        )
+        .await;
+    assert_eq!(res.status(), 422);
+    let err = res.text().await.expect("text");
+    assert!(err.contains("sealed_mapping") && !err.contains(&forged) && !err.contains("Zoë"));
+
+    // The stream has no seal: the field is unknown there.
+    let res = t
+        .post(
+            "/pii/deidentify/stream",
+            json!({"text": NOTE, "seal_mapping": true}),
+        )
+        .await;
+    assert_eq!(res.status(), 422);
+
+    // Audited, without the text.
+    let audit = t
+        .admin_get("/admin/audit")
+        .await
+        .text()
+        .await
+        .expect("audit");
+    assert!(audit.contains("mapping.reidentify"));
+    for piece in ["Zoë", "88412345", "phiguard-sealed-v1"] {
+        assert!(!audit.contains(piece), "the audit log holds {piece}");
+    }
+    t.shutdown().await;
+}

@@ -182,6 +182,21 @@ impl TestServer {
         })
     }
 
+    /// POST JSON with the admin token.
+    pub(crate) async fn admin_post(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+    ) -> reqwest::Response {
+        self.http
+            .post(self.url(path))
+            .bearer_auth(ADMIN)
+            .json(&body)
+            .send()
+            .await
+            .expect("request")
+    }
+
     /// PUT JSON with the admin token.
     pub(crate) async fn admin_put(&self, path: &str, body: serde_json::Value) -> reqwest::Response {
         self.http
