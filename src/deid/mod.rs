@@ -31,6 +31,7 @@
 //! ([`HashKey`]): stable across requests of one install (so records can be linked), useless
 //! to someone without the key.
 
+mod gender;
 pub mod policy;
 pub mod seal;
 pub mod stream;
@@ -46,6 +47,7 @@ use sha2::Sha256;
 
 use crate::detect::rules::dates::DateParts;
 use crate::detect::{merge, CharIndex, Label, Span};
+use gender::Gender;
 
 pub use policy::{Policy, PolicyError};
 pub use seal::{Restored, SealError, SealKey, SealedSpan};
@@ -469,7 +471,20 @@ impl<R: Rng> Deidentifier<R> {
             prev_end = s.end;
             let birth =
                 s.label == Label::DateOfBirth || (s.label == Label::Date && has_birth_cue(before));
-            let Some((replacement, action)) = self.transform(s.label, original, birth) else {
+            let cue = if matches!(s.label, Label::FirstName | Label::Person) {
+                let (title, rest) = split_title(original);
+                let first = rest.split_whitespace().next().unwrap_or("");
+                let before = format!(
+                    "{}{}",
+                    idx.slice(fragment, s.start.saturating_sub(40), s.start),
+                    title.unwrap_or("")
+                );
+                let after = idx.slice(fragment, s.end, (s.end + 160).min(len));
+                gender::cue(first, &before, after)
+            } else {
+                Gender::Unknown
+            };
+            let Some((replacement, action)) = self.transform(s.label, original, birth, cue) else {
                 continue;
             };
             out.text.push_str(idx.slice(fragment, pos, s.start));
@@ -508,7 +523,13 @@ impl<R: Rng> Deidentifier<R> {
     }
 
     /// The replacement and the action actually taken; `None` keeps the entity.
-    fn transform(&mut self, label: Label, original: &str, birth: bool) -> Option<(String, Action)> {
+    fn transform(
+        &mut self,
+        label: Label,
+        original: &str,
+        birth: bool,
+        cue: Gender,
+    ) -> Option<(String, Action)> {
         let mask = || (format!("[{}]", label.wire()), Action::Mask);
         Some(match self.action_for(label) {
             Action::Keep => return None,
@@ -518,7 +539,7 @@ impl<R: Rng> Deidentifier<R> {
                 format!("{}_{}", label.wire(), self.key.tag(original)),
                 Action::Hash,
             ),
-            Action::Replace => (self.surrogate(label, original), Action::Replace),
+            Action::Replace => (self.surrogate(label, original, cue), Action::Replace),
             Action::ShiftDates => match DateParts::parse(original)
                 .filter(|_| label.is_date())
                 .and_then(|d| d.shifted(self.shift_days, self.opts.keep_year))
@@ -570,7 +591,7 @@ impl<R: Rng> Deidentifier<R> {
     /// normalised value, so it is the same in every request; without one, from the request's
     /// generator. A value whose first draws collide with another's surrogate in the same
     /// request moves on to its next draws (still the same sequence for that value).
-    fn surrogate(&mut self, label: Label, original: &str) -> String {
+    fn surrogate(&mut self, label: Label, original: &str, cue: Gender) -> String {
         if let Some(s) = self.memo.get(original) {
             return s.clone();
         }
@@ -588,14 +609,14 @@ impl<R: Rng> Deidentifier<R> {
                 Some(rng) if is_name => {
                     // Drawn from the spelling without a title, which is put back in front.
                     let (title, rest) = split_title(original);
-                    let drawn = surrogate::generate(label, &rest, self.shift_days, rng);
+                    let drawn = surrogate::generate(label, &rest, self.shift_days, cue, rng);
                     match title {
                         Some(t) => format!("{t} {drawn}"),
                         None => drawn,
                     }
                 }
-                Some(rng) => surrogate::generate(label, original, self.shift_days, rng),
-                None => surrogate::generate(label, original, self.shift_days, &mut self.rng),
+                Some(rng) => surrogate::generate(label, original, self.shift_days, cue, rng),
+                None => surrogate::generate(label, original, self.shift_days, cue, &mut self.rng),
             };
             // Checked with a subject too: a surrogate that reads as another person of the
             // same note is worse than one that differs from the patient's other notes (the

@@ -16,6 +16,7 @@
 
 use rand::Rng;
 
+use super::gender::Gender;
 use crate::detect::rules::dates::DateParts;
 use crate::detect::Label;
 
@@ -25,6 +26,25 @@ pub(crate) const FIRST_NAMES: &[&str] = &[
     "Nadia", "Sven", "Zainab", "Arjun", "Chloe", "Dmitri", "Leilani", "Kofi", "Ana", "Rohan",
     "Freya", "Jamal", "Lucia", "Tomasz", "Imani", "Kenji", "Rosa", "Emeka", "Hana",
 ];
+/// The women's and men's names of [`FIRST_NAMES`] (two are given to either).
+pub(crate) const FEMALE_FIRST: &[&str] = &[
+    "Maria", "Aisha", "Priya", "Olga", "Fatima", "Sofia", "Amara", "Elena", "Ingrid", "Mei",
+    "Nadia", "Zainab", "Chloe", "Leilani", "Ana", "Freya", "Lucia", "Imani", "Rosa", "Hana",
+];
+pub(crate) const MALE_FIRST: &[&str] = &[
+    "James", "Carlos", "Kwame", "Liam", "Mateo", "Hiroshi", "Omar", "Tariq", "Diego", "Sven",
+    "Arjun", "Dmitri", "Kofi", "Rohan", "Jamal", "Tomasz", "Kenji", "Emeka",
+];
+
+/// A given name from the pool of `gender`'s cue (either pool without one).
+fn first_name<R: Rng + ?Sized>(gender: Gender, rng: &mut R) -> &'static str {
+    match gender {
+        Gender::Female => pick(FEMALE_FIRST, rng),
+        Gender::Male => pick(MALE_FIRST, rng),
+        Gender::Unknown => pick(FIRST_NAMES, rng),
+    }
+}
+
 const LAST_NAMES: &[&str] = &[
     "Garcia",
     "Nguyen",
@@ -114,15 +134,27 @@ fn pick<'a, R: Rng + ?Sized>(list: &[&'a str], rng: &mut R) -> &'a str {
 }
 
 /// A surrogate for `original` labelled `label`. `shift_days` is the request's date offset
-/// (dates are shifted rather than invented, so intervals between them are kept).
+/// (dates are shifted rather than invented, so intervals between them are kept); `gender`
+/// is the cue a given name keeps ([`super::gender`]).
 pub(crate) fn generate<R: Rng + ?Sized>(
     label: Label,
     original: &str,
     shift_days: i64,
+    gender: Gender,
     rng: &mut R,
 ) -> String {
+    let initial = original.trim_end_matches('.').chars().count() <= 1;
     match label {
-        Label::FirstName => pick(FIRST_NAMES, rng).to_owned(),
+        // An initial (`K.`, `J`) stays an initial, with its stop.
+        Label::FirstName | Label::LastName if initial => {
+            let letter = pick(FIRST_NAMES, rng).chars().next().unwrap_or('A');
+            if original.ends_with('.') {
+                format!("{letter}.")
+            } else {
+                letter.to_string()
+            }
+        }
+        Label::FirstName => first_name(gender, rng).to_owned(),
         Label::LastName => pick(LAST_NAMES, rng).to_owned(),
         Label::MiddleName => {
             if original.trim_end_matches('.').chars().count() <= 1 {
@@ -136,7 +168,7 @@ pub(crate) fn generate<R: Rng + ?Sized>(
                 pick(FIRST_NAMES, rng).to_owned()
             }
         }
-        Label::Person => person(original, rng),
+        Label::Person => person(original, gender, rng),
         Label::Date | Label::DateOfBirth => DateParts::parse(original)
             .and_then(|d| d.shifted(shift_days, false))
             .unwrap_or_else(|| shape(original, rng)),
@@ -298,15 +330,15 @@ fn replace_first_digit(s: &str, with: char) -> String {
 }
 
 /// A name with as many parts as the source (one part → a last name, `Last, First` kept).
-fn person<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+fn person<R: Rng + ?Sized>(original: &str, gender: Gender, rng: &mut R) -> String {
     let parts: Vec<&str> = original.split_whitespace().collect();
     if original.contains(',') {
-        return format!("{}, {}", pick(LAST_NAMES, rng), pick(FIRST_NAMES, rng));
+        return format!("{}, {}", pick(LAST_NAMES, rng), first_name(gender, rng));
     }
     match parts.len() {
         0 | 1 => pick(LAST_NAMES, rng).to_owned(),
         n => {
-            let mut out = vec![pick(FIRST_NAMES, rng).to_owned()];
+            let mut out = vec![first_name(gender, rng).to_owned()];
             for p in &parts[1..n - 1] {
                 let initial = pick(FIRST_NAMES, rng).chars().next().unwrap_or('A');
                 out.push(if p.trim_end_matches('.').chars().count() <= 1 {
@@ -418,6 +450,28 @@ fn fill_digits(original: &str, digits: &[u8]) -> String {
 /// a line, is replaced by its own kind (house and street, unit, city, state, postcode), so
 /// `12 Elm St\nSpringfield, IL 62704` stays three parts on two lines.
 fn street<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
+    // Military mail (`PSC 1234, Box 5678, APO AE 09012`): the post office and its region
+    // code stay, as a state would; every number is drawn anew.
+    let words: Vec<String> = original
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .map(str::to_ascii_uppercase)
+        .collect();
+    if words
+        .iter()
+        .any(|w| matches!(w.as_str(), "APO" | "FPO" | "DPO"))
+        && words.iter().any(|w| w == "BOX")
+    {
+        return original
+            .chars()
+            .map(|c| {
+                if c.is_ascii_digit() {
+                    char::from(b'0' + rng.random_range(0..10u8))
+                } else {
+                    c
+                }
+            })
+            .collect();
+    }
     let mut first = true;
     original
         .split_inclusive('\n')
@@ -562,7 +616,7 @@ mod tests {
             #[test]
             fn $name() {
                 let mut rng = StdRng::seed_from_u64(7);
-                let out = generate(Label::$label, $src, 10, &mut rng);
+                let out = generate(Label::$label, $src, 10, Gender::Unknown, &mut rng);
                 assert_eq!(classes(&out), classes($src), "{out}");
             }
         )*};
@@ -579,33 +633,113 @@ mod tests {
     }
 
     #[test]
+    fn a_given_name_keeps_its_gender_cue() {
+        let mut rng = StdRng::seed_from_u64(5);
+        for _ in 0..50 {
+            let f = generate(Label::FirstName, "Ana", 0, Gender::Female, &mut rng);
+            assert!(FEMALE_FIRST.contains(&f.as_str()), "{f}");
+            let m = generate(Label::Person, "Omar Haddad", 0, Gender::Male, &mut rng);
+            let first = m.split_whitespace().next().unwrap_or("");
+            assert!(MALE_FIRST.contains(&first), "{m}");
+        }
+    }
+
+    #[test]
+    fn the_gendered_pools_are_parts_of_the_whole() {
+        for n in FEMALE_FIRST.iter().chain(MALE_FIRST) {
+            assert!(FIRST_NAMES.contains(n), "{n}");
+        }
+        for n in FEMALE_FIRST {
+            assert!(!MALE_FIRST.contains(n), "{n}");
+            assert_eq!(super::super::gender::of_name(n), Gender::Female, "{n}");
+        }
+        for n in MALE_FIRST {
+            assert_eq!(super::super::gender::of_name(n), Gender::Male, "{n}");
+        }
+    }
+
+    #[test]
+    fn military_mail_keeps_its_post_office_and_redraws_the_numbers() {
+        let mut rng = StdRng::seed_from_u64(2);
+        let original = "PSC 1234, Box 5678, APO AE 09012";
+        let out = generate(Label::StreetAddress, original, 0, Gender::Unknown, &mut rng);
+        let layout = |s: &str| {
+            s.chars()
+                .map(|c| if c.is_ascii_digit() { '9' } else { c })
+                .collect::<String>()
+        };
+        assert_eq!(layout(&out), layout(original));
+        assert_ne!(out, original);
+    }
+
+    #[test]
+    fn an_initial_stays_an_initial() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for (label, original) in [
+            (Label::LastName, "K."),
+            (Label::FirstName, "J"),
+            (Label::LastName, "R"),
+        ] {
+            let out = generate(label, original, 0, Gender::Unknown, &mut rng);
+            assert_eq!(out.ends_with('.'), original.ends_with('.'), "{out}");
+            assert_eq!(out.trim_end_matches('.').chars().count(), 1, "{out}");
+        }
+    }
+
+    #[test]
     fn reserved_ranges() {
         let mut rng = StdRng::seed_from_u64(1);
-        assert!(generate(Label::Email, "a@b.org", 0, &mut rng).contains("@example."));
-        assert!(generate(Label::Ssn, "123-45-6789", 0, &mut rng).starts_with('9'));
+        assert!(
+            generate(Label::Email, "a@b.org", 0, Gender::Unknown, &mut rng).contains("@example.")
+        );
+        assert!(generate(Label::Ssn, "123-45-6789", 0, Gender::Unknown, &mut rng).starts_with('9'));
         // 943 476 5919 is a valid NHS number (the published example): the surrogate keeps
         // the layout, starts 999 and has a valid check digit.
-        let nhs = generate(Label::MedicalRecordNumber, "943 476 5919", 0, &mut rng);
+        let nhs = generate(
+            Label::MedicalRecordNumber,
+            "943 476 5919",
+            0,
+            Gender::Unknown,
+            &mut rng,
+        );
         assert!(nhs.starts_with("999 ") && nhs.len() == 12, "{nhs}");
         assert!(nhs_check_digit(&digits_of(&nhs)).is_some(), "{nhs}");
         // An invalid one is only reshaped.
-        let other = generate(Label::MedicalRecordNumber, "943 476 5918", 0, &mut rng);
+        let other = generate(
+            Label::MedicalRecordNumber,
+            "943 476 5918",
+            0,
+            Gender::Unknown,
+            &mut rng,
+        );
         assert_eq!(other.len(), 12);
-        let ip = generate(Label::IpAddress, "10.0.0.1", 0, &mut rng);
+        let ip = generate(Label::IpAddress, "10.0.0.1", 0, Gender::Unknown, &mut rng);
         assert!(
             ip.starts_with("192.0.2.")
                 || ip.starts_with("198.51.100.")
                 || ip.starts_with("203.0.113.")
         );
-        assert!(generate(Label::IpAddress, "fe80::1", 0, &mut rng).starts_with("2001:db8::"));
-        assert_eq!(generate(Label::Zipcode, "02115-6110", 0, &mut rng).len(), 5);
+        assert!(
+            generate(Label::IpAddress, "fe80::1", 0, Gender::Unknown, &mut rng)
+                .starts_with("2001:db8::")
+        );
+        assert_eq!(
+            generate(Label::Zipcode, "02115-6110", 0, Gender::Unknown, &mut rng).len(),
+            5
+        );
     }
 
     #[test]
     fn ages_stay_on_their_side_of_89() {
         let mut rng = StdRng::seed_from_u64(3);
         for _ in 0..50 {
-            let old = age_value(&generate(Label::Age, "92-year-old", 0, &mut rng));
+            let old = age_value(&generate(
+                Label::Age,
+                "92-year-old",
+                0,
+                Gender::Unknown,
+                &mut rng,
+            ));
             assert!(old.is_some_and(|v| v >= 90));
         }
         assert_eq!(cap_age("92-year-old").as_deref(), Some("90+-year-old"));
@@ -617,7 +751,7 @@ mod tests {
     fn dates_are_shifted_in_format() {
         let mut rng = StdRng::seed_from_u64(3);
         assert_eq!(
-            generate(Label::Date, "Jan 2, 1980", 10, &mut rng),
+            generate(Label::Date, "Jan 2, 1980", 10, Gender::Unknown, &mut rng),
             "Jan 12, 1980"
         );
     }

@@ -434,12 +434,17 @@ fn subject_keys_never_print() {
     assert_eq!(format!("{k:?}"), "SubjectKey(..)");
 }
 
-fn phone_surrogate(original: &str, seed: u64) -> String {
-    let opts = method(Method::Replace);
+/// The `replace` surrogate of a whole text labelled `label`.
+fn surrogate_of(original: &str, label: Label, seed: u64) -> String {
     let n = original.chars().count();
-    let out = Deidentifier::new(opts, &key(), StdRng::seed_from_u64(seed))
-        .apply(original, &[sp(0, n, Label::Phone)]);
-    out.text
+    let opts = method(Method::Replace);
+    Deidentifier::new(opts, &key(), StdRng::seed_from_u64(seed))
+        .apply(original, &[sp(0, n, label)])
+        .text
+}
+
+fn phone_surrogate(original: &str, seed: u64) -> String {
+    surrogate_of(original, Label::Phone, seed)
 }
 
 fn digits(s: &str) -> String {
@@ -493,14 +498,6 @@ fn nhs_check(nine: &str) -> Option<u32> {
         10 => None,
         c => Some(c),
     }
-}
-
-fn surrogate_of(original: &str, label: Label, seed: u64) -> String {
-    let n = original.chars().count();
-    let opts = method(Method::Replace);
-    Deidentifier::new(opts, &key(), StdRng::seed_from_u64(seed))
-        .apply(original, &[sp(0, n, label)])
-        .text
 }
 
 proptest! {
@@ -590,10 +587,7 @@ proptest! {
         let nl = if crlf { "\r\n" } else { "\n" };
         let unit = unit.map(|u| format!(", Apt {u}")).unwrap_or_default();
         let original = format!("{house} {street} {suffix}{unit}{nl}{city}, {state} {zip}");
-        let n = original.chars().count();
-        let out = Deidentifier::new(method(Method::Replace), &key(), StdRng::seed_from_u64(seed))
-            .apply(&original, &[sp(0, n, Label::StreetAddress)])
-            .text;
+        let out = surrogate_of(&original, Label::StreetAddress, seed);
         let lines: Vec<&str> = out.split(nl).collect();
         prop_assert_eq!(lines.len(), 2, "{:?}", out);
         prop_assert_eq!(out.matches(',').count(), original.matches(',').count(), "{:?}", out);
@@ -604,4 +598,51 @@ proptest! {
         prop_assert!(last[1].len() == 5 && last[1].chars().all(|c| c.is_ascii_digit()), "{:?}", out);
         prop_assert_eq!(out.contains("Apt"), !unit.is_empty(), "{:?}", out);
     }
+}
+
+#[test]
+fn name_surrogates_keep_the_gender_the_text_gives() {
+    // Neither name is in the gender lists: the title, the pronoun and the relation word
+    // decide.
+    let text = "Seen with Mrs Tane Example; she is better. Her son Rewi called.";
+    let spans = [
+        sp(14, 18, Label::FirstName),
+        sp(19, 26, Label::LastName),
+        sp(51, 55, Label::FirstName),
+    ];
+    for seed in 0..20 {
+        let out = Deidentifier::new(method(Method::Replace), &key(), StdRng::seed_from_u64(seed))
+            .apply(text, &spans);
+        let tane = &out.replacements[0].replacement;
+        let rewi = &out.replacements[2].replacement;
+        assert!(
+            surrogate::FEMALE_FIRST.contains(&tane.as_str()),
+            "{}",
+            out.text
+        );
+        assert!(
+            surrogate::MALE_FIRST.contains(&rewi.as_str()),
+            "{}",
+            out.text
+        );
+    }
+    // A known given name keeps its own gender with a subject, whatever the note around it
+    // says, so one patient's notes agree.
+    let subject = key().subject("p-1");
+    let one = |t: &str| {
+        let opts = DeidOptions {
+            subject: Some(subject.clone()),
+            ..method(Method::Replace)
+        };
+        let n = "Maria".chars().count();
+        Deidentifier::new(opts, &key(), StdRng::seed_from_u64(1))
+            .apply(t, &[sp(0, n, Label::FirstName)])
+            .replacements[0]
+            .replacement
+            .clone()
+    };
+    let a = one("Maria reports he is well.");
+    let b = one("Maria is well.");
+    assert_eq!(a, b);
+    assert!(surrogate::FEMALE_FIRST.contains(&a.as_str()), "{a}");
 }

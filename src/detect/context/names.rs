@@ -551,7 +551,9 @@ fn label_tokens(
         if first.kind == Kind::AllCaps {
             return;
         }
-        let label = if first.kind == Kind::Initial {
+        // One word after a relation word is the relative's given name (`son Miguel`, `wife
+        // Ana`): people name their family so; after a title or a label it is a surname.
+        let label = if first.kind == Kind::Initial || mode == Mode::Relation {
             Label::FirstName
         } else {
             Label::LastName

@@ -52,6 +52,8 @@ rows! {
     all_caps_surname: "Pt: KAMIŃSKI, Rose   Age: 97", "KAMIŃSKI" => Some(Label::LastName);
     relation_lowercase: "home with brother hiawatha el-amin ((876) 687-9212)", "hiawatha" => Some(Label::FirstName);
     relation_ends_at_verb: "His son is at the bedside.", "is" => None;
+    relative_given_name: "Her son Miguel visited; daughter Aiyana called.", "Miguel" => Some(Label::FirstName);
+    relative_given_name_second: "Her son Miguel visited; daughter Aiyana called.", "Aiyana" => Some(Label::FirstName);
     signature_initials: "Stable.\n/s/ MK, RN\n", "MK" => Some(Label::Person);
     signature_initial_dot: "-- W. Harris, resident PGY-2", "Harris" => Some(Label::LastName);
     credential: "Dictated by: Joshua Chatterjee, MD", "Chatterjee" => Some(Label::LastName);

@@ -85,6 +85,13 @@ pub(super) const STREETS: &[Cue] = &[
         Label::StreetAddress,
         STRONG,
     ),
+    // US military mail (USPS Publication 28, 225): PSC 1234, Box 5678, APO AE 09012; the
+    // unit, box, post office and state code are the whole address
+    Cue::new(
+        r"\b((?:PSC|CMR|UMR|Unit)[ \t]+\d{1,5}(?:[ \t]*,[ \t]*|[ \t]+|\r?\n[ \t]*)Box[ \t]+\d{1,5}(?:[ \t]*,[ \t]*|[ \t]+|\r?\n[ \t]*)(?:APO|FPO|DPO)[ \t]+(?:AA|AE|AP)[ \t]+\d{5}(?:-\d{4})?)\b",
+        Label::StreetAddress,
+        STRONG,
+    ),
     // a street of any name when a "City, ST 12345" or "City ON  M5V 2T6" line follows: the
     // slot decides, not the street's words
     Cue::new(
@@ -280,5 +287,7 @@ mod tests {
         zip_after_state: "6081 Oak Street, Apt 25B, Savannah, Georgia 31471, USA", "31471" => Some(Label::Zipcode);
         street_before_city_line: "with son Dorothy Reddy (4605430668), 1641 Defilo Hubewigu West, Moncton NB  E1C 4B8.", "1641 Defilo Hubewigu West" => Some(Label::StreetAddress);
         street_with_unit: "(688) 555-0184), 8681 Gerova Tozi, Unit 279\nBurlington, Vermont 05420", "8681 Gerova Tozi, Unit 279" => Some(Label::StreetAddress);
+        military_address: "Mail to PSC 1234, Box 5678, APO AE 09012.", "PSC 1234, Box 5678, APO AE 09012" => Some(Label::StreetAddress);
+        military_address_lines: "Unit 2050\nBox 4190\nFPO AP 96522-4190\n", "Unit 2050\nBox 4190\nFPO AP 96522-4190" => Some(Label::StreetAddress);
     }
 }
