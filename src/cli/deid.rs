@@ -322,7 +322,10 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     init_logging(&settings);
     let store = SecretStore::open(home.secrets_file());
     let key_hex = store
-        .get_or_create("hash-key", || hex::encode(rand::random::<[u8; 32]>()))
+        .key(
+            "hash-key",
+            settings.get(crate::settings::keys::SECURITY_HASH_KEY),
+        )
         .map_err(|e| Failure::runtime(e.to_string()))?;
     let key = crate::deid::HashKey::from_hex(&key_hex)
         .map_err(|_| Failure::runtime("the stored hash key is corrupt"))?;

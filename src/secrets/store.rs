@@ -102,6 +102,19 @@ impl SecretStore {
         }
     }
 
+    /// A 32-byte key as 64 hex digits: `configured` when it is set (the same value on every
+    /// replica, from `PHIGUARD_HASH_KEY` or `PHIGUARD_MAPPING_KEY`), else the stored one,
+    /// generated at first use.
+    ///
+    /// # Errors
+    /// When the store can be neither read nor written.
+    pub fn key(&self, name: &str, configured: &str) -> Result<String> {
+        match configured.trim() {
+            "" => self.get_or_create(name, || hex::encode(rand::random::<[u8; 32]>())),
+            set => Ok(set.to_owned()),
+        }
+    }
+
     /// Reads a secret, creating it with `make` when absent.
     ///
     /// # Errors

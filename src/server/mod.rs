@@ -196,14 +196,12 @@ impl Server {
             Some(settings.get(keys::SECURITY_AUTH_TOKEN).to_string()),
             Some(settings.get(keys::SECURITY_ADMIN_TOKEN).to_string()),
         )?);
-        let hash_key = HashKey::from_hex(
-            &store.get_or_create("hash-key", || hex::encode(rand::random::<[u8; 32]>()))?,
-        )
-        .map_err(ServerError::CorruptHashKey)?;
-        let seal_key = SealKey::from_hex(
-            &store.get_or_create("mapping-key", || hex::encode(rand::random::<[u8; 32]>()))?,
-        )
-        .map_err(ServerError::CorruptSealKey)?;
+        let hash_key =
+            HashKey::from_hex(&store.key("hash-key", settings.get(keys::SECURITY_HASH_KEY))?)
+                .map_err(ServerError::CorruptHashKey)?;
+        let seal_key =
+            SealKey::from_hex(&store.key("mapping-key", settings.get(keys::SECURITY_MAPPING_KEY))?)
+                .map_err(ServerError::CorruptSealKey)?;
         let clock: Arc<dyn Clock> = opts.clock.clone().unwrap_or_else(|| Arc::new(SystemClock));
         let desktop = opts.desktop;
         let engine = crate::runtime::build_engine(

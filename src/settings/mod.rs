@@ -118,6 +118,12 @@ pub enum Conflict {
     /// long, or a `/regex/` that does not compile (named by position, never by content).
     #[error("deid.allow_terms / deid.deny_terms (PHIGUARD_ALLOW_TERMS, PHIGUARD_DENY_TERMS): {0}")]
     Terms(#[source] crate::detect::TermsError),
+    /// Returned when a configured key is not 64 hex digits (its value is never shown).
+    #[error("{env} must be 64 hex digits (32 random bytes, e.g. `openssl rand -hex 32`)")]
+    Key {
+        /// The variable of the key.
+        env: &'static str,
+    },
 }
 
 /// What is wrong with the content of `settings.toml` ([`SettingsError::File`]).
@@ -266,6 +272,13 @@ impl Settings {
         if self.get(keys::RETRY_BACKOFF_MAX_SECONDS) < self.get(keys::RETRY_BACKOFF_INITIAL_SECONDS)
         {
             return Err(Conflict::Backoff);
+        }
+        for key in [keys::SECURITY_HASH_KEY, keys::SECURITY_MAPPING_KEY] {
+            let v = self.get(key).trim();
+            let hex64 = v.len() == 64 && v.bytes().all(|b| b.is_ascii_hexdigit());
+            if !v.is_empty() && !hex64 {
+                return Err(Conflict::Key { env: key.env() });
+            }
         }
         Ok(())
     }

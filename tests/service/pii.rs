@@ -616,3 +616,71 @@ async fn a_sealed_mapping_restores_the_note_for_an_admin_and_for_nobody_else() {
     }
     t.shutdown().await;
 }
+
+async fn answer(t: &TestServer, body: Value) -> Value {
+    t.post("/pii/deidentify", body)
+        .await
+        .json()
+        .await
+        .expect("json")
+}
+
+#[tokio::test]
+async fn replicas_that_share_the_keys_agree_on_hashes_subjects_and_seals() {
+    const HASH: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    const SEAL: &str = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90";
+    let env = [
+        ("PHIGUARD_DEFAULT_MODEL", "rules"),
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+        ("PHIGUARD_HASH_KEY", HASH),
+        ("PHIGUARD_MAPPING_KEY", SEAL),
+    ];
+    // Two servers, each with its own home (and so its own keychain entries).
+    let a = TestServer::start(&env).await;
+    let b = TestServer::start(&env).await;
+    let hashed = json!({"text": NOTE, "method": "hash"});
+    assert_eq!(
+        answer(&a, hashed.clone()).await["deidentified_text"],
+        answer(&b, hashed).await["deidentified_text"]
+    );
+    let subject = json!({"text": NOTE, "method": "replace", "subject": "study-1/p7"});
+    assert_eq!(
+        answer(&a, subject.clone()).await["deidentified_text"],
+        answer(&b, subject).await["deidentified_text"]
+    );
+    let sealed = answer(
+        &a,
+        json!({"text": NOTE, "method": "replace", "seal_mapping": true}),
+    )
+    .await;
+    let back: Value = b
+        .admin_post(
+            "/admin/reidentify",
+            json!({"text": sealed["deidentified_text"], "sealed_mapping": sealed["sealed_mapping"]}),
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        back["text"], NOTE,
+        "a seal made on one replica opens on the other"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+
+    // A server with other keys agrees on neither.
+    let c = TestServer::start(&[
+        ("PHIGUARD_DEFAULT_MODEL", "rules"),
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+    ])
+    .await;
+    let res = c
+        .admin_post(
+            "/admin/reidentify",
+            json!({"text": sealed["deidentified_text"], "sealed_mapping": sealed["sealed_mapping"]}),
+        )
+        .await;
+    assert_eq!(res.status(), 422);
+    c.shutdown().await;
+}

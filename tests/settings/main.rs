@@ -173,3 +173,20 @@ fn a_bad_variable_is_named_and_exits_2() {
     assert!(err.contains("PHIGUARD_RETRY_MAX_ATTEMPTS"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn a_key_that_is_not_64_hex_digits_is_named_and_never_shown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = phiguard(
+        dir.path(),
+        &["settings", "list", "--json"],
+        &[("PHIGUARD_HASH_KEY", "my-secret-passphrase")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("PHIGUARD_HASH_KEY") && err.contains("64 hex digits"),
+        "{err}"
+    );
+    assert!(!err.contains("my-secret-passphrase"), "{err}");
+}
