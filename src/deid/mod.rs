@@ -459,9 +459,13 @@ impl<R: Rng> Deidentifier<R> {
         self.over_89_seen |= resolved
             .iter()
             .any(|s| s.label == Label::Age && age_over_89(idx.slice(fragment, s.start, s.end)));
-        for s in resolved.iter().filter(|s| is_name_label(s.label)) {
-            let name = idx.slice(fragment, s.start, s.end);
-            self.note_names.extend(name_words(name));
+        // Only surrogates read the note's names and the gender cues.
+        let replaces = |d: &Self, l: Label| d.action_for(l) == Action::Replace;
+        if NAME_LABELS.iter().any(|l| replaces(self, *l)) {
+            for s in resolved.iter().filter(|s| is_name_label(s.label)) {
+                let name = idx.slice(fragment, s.start, s.end);
+                self.note_names.extend(name_words(name));
+            }
         }
         let mut pos = 0;
         let mut prev_end = 0;
@@ -471,19 +475,20 @@ impl<R: Rng> Deidentifier<R> {
             prev_end = s.end;
             let birth =
                 s.label == Label::DateOfBirth || (s.label == Label::Date && has_birth_cue(before));
-            let cue = if matches!(s.label, Label::FirstName | Label::Person) {
-                let (title, rest) = split_title(original);
-                let first = rest.split_whitespace().next().unwrap_or("");
-                let before = format!(
-                    "{}{}",
-                    idx.slice(fragment, s.start.saturating_sub(40), s.start),
-                    title.unwrap_or("")
-                );
-                let after = idx.slice(fragment, s.end, (s.end + 160).min(len));
-                gender::cue(first, &before, after)
-            } else {
-                Gender::Unknown
-            };
+            let cue =
+                if matches!(s.label, Label::FirstName | Label::Person) && replaces(self, s.label) {
+                    let (title, rest) = split_title(original);
+                    let first = rest.split_whitespace().next().unwrap_or("");
+                    let before = format!(
+                        "{}{}",
+                        idx.slice(fragment, s.start.saturating_sub(40), s.start),
+                        title.unwrap_or("")
+                    );
+                    let after = idx.slice(fragment, s.end, (s.end + 160).min(len));
+                    gender::cue(first, &before, after)
+                } else {
+                    Gender::Unknown
+                };
             let Some((replacement, action)) = self.transform(s.label, original, birth, cue) else {
                 continue;
             };
@@ -637,11 +642,16 @@ impl<R: Rng> Deidentifier<R> {
     }
 }
 
+/// The labels of people's names.
+const NAME_LABELS: [Label; 4] = [
+    Label::Person,
+    Label::FirstName,
+    Label::LastName,
+    Label::MiddleName,
+];
+
 fn is_name_label(label: Label) -> bool {
-    matches!(
-        label,
-        Label::Person | Label::FirstName | Label::LastName | Label::MiddleName
-    )
+    NAME_LABELS.contains(&label)
 }
 
 /// The words of a name, lowercased, without punctuation and without titles.

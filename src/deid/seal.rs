@@ -62,7 +62,7 @@ pub struct SealedSpan {
 }
 
 #[derive(Serialize, Deserialize)]
-struct Payload_ {
+struct Contents {
     /// SHA-256 of the de-identified text, hex.
     text: String,
     spans: Vec<SealedSpan>,
@@ -128,7 +128,7 @@ impl SealKey {
         spans: Vec<SealedSpan>,
         rng: &mut R,
     ) -> String {
-        let plain = serde_json::to_vec(&Payload_ {
+        let plain = serde_json::to_vec(&Contents {
             text: digest(deidentified),
             spans,
         })
@@ -152,7 +152,7 @@ impl SealKey {
         format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(out))
     }
 
-    fn open(&self, sealed: &str) -> Result<Payload_, SealError> {
+    fn open(&self, sealed: &str) -> Result<Contents, SealError> {
         let body = sealed
             .trim()
             .strip_prefix(PREFIX)
@@ -219,7 +219,7 @@ impl SealKey {
 /// wherever it appears, in one left-to-right pass that prefers the longest replacement at a
 /// position (so a restored original is never read again, and `[first_name]` inside a longer
 /// replacement is not swapped early); occurrences of the others are counted as unresolved.
-fn by_value(text: &str, payload: &Payload_) -> Restored {
+fn by_value(text: &str, payload: &Contents) -> Restored {
     let mut originals: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for s in payload.spans.iter().filter(|s| !s.replacement.is_empty()) {
         let list = originals.entry(s.replacement.as_str()).or_default();

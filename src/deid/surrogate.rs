@@ -7,7 +7,7 @@
 //! So identifiers keep their character classes (digit → digit, letter → letter with the
 //! same case, separators kept), dates are shifted by the request's offset in their own
 //! format, and names, streets and cities come from built-in lists spanning many origins
-//! (written for phiguard, CC0; see [`FIRST_NAMES`]). Every surrogate that could collide with a real value is drawn from reserved
+//! (written for phiguard, CC0; see [`FEMALE_FIRST`]). Every surrogate that could collide with a real value is drawn from reserved
 //! space where one exists: e-mail and URLs use the RFC 2606 `example.*` domains, IP
 //! addresses the RFC 5737 / RFC 3849 documentation ranges, SSNs the never-issued 9xx area.
 //!
@@ -20,205 +20,9 @@ use super::gender::Gender;
 use crate::detect::rules::dates::DateParts;
 use crate::detect::Label;
 
-/// Given names for surrogates: 95 women's, 90 men's and 8 given to either,
-/// from every continent, written for phiguard from general knowledge (no third-party list
-/// copied; CC0, like `src/detect/lists`).
-pub(crate) const FIRST_NAMES: &[&str] = &[
-    "Maria",
-    "Aisha",
-    "Priya",
-    "Olga",
-    "Fatima",
-    "Sofia",
-    "Amara",
-    "Elena",
-    "Ingrid",
-    "Mei",
-    "Nadia",
-    "Zainab",
-    "Chloe",
-    "Leilani",
-    "Ana",
-    "Freya",
-    "Lucia",
-    "Imani",
-    "Rosa",
-    "Hana",
-    "Adaeze",
-    "Agnieszka",
-    "Aiko",
-    "Alejandra",
-    "Amina",
-    "Anahera",
-    "Anneli",
-    "Astrid",
-    "Aylin",
-    "Beatriz",
-    "Bianca",
-    "Camila",
-    "Chiamaka",
-    "Dalia",
-    "Daniela",
-    "Deepika",
-    "Dilnoza",
-    "Efua",
-    "Elif",
-    "Esperanza",
-    "Farah",
-    "Folake",
-    "Gabriela",
-    "Greta",
-    "Hyun-jung",
-    "Ilse",
-    "Ines",
-    "Isabela",
-    "Jia",
-    "Kalani",
-    "Kamala",
-    "Katarzyna",
-    "Keiko",
-    "Lakshmi",
-    "Larissa",
-    "Leila",
-    "Liesel",
-    "Lin",
-    "Lupita",
-    "Magdalena",
-    "Malia",
-    "Mariam",
-    "Marisol",
-    "Mirela",
-    "Nasrin",
-    "Ngozi",
-    "Nilufar",
-    "Noor",
-    "Oksana",
-    "Paola",
-    "Parisa",
-    "Pilar",
-    "Qing",
-    "Ranjani",
-    "Rania",
-    "Saanvi",
-    "Sakura",
-    "Salma",
-    "Samira",
-    "Seo-yeon",
-    "Shirin",
-    "Sigrid",
-    "Siobhan",
-    "Soledad",
-    "Sunita",
-    "Svetlana",
-    "Tamar",
-    "Thandiwe",
-    "Valentina",
-    "Wanjiru",
-    "Ximena",
-    "Yasmin",
-    "Yara",
-    "Zehra",
-    "Zofia",
-    "James",
-    "Carlos",
-    "Kwame",
-    "Liam",
-    "Mateo",
-    "Hiroshi",
-    "Omar",
-    "Tariq",
-    "Diego",
-    "Sven",
-    "Arjun",
-    "Dmitri",
-    "Kofi",
-    "Rohan",
-    "Jamal",
-    "Tomasz",
-    "Kenji",
-    "Emeka",
-    "Abebe",
-    "Adebayo",
-    "Alejandro",
-    "Anders",
-    "Andrzej",
-    "Arash",
-    "Bao",
-    "Bilal",
-    "Bongani",
-    "Chidi",
-    "Cian",
-    "Dariusz",
-    "Dawit",
-    "Eduardo",
-    "Emil",
-    "Esteban",
-    "Farid",
-    "Femi",
-    "Florin",
-    "Giorgos",
-    "Goran",
-    "Gustavo",
-    "Haruto",
-    "Hemi",
-    "Henrik",
-    "Hussein",
-    "Ibrahim",
-    "Ivan",
-    "Jakub",
-    "Javier",
-    "Jin-ho",
-    "Joaquin",
-    "Kaveh",
-    "Kemal",
-    "Khalid",
-    "Kiri",
-    "Lars",
-    "Lorenzo",
-    "Luca",
-    "Mahmoud",
-    "Malik",
-    "Marek",
-    "Matteo",
-    "Mehmet",
-    "Miguel",
-    "Minh",
-    "Mustafa",
-    "Nikhil",
-    "Nikolai",
-    "Obinna",
-    "Oskar",
-    "Pablo",
-    "Paolo",
-    "Pedro",
-    "Rafael",
-    "Rajesh",
-    "Rashid",
-    "Rizwan",
-    "Santiago",
-    "Sergei",
-    "Seung-woo",
-    "Sipho",
-    "Stefan",
-    "Takeshi",
-    "Tane",
-    "Thabo",
-    "Tiago",
-    "Tunde",
-    "Vikram",
-    "Wiremu",
-    "Yusuf",
-    "Zoran",
-    "Wei",
-    "Yuki",
-    "Alex",
-    "Kai",
-    "Sasha",
-    "Robin",
-    "Noa",
-    "Ari",
-];
-/// The women's names of [`FIRST_NAMES`].
+/// Given names for surrogates, by the gender they are mostly given to (95 women's, 90
+/// men's, 8 either), from every continent; written for phiguard from general knowledge (no
+/// third-party list copied; CC0, like `src/detect/lists`). The women's names:
 pub(crate) const FEMALE_FIRST: &[&str] = &[
     "Maria",
     "Aisha",
@@ -316,7 +120,7 @@ pub(crate) const FEMALE_FIRST: &[&str] = &[
     "Zehra",
     "Zofia",
 ];
-/// The men's names of [`FIRST_NAMES`].
+/// The men's names.
 pub(crate) const MALE_FIRST: &[&str] = &[
     "James",
     "Carlos",
@@ -410,17 +214,37 @@ pub(crate) const MALE_FIRST: &[&str] = &[
     "Zoran",
 ];
 
+/// Names given to either.
+const UNISEX_FIRST: &[&str] = &["Wei", "Yuki", "Alex", "Kai", "Sasha", "Robin", "Noa", "Ari"];
+
+/// Every given name of the three pools.
+pub(crate) fn all_first_names() -> impl Iterator<Item = &'static str> {
+    FEMALE_FIRST
+        .iter()
+        .chain(MALE_FIRST)
+        .chain(UNISEX_FIRST)
+        .copied()
+}
+
+/// A given name from any pool, each name as likely as another.
+fn any_first_name<R: Rng + ?Sized>(rng: &mut R) -> &'static str {
+    let n = FEMALE_FIRST.len() + MALE_FIRST.len() + UNISEX_FIRST.len();
+    all_first_names()
+        .nth(rng.random_range(0..n))
+        .unwrap_or("Alex")
+}
+
 /// A given name from the pool of `gender`'s cue (either pool without one).
 fn first_name<R: Rng + ?Sized>(gender: Gender, rng: &mut R) -> &'static str {
     match gender {
         Gender::Female => pick(FEMALE_FIRST, rng),
         Gender::Male => pick(MALE_FIRST, rng),
-        Gender::Unknown => pick(FIRST_NAMES, rng),
+        Gender::Unknown => any_first_name(rng),
     }
 }
 
 /// Family names for surrogates (138, from every continent; same provenance as
-/// [`FIRST_NAMES`]).
+/// [`FEMALE_FIRST`]).
 const LAST_NAMES: &[&str] = &[
     "Garcia",
     "Nguyen",
@@ -626,7 +450,7 @@ pub(crate) fn generate<R: Rng + ?Sized>(
     match label {
         // An initial (`K.`, `J`) stays an initial, with its stop.
         Label::FirstName | Label::LastName if initial => {
-            let letter = pick(FIRST_NAMES, rng).chars().next().unwrap_or('A');
+            let letter = any_first_name(rng).chars().next().unwrap_or('A');
             if original.ends_with('.') {
                 format!("{letter}.")
             } else {
@@ -637,14 +461,14 @@ pub(crate) fn generate<R: Rng + ?Sized>(
         Label::LastName => pick(LAST_NAMES, rng).to_owned(),
         Label::MiddleName => {
             if original.trim_end_matches('.').chars().count() <= 1 {
-                let initial = pick(FIRST_NAMES, rng).chars().next().unwrap_or('A');
+                let initial = any_first_name(rng).chars().next().unwrap_or('A');
                 if original.ends_with('.') {
                     format!("{initial}.")
                 } else {
                     initial.to_string()
                 }
             } else {
-                pick(FIRST_NAMES, rng).to_owned()
+                any_first_name(rng).to_owned()
             }
         }
         Label::Person => person(original, gender, rng),
@@ -652,7 +476,7 @@ pub(crate) fn generate<R: Rng + ?Sized>(
             .and_then(|d| d.shifted(shift_days, false))
             .unwrap_or_else(|| shape(original, rng)),
         Label::Email => {
-            let first = pick(FIRST_NAMES, rng).to_ascii_lowercase();
+            let first = any_first_name(rng).to_ascii_lowercase();
             let last = pick(LAST_NAMES, rng).to_ascii_lowercase().replace('\'', "");
             format!("{first}.{last}@{}", pick(EMAIL_DOMAINS, rng))
         }
@@ -819,11 +643,11 @@ fn person<R: Rng + ?Sized>(original: &str, gender: Gender, rng: &mut R) -> Strin
         n => {
             let mut out = vec![first_name(gender, rng).to_owned()];
             for p in &parts[1..n - 1] {
-                let initial = pick(FIRST_NAMES, rng).chars().next().unwrap_or('A');
+                let initial = any_first_name(rng).chars().next().unwrap_or('A');
                 out.push(if p.trim_end_matches('.').chars().count() <= 1 {
                     format!("{initial}.")
                 } else {
-                    pick(FIRST_NAMES, rng).to_owned()
+                    any_first_name(rng).to_owned()
                 });
             }
             out.push(pick(LAST_NAMES, rng).to_owned());
@@ -1124,10 +948,7 @@ mod tests {
     }
 
     #[test]
-    fn the_gendered_pools_are_parts_of_the_whole() {
-        for n in FEMALE_FIRST.iter().chain(MALE_FIRST) {
-            assert!(FIRST_NAMES.contains(n), "{n}");
-        }
+    fn the_gendered_pools_agree_with_the_gender_lists() {
         for n in FEMALE_FIRST {
             assert!(!MALE_FIRST.contains(n), "{n}");
             assert_eq!(super::super::gender::of_name(n), Gender::Female, "{n}");
