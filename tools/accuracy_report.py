@@ -240,10 +240,17 @@ def main():
             doc.append(summary_row(f"{name} ({role}): {title}", *results[(name, det)]))
     doc += ["", "## Leave one source out", "",
             "Each row scores a source with models trained without it (model + rules). Rampart",
-            "saw none of them. The trained candidate was trained on the own generator and",
-            "`presidio`, so it is scored on `deidgate` and `openmed`; a model trained on the own",
-            "generator alone is scored on `presidio`. The rules were written by looking at",
-            "failures on `presidio` and the own generator (never on `deidgate`), so only the",
+            "saw none of them."]
+    if args.candidate or args.loso:
+        doc += ["The trained candidate was trained on the own generator and",
+                "`presidio`, so it is scored on `deidgate` and `openmed`; a model trained on the own",
+                "generator alone is scored on `presidio`."]
+    else:
+        doc += ["No model trained here was scored in this run (their weights are not",
+                "committed; see the cards in `docs/model-cards/`, and this file's history for",
+                "their last rows)."]
+    doc += ["The rules were written by looking at",
+            "failures on `presidio`, `openmed` and the own generator (never on `deidgate`), so only the",
             "`deidgate` rows are free of any tuning.", "", SUMMARY_HEAD]
     doc.append(summary_row(f"{HELD_OUT}: Rampart (bundled)", held, held_cov))
     if args.candidate:

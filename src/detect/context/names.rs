@@ -237,6 +237,38 @@ const STOP: &[&str] = &[
     "SpO2",
     "Sincerely,",
 ];
+/// Words that make a line a company's, not a person's (`Hill Inc.`, `Georg Fischer AG`).
+const CORPORATE: &[&str] = &[
+    "Inc",
+    "Ltd",
+    "LLC",
+    "LLP",
+    "Corp",
+    "Corporation",
+    "Company",
+    "Co",
+    "AG",
+    "GmbH",
+    "SA",
+    "plc",
+    "PLC",
+    "Group",
+    "Holdings",
+    "Bank",
+    "Trust",
+    "Fund",
+    "Partners",
+    "Associates",
+    "Clinic",
+    "Hospital",
+    "Practice",
+    "Centre",
+    "Center",
+    "Services",
+    "Pharmacy",
+    "Surgery",
+];
+
 /// Lowercase words that end a relation name.
 const FUNCTION: &[&str] = &[
     "is", "was", "who", "at", "and", "the", "a", "an", "of", "in", "on", "to", "with", "will",
@@ -274,6 +306,7 @@ pub(crate) struct Names {
     nick: Regex,
     greeting: Regex,
     initial_name: Regex,
+    addressee: Regex,
 }
 
 fn first_names() -> &'static HashSet<&'static str> {
@@ -320,6 +353,12 @@ impl Names {
                 r"\b(\p{Lu}\p{Ll}[\p{L}\p{M}'’-]+)[ \t]+(\p{Lu})\.[ \t]+(\p{Lu}[\p{L}\p{M}'’-]*\p{L})",
             ),
             nick: re(r#"^["'“‘](\p{Lu}[\p{L}\p{M}-]*)["'”’]"#),
+            // The line above a postal block: capitalised words alone on a line, then a line
+            // that is a house number and a street's words, then a line that starts with a
+            // capital (the unit or the town). Quoting marks (`> `) may open each line.
+            addressee: re(
+                r"(?m)^[^\p{L}\d\n]*(\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t]+\p{Lu}[\p{L}\p{M}'’.-]*){1,3})[ \t]*\r?\n[^\p{L}\d\n]*\d{1,5}[A-Za-z]?[ \t]+\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t]+\p{Lu}[\p{L}\p{M}'’.-]*){0,4}[ \t]*\r?\n[^\p{L}\d\n]*\p{Lu}",
+            ),
         }
     }
 
@@ -388,6 +427,23 @@ impl Names {
                 WEAK,
             ));
         }
+        // The addressee of a postal block (`Maria Gustavsen⏎1685 Mary Street⏎Springfield`):
+        // every word of the line must read as a name part, so a company's line (`Hill Inc.`)
+        // or a heading stays.
+        for caps in self.addressee.captures_iter(text) {
+            let Some(g) = caps.get(1) else { continue };
+            let (toks, _) = self.take(text, g.start(), Mode::Strong);
+            let whole = toks.last().is_some_and(|t| {
+                t.end == g.end() || text[t.end..g.end()].trim_end_matches('.').is_empty()
+            });
+            let words = g.as_str().split_whitespace();
+            let suffix = words
+                .clone()
+                .any(|w| CORPORATE.contains(&w.trim_end_matches(['.', ','])));
+            if whole && toks.len() >= 2 && !suffix {
+                label_tokens(text, &toks, None, Mode::Strong, WEAK, out);
+            }
+        }
         // A greeting to a lowercase first name (`Hi ingrid,`).
         for caps in self.greeting.captures_iter(text) {
             if let Some(g) = caps.get(1) {
@@ -437,6 +493,9 @@ impl Names {
                 || stop.contains(word.trim_end_matches('.'))
                 || (is_protected_at(word, after)
                     && !(mode == Mode::Person && toks.is_empty() && !followed_by_head(after)))
+                // Any word before a clinical head noun names a term (`Hickman line`,
+                // `Holter monitor`), listed or not; only a title or label makes it a person.
+                || (mode != Mode::Person && followed_by_head(after))
                 || (kind == Kind::Lower && (mode != Mode::Relation || FUNCTION.contains(&word)));
             if stopped {
                 break;

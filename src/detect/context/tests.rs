@@ -58,6 +58,8 @@ rows! {
     signature_initial_dot: "-- W. Harris, resident PGY-2", "Harris" => Some(Label::LastName);
     credential: "Dictated by: Joshua Chatterjee, MD", "Chatterjee" => Some(Label::LastName);
     eponym_is_not_a_name: "Discussed with Parkinson clinic", "Parkinson" => None;
+    device_eponym_is_not_a_name: "Bell's palsy resolved; Holter monitor showed no arrhythmia", "Holter" => None;
+    line_eponym_is_not_a_name: "Discussed with Hickman line team", "Hickman" => None;
     known_first_name: "Collateral from son Hyun-woo Moore, who", "Moore" => Some(Label::LastName);
     signed_by_dr_initial: "Electronically signed by Dr T. Huang on 7/13/2022", "Huang" => Some(Label::LastName);
     relation_lowercase_pair: "Husband juma joshi at bedside", "joshi" => Some(Label::LastName);
@@ -67,6 +69,10 @@ rows! {
     acronym_after_with_is_not_a_name: "CT abdomen with IV contrast", "IV" => None;
     comma_after_particle_surname: "Name: Mac an tSaoi, Sarah    DOB", "Mac an tSaoi" => Some(Label::LastName);
     given_after_particle_surname: "Name: Mac an tSaoi, Sarah    DOB", "Sarah" => Some(Label::FirstName);
+    addressee_above_street: "Referral\n\nMaria Gustavsen\n1685 Mary Street\nSpringfield\n", "Gustavsen" => Some(Label::LastName);
+    addressee_quoted: "> Johannes Varvio\n> 1685 Mary Street\n> Suite 9\n", "Johannes" => Some(Label::FirstName);
+    company_above_street_is_not_a_name: "Hill Inc.\n1685 Mary Street\nSpringfield\n", "Hill" => None;
+    heading_above_numbers_is_not_a_name: "Vital Signs\n120 Systolic\nHeart rate 80\n", "Vital" => None;
     greeting_lowercase: "Hi ingrid,\n\nYour results", "ingrid" => Some(Label::FirstName);
     first_name_then_surname: "Call Sarah Okafor tomorrow", "Okafor" => Some(Label::LastName);
 }

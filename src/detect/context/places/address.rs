@@ -161,6 +161,69 @@ pub(super) const ZIP_BEFORE_TOWN: &[Cue] = &[Cue::new(
     WEAK,
 )];
 
+/// Lowercase words a street's name may hold (`Rue de Bouillon`, `Rákóczi út`, `ul. Cicha`).
+const STREET_WORDS: &[&str] = &[
+    "de", "du", "des", "la", "le", "les", "del", "di", "da", "dos", "das", "do", "van", "von",
+    "der", "den", "rue", "út", "utca", "ul.", "al.", "pl.", "os.", "via", "calle", "straat",
+    "gade", "vej", "gatan", "vägen", "ulica", "y", "e",
+];
+
+/// The street that ends `head` right before `, <city>`: the words walked back from the
+/// comma while they can belong to a street's name (capitalised, numbered or
+/// [`STREET_WORDS`]), holding a number and at most six words. `I'll meet you at
+/// Skolegyden 99, København K` gives `Skolegyden 99`; a part without a number gives none.
+/// Byte offsets into `head`.
+fn street_before(head: &str) -> Option<(usize, usize)> {
+    let part = head.trim_end_matches([' ', '\t']).strip_suffix(',')?;
+    let end = part.trim_end_matches([' ', '\t']).len();
+    let line = part[..end]
+        .rfind(['\n', ',', ':', ';', '('])
+        .map_or(0, |i| i + 1);
+    let mut start = None;
+    let mut numbered = false;
+    for &(i, w) in words_of(&part[line..end]).iter().rev().take(6) {
+        let first = w.chars().next()?;
+        let fits = first.is_uppercase()
+            || first.is_ascii_digit()
+            || STREET_WORDS.contains(&w.to_lowercase().as_str());
+        if !fits {
+            break;
+        }
+        numbered |= w.chars().any(|c| c.is_ascii_digit());
+        start = Some(line + i);
+    }
+    // A street starts with its number or a capitalised word, not a particle.
+    let mut s = start?;
+    while let Some(w) = part[s..end].split_whitespace().next() {
+        let first = w.chars().next()?;
+        if first.is_uppercase() || first.is_ascii_digit() || w.ends_with('.') || w.len() > 3 {
+            break;
+        }
+        s += w.len() + (part[s + w.len()..].len() - part[s + w.len()..].trim_start().len());
+    }
+    (numbered && s < end).then_some((s, end))
+}
+
+/// The whitespace-separated words of `text` with their byte offsets.
+fn words_of(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_whitespace(), start) {
+            (true, Some(s)) => {
+                out.push((s, &text[s..i]));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, &text[s..]));
+    }
+    out
+}
+
 /// The names in `lists/places.txt` whose lines start with `prefix`, as a regex
 /// alternation.
 fn alternation(prefix: &str) -> String {
@@ -201,6 +264,12 @@ pub(super) struct Named {
     city_before: Regex,
     /// City, region abbreviation, postcode.
     city_region_zip: Regex,
+    /// City and postcode without a region (`Szczecin,  70-762`, `Porto 4000-322`).
+    city_zip: Regex,
+    /// Only punctuation or quoting marks since the line's start (`> `, `* `).
+    line_start: Regex,
+    /// A line of one to three capitalised words, right above where the text ends.
+    city_line: Regex,
 }
 
 impl Named {
@@ -212,7 +281,14 @@ impl Named {
                 r"(?:^|[,\n][ \t]*)(\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t]\p{Lu}[\p{L}\p{M}'’.-]*){0,2})[ \t]*\z",
             ),
             city_region_zip: re(
-                r"\b(\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t]\p{Lu}[\p{L}\p{M}'’.-]*){0,2}),?[ \t]+([A-Z]{2,3})[ \t]+(\d{4,5}(?:-\d{4})?|[A-Z]\d[A-Z][ \t]?\d[A-Z]\d)\b",
+                r"\b(\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t](?:de|da|do|del|la|le|am|an|sur|\p{Lu}[\p{L}\p{M}'’.-]*)){0,3}),?[ \t]+([A-Z]{2,3}|\d{1,2})[ \t]+(\d{4,5}(?:-\d{3,4})?(?:[ \t][A-Z]{2}\b)?|[A-Z]\d[A-Z][ \t]?\d[A-Z]\d)\b",
+            ),
+            city_zip: re(
+                r"\b(\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t](?:de|da|do|del|la|le|am|an|sur|\p{Lu}[\p{L}\p{M}'’.-]*)){0,3}),?[ \t]+(\d{2}-\d{3}|\d{4}-\d{3}|\d{5})\b",
+            ),
+            line_start: re(r"(?:^|\n)[^\p{L}\d\n]*\z"),
+            city_line: re(
+                r"(?:^|\n)[^\p{L}\d\n]*(\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t](?:de|la|le|am|an|sur|\p{Lu}[\p{L}\p{M}'’.-]*)){0,2})[ \t]*\r?\n[^\p{L}\d\n]*\z",
             ),
         }
     }
@@ -223,6 +299,29 @@ impl Named {
     pub(super) fn find(&self, text: &str, out: &mut Vec<ByteSpan>) {
         for m in self.countries.find_iter(text) {
             out.push(ByteSpan::new(m.start(), m.end(), Label::Country, WEAK));
+            // A country starting a line ends a postal block: the line above it, when it is
+            // one to three capitalised words, is the town, and digits after the country on
+            // its line are the postcode (`Apt. 782⏎Egilsstaðir⏎Iceland 701`).
+            let head = &text[..m.start()];
+            if !self.line_start.is_match(head) {
+                continue;
+            }
+            if let Some(city) = self.city_line.captures(head).and_then(|c| c.get(1)) {
+                if !self.countries.is_match(city.as_str()) {
+                    out.push(ByteSpan::new(city.start(), city.end(), Label::City, WEAK));
+                }
+            }
+            let after = &text[m.end()..];
+            let gap = after.len() - after.trim_start_matches([' ', '\t', ',']).len();
+            let digits = after[gap..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .count();
+            let next = after[gap + digits..].chars().next();
+            if gap > 0 && (3..=6).contains(&digits) && next.is_none_or(|c| !c.is_alphanumeric()) {
+                let zs = m.end() + gap;
+                out.push(ByteSpan::new(zs, zs + digits, Label::Zipcode, STRONG));
+            }
         }
         for m in self.regions.find_iter(text) {
             let before = text[..m.start()].trim_end_matches([' ', '\t']);
@@ -241,14 +340,38 @@ impl Named {
                 }
             }
         }
+        // City and postcode with no region, after a numbered street part:
+        // `ul. Cicha 58, Wrocław,  51-659`.
+        for caps in self.city_zip.captures_iter(text) {
+            let (Some(city), Some(zip)) = (caps.get(1), caps.get(2)) else {
+                continue;
+            };
+            let Some((ss, se)) = street_before(&text[..city.start()]) else {
+                continue;
+            };
+            out.push(ByteSpan::new(ss, se, Label::StreetAddress, WEAK));
+            out.push(ByteSpan::new(city.start(), city.end(), Label::City, WEAK));
+            out.push(ByteSpan::new(
+                zip.start(),
+                zip.end(),
+                Label::Zipcode,
+                STRONG,
+            ));
+        }
         let abbrevs = region_abbrevs();
         for caps in self.city_region_zip.captures_iter(text) {
             let (Some(city), Some(region), Some(zip)) = (caps.get(1), caps.get(2), caps.get(3))
             else {
                 continue;
             };
+            // A region code the list lacks (`Tallinn, HA 10119`, `Brirem, 32 8127`) counts
+            // when the part before the city holds a number: the whole line is an address,
+            // and that part is its street.
             if !abbrevs.contains(region.as_str()) {
-                continue;
+                let Some((ss, se)) = street_before(&text[..city.start()]) else {
+                    continue;
+                };
+                out.push(ByteSpan::new(ss, se, Label::StreetAddress, WEAK));
             }
             out.push(ByteSpan::new(city.start(), city.end(), Label::City, STRONG));
             out.push(ByteSpan::new(
@@ -288,6 +411,21 @@ mod tests {
         street_before_city_line: "with son Dorothy Reddy (4605430668), 1641 Defilo Hubewigu West, Moncton NB  E1C 4B8.", "1641 Defilo Hubewigu West" => Some(Label::StreetAddress);
         street_with_unit: "(688) 555-0184), 8681 Gerova Tozi, Unit 279\nBurlington, Vermont 05420", "8681 Gerova Tozi, Unit 279" => Some(Label::StreetAddress);
         military_address: "Mail to PSC 1234, Box 5678, APO AE 09012.", "PSC 1234, Box 5678, APO AE 09012" => Some(Label::StreetAddress);
+        region_code_not_listed: "lives at Vana-Viru 25, Tallinn, HA 10119 now", "HA" => Some(Label::State);
+        city_before_unlisted_region: "lives at Vana-Viru 25, Tallinn, HA 10119 now", "Tallinn" => Some(Label::City);
+        street_before_unlisted_region: "lives at Vana-Viru 25, Tallinn, HA 10119 now", "Vana-Viru 25" => Some(Label::StreetAddress);
+        city_with_particle: "Rua Mar Grande 1490, Rio de Janeiro, RJ 21010-290.", "Rio de Janeiro" => Some(Label::City);
+        unlisted_region_needs_a_street: "Noted: Ortho Clinic, XQ 12345 units", "XQ" => None;
+        city_above_country: "Apt. 782\nEgilsstaðir\nIceland 701\n", "Egilsstaðir" => Some(Label::City);
+        postcode_after_country: "Apt. 782\nEgilsstaðir\nIceland 701\n", "701" => Some(Label::Zipcode);
+        quoted_city_above_country: "> Suite 971\n> JESSHEIM\n> Norway 2050", "JESSHEIM" => Some(Label::City);
+        country_mid_sentence_has_no_city: "Travelled\nRecently to France 2019", "Recently" => None;
+        city_before_postcode: "sent to ul. Karpacka 69, Bydgoszcz,  85-164?", "Bydgoszcz" => Some(Label::City);
+        postcode_after_city: "sent to ul. Karpacka 69, Bydgoszcz,  85-164?", "85-164" => Some(Label::Zipcode);
+        street_with_lowercase_prefix: "sent to ul. Karpacka 69, Bydgoszcz,  85-164?", "ul. Karpacka 69" => Some(Label::StreetAddress);
+        year_after_town_is_not_a_postcode: "Moved to Leeds, 2019 onwards", "2019" => None;
+        street_starts_at_its_name: "I'll meet you at Skolegyden 99, København K, SJ 1017 after", "Skolegyden 99" => Some(Label::StreetAddress);
+        street_after_a_label: "Address:     Rue de Bouillon 316, Grandmetz, WH 6510", "Rue de Bouillon 316" => Some(Label::StreetAddress);
         military_address_lines: "Unit 2050\nBox 4190\nFPO AP 96522-4190\n", "Unit 2050\nBox 4190\nFPO AP 96522-4190" => Some(Label::StreetAddress);
     }
 }

@@ -54,6 +54,9 @@ fn looks_like_a_date(number: &str) -> bool {
 pub(super) struct Contact {
     /// A phone word (group 1) and the number after it (group 2).
     phone: Regex,
+    /// A number (group 1) and the phone word after it (group 2): `726 458 356 office`,
+    /// `78 867 18 43-Fax`, `555 0100 (cell)`.
+    phone_before_word: Regex,
     bare_url: Regex,
 }
 
@@ -62,6 +65,9 @@ impl Contact {
         Contact {
             phone: re(
                 r"(?i)\b(tel|telephone|phone|ph|mobile|mob|cell|fax|facsimile|contacted|contact|call|called|reached|reach|pager|bleep|text|ring)\b[.:]?(?:[ \t]+[a-z]{1,10}\.?){0,3}?[ \t]*(?:no\.?|number|#)?[ \t]*[:.]?[ \t]*(\+?\(?\d[\d ()-]{5,20}\d(?:[ \t]*(?:x|ext\.?)[ \t]*\d{1,6})?)",
+            ),
+            phone_before_word: re(
+                r"(?i)(?:^|[^\w.,/-])(\+?\(?\d[\d ()-]{5,20}\d)[ \t]*(?:-|\(|,)?[ \t]*\b(office|fax|mobile|mob|cell|home|work|landline|direct|desk)\b",
             ),
             bare_url: re(
                 r"(?i)(?:^|[^@\w.:/-])((?:[a-z0-9-]+\.)+(?:com|net|org|edu|gov|example|io|co|uk|ca|au|in|de|fr|health|info|us|nz|ie)(?:\.[a-z]{2})?(?:/[^\s<>)\]]*)?)",
@@ -81,6 +87,22 @@ impl Contact {
                 continue;
             }
             let label = if word.as_str().to_ascii_lowercase().starts_with("fa") {
+                Label::Fax
+            } else {
+                Label::Phone
+            };
+            let (s, e) = trim_punct(text, m.start(), m.end());
+            out.push(ByteSpan::new(s, e, label, STRONG));
+        }
+        for caps in self.phone_before_word.captures_iter(text) {
+            let (Some(m), Some(word)) = (caps.get(1), caps.get(2)) else {
+                continue;
+            };
+            let digits = m.as_str().chars().filter(char::is_ascii_digit).count();
+            if !(7..=16).contains(&digits) || looks_like_a_date(m.as_str()) {
+                continue;
+            }
+            let label = if word.as_str().eq_ignore_ascii_case("fax") {
                 Label::Fax
             } else {
                 Label::Phone
@@ -117,6 +139,9 @@ mod tests {
         intl_phone: "contacted on +61 3 1445 8868 or", "+61 3 1445 8868" => Some(Label::Phone);
         local_phone_words_after_call: "Call her on 555-0100 today", "555-0100" => Some(Label::Phone);
         phone_after_named_person: "reach Dr Lee at 020 7946 0896.", "020 7946 0896" => Some(Label::Phone);
+        phone_before_word: "Apt 3\n726 458 356 office\n", "726 458 356" => Some(Label::Phone);
+        fax_before_word: "78 867 18 43-Office, 78 867 18 44-Fax", "78 867 18 44" => Some(Label::Fax);
+        count_before_home_is_not_a_phone: "discharged 2 days ago home", "2 days" => None;
         call_back_in_weeks_is_not_a_phone: "call back in 2 weeks on 12/03", "2 weeks" => None;
         a_date_after_call_is_not_a_phone: "Call scheduled for 2024-03-01 with", "2024-03-01" => None;
     }

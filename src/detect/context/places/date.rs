@@ -29,6 +29,13 @@ pub(super) const CUES: &[Cue] = &[
         Label::Date,
         STRONG,
     ),
+    // the weekday written before a date (`Tuesday, March 5th`, `Tue 12/03/2024`): with the
+    // date it narrows the day, so it is part of it
+    Cue::new(
+        r"\b((?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs)?|Fri|Sat(?:ur)?|Sun)(?:day)?\.?),?[ \t]+(?:(?:{MONTHS})\.?[ \t]+\d|\d{1,2}(?:st|nd|rd|th)?[ \t]+(?:{MONTHS})|\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}|(?:the[ \t]+)?(?:{ORDINALS})[ \t]+of)",
+        Label::Date,
+        STRONG,
+    ),
     // 4 March, 21st Sept
     Cue::new(
         r"\b(\d{1,2}(?:st|nd|rd|th)?[ \t]+(?:{MONTHS}))\b",
@@ -46,5 +53,9 @@ mod tests {
         month_day: "on November 4 with", "November 4" => Some(Label::Date);
         month_ordinal: "on September tenth.", "September tenth" => Some(Label::Date);
         day_of_month: "signed on the fifth of August, 2017 at", "the fifth of August, 2017" => Some(Label::Date);
+        weekday_before_month: "seen on Tuesday, March 5th for", "Tuesday" => Some(Label::Date);
+        weekday_before_numeric: "clinic Thu 12/03/2024 at", "Thu" => Some(Label::Date);
+        weekday_alone_is_not_a_date: "seen every Tuesday, as before", "Tuesday" => None;
+        weekday_before_a_count_is_not_a_date: "from Monday 3 times a day", "Monday" => None;
     }
 }

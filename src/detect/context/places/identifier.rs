@@ -58,8 +58,20 @@ pub(super) const FIELDS: &[Field] = &[
 ];
 
 /// What may stand between a field name and its value (`#`, `no.`, `number`, `:`), and the
-/// value: IBAN-style groups, or one token with a digit.
-const VALUE: &str = r"[ \t]*(?:#|no\.?|number|num|id)?[ \t]*[:#]?[ \t]*((?:[A-Z]{2}\d{2}(?:[ \t]?[A-Z0-9]{4}){2,7}(?:[ \t]?[A-Z0-9]{1,4})?)|[A-Za-z0-9][A-Za-z0-9/-]*\d[A-Za-z0-9/-]*)";
+/// value: IBAN-style groups, or one token with a digit (a word without one is not a value,
+/// so `Hospital MRN 4471` finds the number after `MRN`). Inside the token, dots and
+/// underscores join parts (`PLC.993.2201`, `2021_00417`), and groups
+/// of three or more digits separated by one space continue it (`0099 1123`), as record
+/// systems print them.
+const VALUE: &str = r"[ \t]*(?:#|no\.?|number|num|id)?[ \t]*[:#]?[ \t]*((?:[A-Z]{2}\d{2}(?:[ \t]?[A-Z0-9]{4}){2,7}(?:[ \t]?[A-Z0-9]{1,4})?)|(?:[A-Za-z0-9][A-Za-z0-9/_-]*\.)*(?:\d|[A-Za-z0-9][A-Za-z0-9/_-]*\d)[A-Za-z0-9/_-]*(?:\.[A-Za-z0-9/_-]+)*(?:[ ]\d{3,}\b)*)";
+
+/// A plain decimal (`12.5`, `100.25`): a measurement after a field-like word, not an
+/// identifier.
+fn is_decimal(value: &str) -> bool {
+    value.split_once('.').is_some_and(|(a, b)| {
+        !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())
+    })
+}
 
 /// The compiled [`FIELDS`].
 #[derive(Debug)]
@@ -88,6 +100,7 @@ impl Identifiers {
                     // At least three digits, and not a lone dose or a date-like fraction.
                     if value.chars().filter(char::is_ascii_digit).count() >= 3
                         && !value.contains("//")
+                        && !is_decimal(value)
                     {
                         out.push(ByteSpan::new(s, e, *label, STRONG));
                     }
@@ -106,7 +119,13 @@ mod tests {
         id_after_id_field: "Badge ID QX-4471-B, seen", "QX-4471-B" => Some(Label::IdNum);
         patient_id_is_a_record_number: "Patient ID: QX-4471-B, seen", "QX-4471-B" => Some(Label::MedicalRecordNumber);
         id_after_hash: "see order #A20331 for details", "A20331" => Some(Label::IdNum);
+        field_word_then_field: "Lab MRN 4471-22 today", "4471-22" => Some(Label::MedicalRecordNumber);
         rx_number: "(Rx #HU-95-842234, last filled", "HU-95-842234" => Some(Label::IdNum);
+        id_with_dots: "Policy # PLC.993.2201 on file", "PLC.993.2201" => Some(Label::HealthPlanNumber);
+        id_with_underscore: "Case no. 2021_00417.", "2021_00417" => Some(Label::IdNum);
+        id_in_digit_groups: "Chart number 0099 1123.", "0099 1123" => Some(Label::MedicalRecordNumber);
+        id_ends_before_sentence_dot: "Visit number V00213344. Seen", "V00213344" => Some(Label::IdNum);
+        decimal_is_not_an_id: "Lab 123.5 units", "123.5" => None;
         iban_account: "Acct: DE29 7798 0816 0791 4234 20\nDOB", "DE29 7798 0816 0791 4234 20" => Some(Label::AccountNumber);
     }
 }
