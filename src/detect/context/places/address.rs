@@ -350,13 +350,8 @@ impl Named {
                 continue;
             };
             out.push(ByteSpan::new(ss, se, Label::StreetAddress, WEAK));
-            out.push(ByteSpan::new(city.start(), city.end(), Label::City, WEAK));
-            out.push(ByteSpan::new(
-                zip.start(),
-                zip.end(),
-                Label::Zipcode,
-                STRONG,
-            ));
+            out.push(at(city, Label::City, WEAK));
+            out.push(at(zip, Label::Zipcode, STRONG));
         }
         let abbrevs = region_abbrevs();
         for caps in self.city_region_zip.captures_iter(text) {
@@ -373,21 +368,16 @@ impl Named {
                 };
                 out.push(ByteSpan::new(ss, se, Label::StreetAddress, WEAK));
             }
-            out.push(ByteSpan::new(city.start(), city.end(), Label::City, STRONG));
-            out.push(ByteSpan::new(
-                region.start(),
-                region.end(),
-                Label::State,
-                STRONG,
-            ));
-            out.push(ByteSpan::new(
-                zip.start(),
-                zip.end(),
-                Label::Zipcode,
-                STRONG,
-            ));
+            out.push(at(city, Label::City, STRONG));
+            out.push(at(region, Label::State, STRONG));
+            out.push(at(zip, Label::Zipcode, STRONG));
         }
     }
+}
+
+/// The span of a regex match.
+fn at(m: regex::Match<'_>, label: Label, score: f32) -> ByteSpan {
+    ByteSpan::new(m.start(), m.end(), label, score)
 }
 
 #[cfg(test)]

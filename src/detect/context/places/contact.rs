@@ -49,6 +49,22 @@ fn looks_like_a_date(number: &str) -> bool {
         )
 }
 
+/// A number of 7 to 16 digits next to a phone word: a fax when the word is `fax` or
+/// `facsimile`, a phone otherwise; not a date.
+fn push_number(text: &str, m: regex::Match<'_>, word: &str, out: &mut Vec<ByteSpan>) {
+    let digits = m.as_str().chars().filter(char::is_ascii_digit).count();
+    if !(7..=16).contains(&digits) || looks_like_a_date(m.as_str()) {
+        return;
+    }
+    let label = if word.to_ascii_lowercase().starts_with("fa") {
+        Label::Fax
+    } else {
+        Label::Phone
+    };
+    let (s, e) = trim_punct(text, m.start(), m.end());
+    out.push(ByteSpan::new(s, e, label, STRONG));
+}
+
 /// The compiled phone-word and bare-URL heuristics.
 #[derive(Debug)]
 pub(super) struct Contact {
@@ -75,40 +91,20 @@ impl Contact {
         }
     }
 
-    /// A number of 7 to 16 digits after a phone word: a fax after `fax` or `facsimile`,
-    /// a phone otherwise.
+    /// A number after a phone word (`Tel: …`) or before one (`… office`), as
+    /// [`push_number`] takes it.
     pub(super) fn phones_after_word(&self, text: &str, out: &mut Vec<ByteSpan>) {
         for caps in self.phone.captures_iter(text) {
             let (Some(word), Some(m)) = (caps.get(1), caps.get(2)) else {
                 continue;
             };
-            let digits = m.as_str().chars().filter(char::is_ascii_digit).count();
-            if !(7..=16).contains(&digits) || looks_like_a_date(m.as_str()) {
-                continue;
-            }
-            let label = if word.as_str().to_ascii_lowercase().starts_with("fa") {
-                Label::Fax
-            } else {
-                Label::Phone
-            };
-            let (s, e) = trim_punct(text, m.start(), m.end());
-            out.push(ByteSpan::new(s, e, label, STRONG));
+            push_number(text, m, word.as_str(), out);
         }
         for caps in self.phone_before_word.captures_iter(text) {
             let (Some(m), Some(word)) = (caps.get(1), caps.get(2)) else {
                 continue;
             };
-            let digits = m.as_str().chars().filter(char::is_ascii_digit).count();
-            if !(7..=16).contains(&digits) || looks_like_a_date(m.as_str()) {
-                continue;
-            }
-            let label = if word.as_str().eq_ignore_ascii_case("fax") {
-                Label::Fax
-            } else {
-                Label::Phone
-            };
-            let (s, e) = trim_punct(text, m.start(), m.end());
-            out.push(ByteSpan::new(s, e, label, STRONG));
+            push_number(text, m, word.as_str(), out);
         }
     }
 
