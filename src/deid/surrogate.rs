@@ -821,9 +821,11 @@ fn street_line<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
         pick(STREETS, rng),
         pick(STREET_SUFFIXES, rng)
     );
-    if ["apt", "unit", "suite", "ste", "#"]
-        .iter()
-        .any(|w| lower.contains(w))
+    // Whole words: `Aste St` or `Chestnut Road` holds no unit.
+    if lower.contains('#')
+        || lower
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| ["apt", "unit", "suite", "ste"].contains(&w))
     {
         out.push_str(&format!(" Apt {}", rng.random_range(1..=40)));
     }
