@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::{re, ByteSpan, STRONG, WEAK};
-use crate::detect::protected::{followed_by_head, is_protected_at, TITLES};
+use crate::detect::protected::{followed_by_head, is_protected_at, PATIENT_WORDS, TITLES};
 use crate::detect::Label;
 
 const FIRST_NAMES: &str = include_str!("../lists/first_names.txt");
@@ -294,7 +294,14 @@ enum Kind {
     Lower,
     /// A quoted nickname (`"Mike"`), without its quotes.
     Nick,
+    /// A word of a script without letter case (Devanagari, Arabic, Tamil, …): a name only
+    /// in a person's slot, after a title or label.
+    Caseless,
 }
+
+/// Most words of a caseless script taken as one name: given, father's or middle, family
+/// name. Without capitals nothing shows where a name ends, so a longer run is a sentence.
+const MAX_CASELESS: usize = 3;
 
 /// The compiled name heuristics.
 #[derive(Debug)]
@@ -328,6 +335,11 @@ fn stop_words() -> &'static HashSet<&'static str> {
 impl Names {
     pub(crate) fn new() -> Self {
         let title = format!(r"\b(?:{})\.?[ \t]+", TITLES.join("|"));
+        let patient = format!(
+            r"\b(?:{})[ \t]+(?:(?:{})\.?[ \t]+)?",
+            PATIENT_WORDS.join("|"),
+            TITLES.join("|")
+        );
         let field = r"(?i)\b(?:patient(?:[ \t]+name)?|pt|name|re|attending(?:[ \t]+physician)?|pcp|ordering(?:[ \t]+(?:provider|physician))?|referring(?:[ \t]+(?:provider|physician|doctor))?|provider|physician|surgeon|consultant|resident|nurse|dictated[ \t]+by|signed[ \t]+by|reviewed[ \t]+by|transcribed[ \t]+by|verified[ \t]+by|cc|guarantor|emergency[ \t]+contact|next[ \t]+of[ \t]+kin|nok|to|from|author|clinician|therapist|midwife|pharmacist|gp)[ \t]*[:#][ \t]*";
         let phrase = r"(?i)\b(?:electronically[ \t]+signed[ \t]+by|signed[ \t]+by|seen[ \t]+by|seen[ \t]+with|discussed[ \t]+with|reviewed[ \t]+with|dictated[ \t]+by|referred[ \t]+by|examined[ \t]+by|spoke[ \t]+(?:with|to)|care[ \t]+of|c/o|dear|re|pt|attn\.?|called[ \t]+to|reported[ \t]+to|medical[ \t]+student|student|hi|hello|states|with|per|paged|notified|informed|contacted)[ \t]+";
         let relation = r"(?i)\b(?:son|daughter|brother|sister|wife|husband|mother|father|mom|mum|dad|partner|spouse|neighbou?r|friend|niece|nephew|aunt|uncle|cousin|grandson|granddaughter|grandmother|grandfather|guardian|caregiver|carer|fianc[ée]e?|roommate|landlord|employer|colleague|sibling)s?\b,?[ \t]+";
@@ -337,6 +349,7 @@ impl Names {
         Names {
             anchors: vec![
                 (re(&title), Mode::Person),
+                (re(&patient), Mode::Person),
                 (re(field), Mode::Person),
                 (re(phrase), Mode::Strong),
                 (re(relation), Mode::Relation),
@@ -496,7 +509,14 @@ impl Names {
                 // Any word before a clinical head noun names a term (`Hickman line`,
                 // `Holter monitor`), listed or not; only a title or label makes it a person.
                 || (mode != Mode::Person && followed_by_head(after))
-                || (kind == Kind::Lower && (mode != Mode::Relation || FUNCTION.contains(&word)));
+                || (kind == Kind::Lower && (mode != Mode::Relation || FUNCTION.contains(&word)))
+                || (kind == Kind::Caseless
+                    && (mode != Mode::Person
+                        || toks.iter().filter(|t| t.kind == Kind::Caseless).count()
+                            >= MAX_CASELESS))
+                // A name written in a caseless script does not go on in another one.
+                || (kind != Kind::Caseless
+                    && toks.last().is_some_and(|t| t.kind == Kind::Caseless));
             if stopped {
                 break;
             }
@@ -507,7 +527,11 @@ impl Names {
             });
             // Separator: an initial's full stop, then one space, or a comma and a space once.
             let mut p = end;
-            if kind == Kind::Initial && text[p..].starts_with('.') {
+            // A short caseless word with a full stop is an initial too (`மு.`, `कु.`).
+            let caseless_initial = kind == Kind::Caseless
+                && word.chars().filter(|c| c.is_alphabetic()).count() <= 2
+                && text[p..].starts_with(". ");
+            if (kind == Kind::Initial || caseless_initial) && text[p..].starts_with('.') {
                 p += 1;
             }
             let rest = &text[p..];
@@ -580,6 +604,9 @@ fn classify(word: &str) -> Kind {
     // `tSaoi`, `el-Amin`: a lowercase prefix before an uppercase letter.
     if word.chars().any(char::is_uppercase) {
         return Kind::Cap;
+    }
+    if !letters.is_empty() && !letters.iter().any(|c| c.is_lowercase()) {
+        return Kind::Caseless;
     }
     Kind::Lower
 }

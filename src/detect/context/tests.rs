@@ -75,6 +75,12 @@ rows! {
     heading_above_numbers_is_not_a_name: "Vital Signs\n120 Systolic\nHeart rate 80\n", "Vital" => None;
     greeting_lowercase: "Hi ingrid,\n\nYour results", "ingrid" => Some(Label::FirstName);
     first_name_then_surname: "Call Sarah Okafor tomorrow", "Okafor" => Some(Label::LastName);
+    honorific_caseless_given: "रुग्ण श्री. अनिकेत माधव पाटील आहे.", "अनिकेत" => Some(Label::FirstName);
+    honorific_caseless_family: "रुग्ण श्री. अनिकेत माधव पाटील आहे.", "पाटील" => Some(Label::LastName);
+    honorific_tamil: "பதிவு: திரு மு. கார்த்திக், பிறந்த", "கார்த்திக்" => Some(Label::LastName);
+    patient_word_arabic: "المريض كريم حسن حضر", "كريم" => Some(Label::FirstName);
+    honorific_urdu_before_latin_text: "مریض جناب علی خان, DOB", "خان" => Some(Label::LastName);
+    caseless_words_after_a_phrase_are_not_a_name: "Discussed with आरव शर्मा today", "आरव" => None;
 }
 
 #[test]

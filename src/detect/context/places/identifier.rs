@@ -5,6 +5,16 @@
 //! the field name before them is the evidence, and it also says which label the value
 //! gets ([`FIELDS`]). The value is one token with digits, or spaced groups in the shape of
 //! an IBAN (`DE29 7798 0816 …`).
+//!
+//! Without a field name, a token is still an identifier by its shape alone
+//! ([`Identifiers::by_shape`]): seven or more digits (`8001015009087`, `804.536.729-65`,
+//! `2467 7832 5484`), or five or more digits among capital letters (`Z8939936W`,
+//! `BON-765432109`). Field names are written in every language (`Aadhaar`, `CPF`, `BSN`,
+//! `Steuer-ID`) and a list of them is never complete; the shape is. What else a clinical
+//! note writes with that many digits is a decimal, a range of years, an amount of money or
+//! a count with its unit (`1500000 copies/mL`), and those are left alone. A phone number
+//! or a date of the same shape keeps its own label: `ID_NUM` is the generic label and
+//! loses to any specific one when spans merge.
 
 use regex::Regex;
 
@@ -73,10 +83,68 @@ fn is_decimal(value: &str) -> bool {
     })
 }
 
-/// The compiled [`FIELDS`].
+/// A token: word characters (any script's letters and digits) joined by `-`, `.`, `/`.
+const TOKEN: &str = r"\w+(?:[-./]\w+)*";
+
+/// Digit groups joined by single spaces, as national numbers and cards are printed
+/// (`2467 7832 5484`, `7604 8764 7593 81`): a first group, two or more groups of three
+/// or more digits, and an optional short check group.
+const SPACED_DIGITS: &str = r"\d{2,6}(?:[ \u{a0}]\d{3,6}){2,}(?:[ \u{a0}]\d{1,3}\b)?";
+
+/// Words after a number that make it a count or an amount, not an identifier.
+const UNITS: &[&str] = &[
+    "copies", "copy", "cells", "cell", "units", "unit", "u", "iu", "mg", "mcg", "ug", "µg", "g",
+    "kg", "ml", "l", "mmol", "mol", "cfu", "per", "times", "x", "dollars", "usd", "eur", "euros",
+    "steps", "kcal", "calories", "people", "patients", "cases", "doses", "tablets",
+];
+
+/// Code systems whose codes a note cites (`SNOMED 44054006`, `NDC 0002-8215-01`,
+/// `PMID 31978945`): a code after one of these names is a concept, not a person's number.
+const CODE_SYSTEMS: &[&str] = &[
+    "snomed",
+    "snomed-ct",
+    "sct",
+    "sctid",
+    "ct",
+    "loinc",
+    "rxnorm",
+    "rxcui",
+    "ndc",
+    "cpt",
+    "hcpcs",
+    "icd",
+    "icd-9",
+    "icd-10",
+    "icd-11",
+    "icd-9-cm",
+    "icd-10-cm",
+    "icd-10-pcs",
+    "umls",
+    "cui",
+    "mesh",
+    "omim",
+    "pmid",
+    "pmcid",
+    "doi",
+    "nct",
+    "atc",
+    "isbn",
+    "issn",
+    "hgnc",
+    "rs",
+    "dbsnp",
+    "clinvar",
+    "ucum",
+    "unii",
+    "cas",
+];
+
+/// The compiled [`FIELDS`] and identifier shapes.
 #[derive(Debug)]
 pub(super) struct Identifiers {
     fields: Vec<(Regex, Label)>,
+    token: Regex,
+    spaced: Regex,
 }
 
 impl Identifiers {
@@ -86,6 +154,30 @@ impl Identifiers {
                 .iter()
                 .map(|f| (re(&format!(r"(?i)\b(?:{}){VALUE}", f.words)), f.label))
                 .collect(),
+            token: re(TOKEN),
+            spaced: re(SPACED_DIGITS),
+        }
+    }
+
+    /// Identifiers by shape alone, wherever they stand (see the module documentation).
+    pub(super) fn by_shape(&self, text: &str, out: &mut Vec<ByteSpan>) {
+        for m in self.token.find_iter(text) {
+            let token = m.as_str();
+            if shaped_like_id(token)
+                && !is_quantity(text, m.start(), m.end())
+                && !after_code_system(&text[..m.start()])
+            {
+                out.push(ByteSpan::new(m.start(), m.end(), Label::IdNum, WEAK));
+            }
+        }
+        for m in self.spaced.find_iter(text) {
+            let digits = m.as_str().chars().filter(|c| c.is_numeric()).count();
+            if digits >= 9
+                && !is_quantity(text, m.start(), m.end())
+                && !after_code_system(&text[..m.start()])
+            {
+                out.push(ByteSpan::new(m.start(), m.end(), Label::IdNum, WEAK));
+            }
         }
     }
 
@@ -110,6 +202,90 @@ impl Identifiers {
     }
 }
 
+/// Seven or more digits, or five or more among capital letters and no small ones; not a
+/// decimal (`3.14159265`), not a range of years (`1998-2004`), and not an underscore-joined
+/// name (`file_20240101`, left to the other rules).
+fn shaped_like_id(token: &str) -> bool {
+    let digits = token.chars().filter(|c| c.is_numeric()).count();
+    let upper = token.chars().filter(|c| c.is_uppercase()).count();
+    let lower = token.chars().filter(|c| c.is_lowercase()).count();
+    let shaped = if upper + lower == 0 {
+        digits >= 7
+    } else {
+        lower == 0 && digits >= 5 && digits + upper >= 7
+    };
+    shaped
+        && !token.contains('_')
+        && !is_decimal(token)
+        && !is_year_range(token)
+        && !is_numeric_date(token)
+}
+
+/// Three numbers joined by `-`, `.` or `/` with a plausible year and day and month
+/// (`2024-03-01`, `01.03.2024`): a date, which the date rules label.
+fn is_numeric_date(token: &str) -> bool {
+    let parts: Vec<&str> = token.split(['-', '.', '/']).collect();
+    let [a, b, c] = parts.as_slice() else {
+        return false;
+    };
+    let n = |s: &str| s.parse::<u32>().ok().filter(|_| s.len() <= 4);
+    let (Some(x), Some(y), Some(z)) = (n(a), n(b), n(c)) else {
+        return false;
+    };
+    let year = |v: u32, s: &str| s.len() == 4 && (1850..=2150).contains(&v);
+    let day_month =
+        |p: u32, q: u32| (1..=31).contains(&p) && (1..=31).contains(&q) && (p <= 12 || q <= 12);
+    (year(x, a) && day_month(y, z)) || (year(z, c) && day_month(x, y))
+}
+
+/// Two years joined by a dash or slash (`1998-2004`, `2019/2020`).
+fn is_year_range(token: &str) -> bool {
+    let year = |s: &str| {
+        s.len() == 4
+            && s.bytes().all(|b| b.is_ascii_digit())
+            && (s.starts_with("18") || s.starts_with("19") || s.starts_with("20"))
+    };
+    token
+        .split_once(['-', '/'])
+        .is_some_and(|(a, b)| year(a) && year(b))
+}
+
+/// True when the word before a code (past `:`, `#` and the word `code`) names a code
+/// system.
+fn after_code_system(before: &str) -> bool {
+    let mut rest = before.trim_end_matches(|c: char| c.is_whitespace() || c == ':' || c == '#');
+    for filler in ["codes", "code", "Code", "CODE"] {
+        if let Some(r) = rest.strip_suffix(filler) {
+            rest = r.trim_end_matches(|c: char| c.is_whitespace() || c == ':' || c == '#');
+        }
+    }
+    let word = rest
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '-'))
+        .next()
+        .unwrap_or("")
+        .to_lowercase();
+    CODE_SYSTEMS.contains(&word.as_str())
+}
+
+/// A number with a currency sign before it or a unit word after it (`$1250000`,
+/// `1500000 copies/mL`).
+fn is_quantity(text: &str, start: usize, end: usize) -> bool {
+    let before = text[..start].trim_end_matches([' ', '\u{a0}']);
+    if before.ends_with(['$', '€', '£', '¥', '₹']) {
+        return true;
+    }
+    let after = text[end..].trim_start_matches([' ', '\u{a0}']);
+    if after.starts_with(['%', '/', '×']) {
+        return true;
+    }
+    let word: String = after
+        .chars()
+        .take_while(|c| c.is_alphabetic())
+        .flat_map(char::to_lowercase)
+        .collect();
+    UNITS.contains(&word.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use crate::detect::context::tests::rows;
@@ -126,6 +302,24 @@ mod tests {
         id_in_digit_groups: "Chart number 0099 1123.", "0099 1123" => Some(Label::MedicalRecordNumber);
         id_ends_before_sentence_dot: "Visit number V00213344. Seen", "V00213344" => Some(Label::IdNum);
         decimal_is_not_an_id: "Lab 123.5 units", "123.5" => None;
+        bare_national_number: "ID-nommer 8001015009087, gebore", "8001015009087" => Some(Label::IdNum);
+        dotted_national_number: "Nota: CPF 804.536.729-65 registrado", "804.536.729-65" => Some(Label::IdNum);
+        spaced_national_number: "Aadhaar 2467 7832 5484 on file", "2467 7832 5484" => Some(Label::IdNum);
+        spaced_number_with_check_group: "card 7604 8764 7593 81 seen", "7604 8764 7593 81" => Some(Label::IdNum);
+        letters_around_digits: "DNI Z8939936W, Madrid", "Z8939936W" => Some(Label::IdNum);
+        prefixed_number: "lwezonyango BON-765432109 ", "BON-765432109" => Some(Label::IdNum);
+        other_script_digits: "आधार २४६७ ७८३२ ५४८४ है", "२४६७ ७८३२ ५४८४" => Some(Label::IdNum);
+        short_number_is_not_an_id: "Platelets 250000 today", "250000" => None;
+        gene_is_not_an_id: "CYP2C19 and HLA-B5801 typing", "HLA-B5801" => None;
+        year_range_is_not_an_id: "lived there 1998-2004 alone", "1998-2004" => None;
+        count_with_unit_is_not_an_id: "viral load 1500000 copies/mL", "1500000" => None;
+        money_is_not_an_id: "billed $1250000 in total", "1250000" => None;
+        long_decimal_is_not_an_id: "pi is 3.14159265 here", "3.14159265" => None;
+        lowercase_word_with_digits_is_not_an_id: "see abc1234567 here", "abc1234567" => None;
+        date_is_left_to_the_date_rules: "Call scheduled for 2024-03-01 with", "2024-03-01" => None;
+        snomed_code_is_not_an_id: "Coded as SNOMED 44054006 and I10", "44054006" => None;
+        ndc_code_is_not_an_id: "NDC code: 0002-8215-01 dispensed", "0002-8215-01" => None;
+        snomed_ct_code_is_not_an_id: "SNOMED CT 1234567890 recorded", "1234567890" => None;
         iban_account: "Acct: DE29 7798 0816 0791 4234 20\nDOB", "DE29 7798 0816 0791 4234 20" => Some(Label::AccountNumber);
     }
 }

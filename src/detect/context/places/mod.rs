@@ -6,7 +6,7 @@
 //! - [`date`]: dates written with a month name;
 //! - [`contact`]: phone and fax numbers, bare web addresses, usernames;
 //! - [`identifier`]: record, account, licence, plan, device and vehicle numbers after
-//!   their field names.
+//!   their field names, and identifiers by their shape alone.
 //!
 //! Each family lists its regex heuristics as [`Cue`] tables, which [`cues::run`] applies;
 //! what needs more than a match (region names from `lists/places.txt`, a phone's digit
@@ -93,6 +93,7 @@ impl Places {
     pub(crate) fn find(&self, text: &str, out: &mut Vec<ByteSpan>) {
         cues::run(&self.cues, &self.institution, text, out);
         self.identifiers.find(text, out);
+        self.identifiers.by_shape(text, out);
         self.named.find(text, out);
         self.contact.phones_after_word(text, out);
         self.institution.letterhead(text, out);
