@@ -9,6 +9,7 @@
 //! | [`detect`] | span and label types, rule recognizers, merging |
 //! | [`eval`] | gold readers and accuracy scoring (span, character, leak rate) |
 //! | [`deid`] | de-identification transforms, policies, the streaming carry buffer |
+//! | [`fhir`] | FHIR resources, Bundles and NDJSON: profiles for structured elements, free text to the engine |
 //! | [`inference`] | candle token classifiers, tokenization with offsets, windowing |
 //! | [`models`] | the model catalog, local store, imports and downloads |
 //! | [`engine`] | model backends keyed by id, worker threads, the guarded call path |
@@ -23,6 +24,7 @@ pub mod deid;
 pub mod detect;
 pub mod engine;
 pub mod eval;
+pub mod fhir;
 pub mod guard;
 pub mod inference;
 pub mod logging;

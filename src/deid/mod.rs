@@ -200,6 +200,12 @@ impl SubjectKey {
         mac.finalize().into_bytes().into()
     }
 
+    /// A 32-byte key for `purpose`, derived from the subject (FHIR uses one to re-point a
+    /// subject's resource ids the same way in every request).
+    pub(crate) fn derived_key(&self, purpose: &str) -> [u8; 32] {
+        self.derive(purpose, &[])
+    }
+
     /// The subject's date offset: non-zero, in [-365, 365], as a drawn one would be.
     pub fn date_shift_days(&self) -> i64 {
         let d = self.derive("date-shift", &[]);
@@ -514,6 +520,16 @@ impl<R: Rng> Deidentifier<R> {
         }
         out.text.push_str(idx.slice(fragment, pos, len));
         out
+    }
+
+    /// What a structured element holding `original` (a `label`) becomes under `Hash` or
+    /// `Replace` (any other action is read as `Replace`): the same tag or surrogate the
+    /// value gets in free text of this request, so a FHIR record and its notes agree.
+    pub fn element_value(&mut self, label: Label, original: &str, action: Action) -> String {
+        match action {
+            Action::Hash => format!("{}_{}", label.wire(), self.key.tag(original)),
+            _ => self.surrogate(label, original, Gender::Unknown),
+        }
     }
 
     /// The action for a label under the options.

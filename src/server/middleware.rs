@@ -245,10 +245,15 @@ fn json_or_empty(headers: &HeaderMap) -> bool {
                 .unwrap_or("")
                 .trim()
                 .to_ascii_lowercase();
+            // JSON lines too (`application/fhir+ndjson`, `application/x-ndjson`): like
+            // JSON, no page can send them without a preflight.
             essence == "application/json"
-                || essence
-                    .strip_prefix("application/")
-                    .is_some_and(|sub| sub.ends_with("+json"))
+                || essence.strip_prefix("application/").is_some_and(|sub| {
+                    sub.ends_with("+json")
+                        || sub.ends_with("+ndjson")
+                        || sub == "x-ndjson"
+                        || sub == "ndjson"
+                })
         }
         None => {
             !headers.contains_key(header::TRANSFER_ENCODING)

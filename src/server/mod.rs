@@ -8,6 +8,7 @@ pub mod admin;
 pub mod api;
 pub mod audit;
 pub mod error;
+pub mod fhir;
 pub mod front;
 pub mod history;
 mod listen;

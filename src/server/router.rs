@@ -33,7 +33,9 @@ use utoipa_axum::routes;
 
 use super::error::ApiError;
 use super::state::AppState;
-use super::{admin, front, history, logs, middleware, models_api, ops, pii, reidentify, stream};
+use super::{
+    admin, fhir, front, history, logs, middleware, models_api, ops, pii, reidentify, stream,
+};
 use crate::settings::keys;
 
 fn cors(st: &AppState) -> CorsLayer {
@@ -82,6 +84,8 @@ fn documented() -> Documented {
         .routes(routes!(pii::pii_extract))
         .routes(routes!(stream::pii_extract_stream))
         .routes(routes!(pii::pii_deidentify))
+        .routes(routes!(fhir::fhir_deidentify))
+        .routes(routes!(fhir::fhir_deidentify_operation))
         .routes(routes!(stream::pii_deidentify_stream));
     let rest = OpenApiRouter::new()
         .routes(routes!(front::index))

@@ -7,6 +7,7 @@ mod support;
 
 mod admin;
 mod errors;
+mod fhir;
 mod front;
 mod guard;
 mod hostile_clients;

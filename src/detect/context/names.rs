@@ -365,7 +365,8 @@ impl Names {
             initial_name: re(
                 r"\b(\p{Lu}\p{Ll}[\p{L}\p{M}'’-]+)[ \t]+(\p{Lu})\.[ \t]+(\p{Lu}[\p{L}\p{M}'’-]*\p{L})",
             ),
-            nick: re(r#"^["'“‘](\p{Lu}[\p{L}\p{M}-]*)["'”’]"#),
+            // `"Mike"`, or in parentheses: `("Jim")`.
+            nick: re(r#"^\(?["'“‘](\p{Lu}[\p{L}\p{M}-]*)["'”’]\)?"#),
             // The line above a postal block: capitalised words alone on a line, then a line
             // that is a house number and a street's words, then a line that starts with a
             // capital (the unit or the town). Quoting marks (`> `) may open each line.
@@ -472,7 +473,8 @@ impl Names {
         let mut comma_after = None;
         let stop = stop_words();
         while toks.len() < 5 {
-            if let Some(n) = self.nick.captures(&text[pos..]).and_then(|c| c.get(1)) {
+            let nick = self.nick.captures(&text[pos..]);
+            if let Some((n, whole)) = nick.as_ref().and_then(|c| c.get(1).zip(c.get(0))) {
                 if !toks.is_empty() {
                     let (start, end) = (pos + n.start(), pos + n.end());
                     toks.push(Tok {
@@ -480,7 +482,8 @@ impl Names {
                         end,
                         kind: Kind::Nick,
                     });
-                    let close = end + text[end..].chars().next().map_or(1, char::len_utf8);
+                    // Past the closing quote (and parenthesis).
+                    let close = pos + whole.end();
                     if text[close..].starts_with(' ') {
                         pos = close + 1;
                         continue;

@@ -64,6 +64,7 @@ rows! {
     signed_by_dr_initial: "Electronically signed by Dr T. Huang on 7/13/2022", "Huang" => Some(Label::LastName);
     relation_lowercase_pair: "Husband juma joshi at bedside", "joshi" => Some(Label::LastName);
     nickname: "Grandson Michael \"Mike\" Virtanen at bedside", "Mike" => Some(Label::FirstName);
+    nickname_in_parentheses: "Name: Peter James Chalmers (\"Jim\") seen", "Jim" => Some(Label::FirstName);
     nickname_surname: "Grandson Michael \"Mike\" Virtanen at bedside", "Virtanen" => Some(Label::LastName);
     lowercase_particles: "home with husband james von bülow (889", "von bülow" => Some(Label::LastName);
     acronym_after_with_is_not_a_name: "CT abdomen with IV contrast", "IV" => None;

@@ -1,0 +1,163 @@
+//! Resource ids, `fullUrl`s and references re-pointed: every `Patient/123` of a document
+//! becomes the same `Patient/<new id>`, so references still resolve inside a Bundle while
+//! the source system's ids are gone.
+//!
+//! The new id is an HMAC of the old one under a key drawn per request, or derived from the
+//! caller's subject so that the same subject's resources get the same ids in every request.
+//! A reference that is a search (`Patient?identifier=…`) carries an identifier in its
+//! query and is removed.
+
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+
+/// The id map of one request (stateless: the HMAC is the map).
+pub(super) struct IdMap {
+    key: [u8; 32],
+}
+
+impl IdMap {
+    pub(super) fn new(key: [u8; 32]) -> Self {
+        IdMap { key }
+    }
+
+    fn mac(&self, what: &str) -> [u8; 32] {
+        #[allow(clippy::expect_used)]
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(&self.key).expect("HMAC accepts any key length");
+        mac.update(what.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
+    /// The new id of `ty/id`: 32 hex digits (FHIR ids allow 64 of `[A-Za-z0-9.-]`).
+    fn id(&self, ty: &str, id: &str) -> String {
+        hex::encode(&self.mac(&format!("{ty}/{id}"))[..16])
+    }
+
+    /// The new UUID of `urn:uuid:<old>` (version 4 and variant bits set, so it reads as a
+    /// random UUID).
+    fn uuid(&self, old: &str) -> String {
+        let mut b: [u8; 16] = [0; 16];
+        b.copy_from_slice(&self.mac(&format!("urn:uuid:{}", old.to_ascii_lowercase()))[..16]);
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let h = hex::encode(b);
+        format!(
+            "{}-{}-{}-{}-{}",
+            &h[..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..]
+        )
+    }
+
+    /// `Resource.id` of a resource of type `ty`.
+    pub(super) fn resource_id(&self, ty: &str, node: &mut Value) -> bool {
+        let Value::String(id) = node else {
+            return false;
+        };
+        *id = self.id(ty, id);
+        true
+    }
+
+    /// `Bundle.entry.fullUrl`: a `urn:uuid:` gets a new UUID, a RESTful URL a new id after
+    /// its type; anything else is kept (it names no resource of this document's source).
+    pub(super) fn full_url(&self, node: &mut Value) -> bool {
+        let Value::String(url) = node else {
+            return false;
+        };
+        match self.repoint(url) {
+            Some(new) => {
+                *url = new;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `Reference.reference`: re-pointed as its target was; a contained (`#id`) reference
+    /// is kept; a search reference is removed.
+    pub(super) fn reference(&self, node: &mut Value) -> bool {
+        let Value::String(r) = node else { return false };
+        if r.starts_with('#') {
+            return false;
+        }
+        match self.repoint(r) {
+            Some(new) => *r = new,
+            None => *node = Value::Null,
+        }
+        true
+    }
+
+    /// The re-pointed form of a `urn:uuid:`, `Type/id`, `Type/id/_history/v` or
+    /// `base/Type/id` address; `None` when it is none of these.
+    fn repoint(&self, url: &str) -> Option<String> {
+        if let Some(uuid) = url.strip_prefix("urn:uuid:") {
+            return Some(format!("urn:uuid:{}", self.uuid(uuid)));
+        }
+        if url.contains('?') {
+            return None;
+        }
+        let path = match url.find("/_history/") {
+            Some(i) => &url[..i],
+            None => url,
+        };
+        let (rest, id) = path.rsplit_once('/')?;
+        let (base, ty) = match rest.rsplit_once('/') {
+            Some((b, t)) => (Some(b), t),
+            None => (None, rest),
+        };
+        let is_type = ty.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+            && ty.chars().all(|c| c.is_ascii_alphabetic());
+        if !is_type || id.is_empty() {
+            return None;
+        }
+        let new = format!("{ty}/{}", self.id(ty, id));
+        Some(match base {
+            Some(b) => format!("{b}/{new}"),
+            None => new,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_follow_their_targets_and_searches_go() {
+        let m = IdMap::new([7; 32]);
+        let mut id = Value::String("123".into());
+        assert!(m.resource_id("Patient", &mut id));
+        let mut r = Value::String("Patient/123".into());
+        m.reference(&mut r);
+        assert_eq!(
+            r,
+            Value::String(format!("Patient/{}", id.as_str().unwrap_or("")))
+        );
+        let mut abs = Value::String("http://example.org/fhir/Patient/123/_history/2".into());
+        m.reference(&mut abs);
+        assert_eq!(
+            abs,
+            Value::String(format!(
+                "http://example.org/fhir/Patient/{}",
+                id.as_str().unwrap_or("")
+            ))
+        );
+        let mut urn = Value::String("urn:uuid:8a4e2a4c-67b5-4b0d-a5d4-2f1e3c9d0a11".into());
+        let mut full = urn.clone();
+        m.reference(&mut urn);
+        m.full_url(&mut full);
+        assert_eq!(urn, full);
+        assert_ne!(
+            urn,
+            Value::String("urn:uuid:8a4e2a4c-67b5-4b0d-a5d4-2f1e3c9d0a11".into())
+        );
+        let mut search = Value::String("Patient?identifier=http://x|123".into());
+        m.reference(&mut search);
+        assert_eq!(search, Value::Null);
+        let mut contained = Value::String("#p1".into());
+        assert!(!m.reference(&mut contained));
+    }
+}

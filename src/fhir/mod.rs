@@ -1,0 +1,621 @@
+//! FHIR R4 de-identification: a resource, a `Bundle` or NDJSON of resources in, the same
+//! shape out, with structured elements handled by a [`Profile`] and free text through the
+//! engine.
+//!
+//! # Why both halves in one pass
+//!
+//! Tools that apply rules to structured elements only redact free text whole (a note becomes
+//! nothing), and wrappers that de-identify free text leave identifiers, references and dates
+//! as they are. A record needs both, and they must agree: one [`Deidentifier`] per patient
+//! handles that patient's structured values and free text alike, so `birthDate`,
+//! `effectiveDateTime` and the dates in the narrative move by one offset (intervals survive),
+//! and a pseudonymised family name reads the same in `Patient.name` and in a note.
+//!
+//! # Flow
+//!
+//! 1. [`Document::parse`] reads the body within [`Limits`] (resources, nesting depth).
+//! 2. [`Document::texts`] lists the free text (strings such as `valueString`,
+//!    `Annotation.text`, `CodeableConcept.text`, `Reference.display`; the text nodes of
+//!    `Narrative.div`; `Attachment.data` of text types), in a fixed order.
+//! 3. The caller finds the PHI in them (the engine, behind the guard).
+//! 4. [`Document::deidentify`] writes the de-identified text back, applies the profile to
+//!    `HumanName`, `ContactPoint`, `Address`, `Identifier`, `birthDate`, every other date,
+//!    attachments and photos, re-points resource ids and references, and prunes what the
+//!    profile emptied (FHIR forbids empty objects, arrays and strings).
+//!
+//! # Whose patient a resource is
+//!
+//! A `Patient` is its own; another resource is the patient its `subject`, `patient` or
+//! `beneficiary` reference points to (through the Bundle's `fullUrl`s); anything else in a
+//! document with one patient is that patient's. With a caller's subject every resource is
+//! the subject's. A patient's [`SubjectKey`] is derived from its resource id under the
+//! per-install key, so the same patient's dates move by the same offset in every request.
+//!
+//! Nothing here logs, and no error carries a value from the document.
+
+mod dates;
+mod ids;
+mod narrative;
+mod profile;
+mod walk;
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::deid::{DeidOptions, Deidentifier, HashKey, SubjectKey};
+use crate::detect::Span;
+
+pub use profile::{ElementAction, Profile};
+use walk::{Site, TextKind};
+
+/// Errors reading a FHIR document. Messages name a position or a rule, never a value.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FhirError {
+    /// Returned when a body (or an NDJSON line) is not JSON.
+    #[error("line {line} is not valid JSON")]
+    NotJson {
+        /// 1-based line of the body (NDJSON) or 1.
+        line: usize,
+    },
+    /// Returned when a value is not a FHIR resource (an object with a `resourceType`).
+    #[error("line {line} is not a FHIR resource: a JSON object with a resourceType string")]
+    NotAResource {
+        /// 1-based line of the body (NDJSON) or 1.
+        line: usize,
+    },
+    /// Returned when the body holds more resources than the limit.
+    #[error("the body holds more than {max} resources")]
+    TooManyResources {
+        /// The limit.
+        max: usize,
+    },
+    /// Returned when elements nest deeper than the limit.
+    #[error("elements nest deeper than {max} levels")]
+    TooDeep {
+        /// The limit.
+        max: usize,
+    },
+    /// Returned when there is nothing to de-identify.
+    #[error("the body holds no resource")]
+    Empty,
+}
+
+/// Bounds on one document.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Most resources (Bundle entries and contained resources count, NDJSON lines count).
+    pub max_resources: usize,
+    /// Deepest nesting of JSON objects and arrays.
+    pub max_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_resources: 10_000,
+            max_depth: 64,
+        }
+    }
+}
+
+/// How the document was written: one JSON value, or one resource per line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// One resource or Bundle.
+    Json,
+    /// Newline-delimited resources (FHIR bulk data).
+    Ndjson,
+}
+
+/// A parsed document.
+#[derive(Clone, Debug)]
+pub struct Document {
+    format: Format,
+    values: Vec<Value>,
+}
+
+/// One piece of free text to run detection on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Text {
+    /// The text the engine reads (for a narrative, its text nodes joined by spaces).
+    pub text: String,
+}
+
+/// What de-identifying a document did, for the response's metadata.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Resources read.
+    pub resources: usize,
+    /// Free-text values run through the engine.
+    pub texts: usize,
+    /// Entities found in free text and transformed.
+    pub text_entities: usize,
+    /// Structured elements changed or removed.
+    pub elements: usize,
+    /// Patients (date offsets) in the document.
+    pub patients: usize,
+}
+
+/// Options of one de-identification.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// What to do with each kind of element.
+    pub profile: Profile,
+    /// The caller's subject: every resource is this subject's (ids re-pointed the same way
+    /// in every request with it).
+    pub subject: Option<SubjectKey>,
+    /// A fixed date offset for every patient.
+    pub date_shift_days: Option<i64>,
+    /// The year ages are counted to (`None`: this year).
+    pub reference_year: Option<i32>,
+}
+
+impl Document {
+    /// Reads a body: one resource or Bundle (`Format::Json`), or one resource per
+    /// non-blank line (`Format::Ndjson`).
+    ///
+    /// # Errors
+    /// [`FhirError`] naming the line and the rule broken.
+    pub fn parse(body: &str, format: Format, limits: Limits) -> Result<Document, FhirError> {
+        let mut values = Vec::new();
+        match format {
+            Format::Json => values.push(read_resource(body, 1)?),
+            Format::Ndjson => {
+                for (i, line) in body.lines().enumerate() {
+                    if !line.trim().is_empty() {
+                        values.push(read_resource(line, i + 1)?);
+                    }
+                }
+            }
+        }
+        if values.is_empty() {
+            return Err(FhirError::Empty);
+        }
+        let mut resources = 0;
+        for v in &values {
+            check_shape(v, 0, limits.max_depth, &mut resources)?;
+        }
+        if resources > limits.max_resources {
+            return Err(FhirError::TooManyResources {
+                max: limits.max_resources,
+            });
+        }
+        Ok(Document { format, values })
+    }
+
+    /// The format the document was read in (and is written back in).
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The free text to run detection on, in the order [`Document::deidentify`] expects
+    /// their spans.
+    pub fn texts(&self) -> Vec<Text> {
+        let mut copy = self.values.clone();
+        let patients = walk::Patients::of(&copy);
+        let mut out = Vec::new();
+        for v in &mut copy {
+            walk::walk(v, &patients, &mut |site, node, _| {
+                if let Site::Text(kind) = site {
+                    if let Some(text) = walk::text_of(kind, node) {
+                        out.push(Text { text });
+                    }
+                }
+            });
+        }
+        out
+    }
+
+    /// De-identifies the document in place: `spans[i]` are the entities found in
+    /// `texts()[i]` (code-point offsets).
+    pub fn deidentify(&mut self, spans: &[Vec<Span>], key: &HashKey, opts: &Options) -> Stats {
+        let patients = walk::Patients::of(&self.values);
+        let id_key = match &opts.subject {
+            Some(s) => s.derived_key("fhir-ids"),
+            None => {
+                use rand::Rng;
+                let mut k = [0u8; 32];
+                rand::rng().fill(&mut k);
+                k
+            }
+        };
+        let mut state = State {
+            key,
+            opts,
+            ids: ids::IdMap::new(id_key),
+            deids: HashMap::new(),
+            stats: Stats {
+                resources: patients.resources,
+                ..Stats::default()
+            },
+        };
+        let mut next_text = 0usize;
+        for v in &mut self.values {
+            walk::walk(v, &patients, &mut |site, node, patient| {
+                if let Site::Text(kind) = site {
+                    if walk::text_of(kind, node).is_none() {
+                        // Data declared as text that is not UTF-8 cannot be read: removed.
+                        *node = Value::Null;
+                        return;
+                    }
+                    let empty = Vec::new();
+                    let found = spans.get(next_text).unwrap_or(&empty);
+                    next_text += 1;
+                    state.text(kind, node, found, patient);
+                } else {
+                    state.element(site, node, patient);
+                }
+            });
+            prune(v);
+        }
+        state.stats.patients = state.deids.len();
+        state.stats
+    }
+
+    /// The document written back in its format (NDJSON: one resource per line, each line
+    /// ending in a newline).
+    pub fn write(&self) -> String {
+        match self.format {
+            Format::Json => self
+                .values
+                .first()
+                .map(Value::to_string)
+                .unwrap_or_default(),
+            Format::Ndjson => {
+                let mut out = String::new();
+                for v in &self.values {
+                    out.push_str(&v.to_string());
+                    out.push('\n');
+                }
+                out
+            }
+        }
+    }
+
+    /// The resources (a Bundle is one), for tests and callers that keep working on them.
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+}
+
+fn read_resource(text: &str, line: usize) -> Result<Value, FhirError> {
+    let v: Value = serde_json::from_str(text).map_err(|_| FhirError::NotJson { line })?;
+    if v.get("resourceType").and_then(Value::as_str).is_none() {
+        return Err(FhirError::NotAResource { line });
+    }
+    Ok(v)
+}
+
+/// Checks the nesting depth and counts resources (objects with a `resourceType`).
+fn check_shape(
+    v: &Value,
+    depth: usize,
+    max: usize,
+    resources: &mut usize,
+) -> Result<(), FhirError> {
+    if depth > max {
+        return Err(FhirError::TooDeep { max });
+    }
+    match v {
+        Value::Object(m) => {
+            if m.get("resourceType").is_some_and(Value::is_string) {
+                *resources += 1;
+            }
+            m.values()
+                .try_for_each(|c| check_shape(c, depth + 1, max, resources))
+        }
+        Value::Array(a) => a
+            .iter()
+            .try_for_each(|c| check_shape(c, depth + 1, max, resources)),
+        _ => Ok(()),
+    }
+}
+
+/// Removes empty strings, arrays and objects left by the profile, bottom up (FHIR's
+/// `ele-1`: every element has a value or children).
+fn prune(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for c in m.values_mut() {
+                prune(c);
+            }
+            m.retain(|_, c| !is_empty(c));
+        }
+        Value::Array(a) => {
+            for c in a.iter_mut() {
+                prune(c);
+            }
+            a.retain(|c| !is_empty(c));
+        }
+        _ => {}
+    }
+}
+
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.is_empty(),
+        _ => false,
+    }
+}
+
+/// The working state of one [`Document::deidentify`].
+struct State<'a> {
+    key: &'a HashKey,
+    opts: &'a Options,
+    ids: ids::IdMap,
+    /// One transformer per patient (`None`: resources of no patient).
+    deids: HashMap<Option<String>, Deidentifier<rand::rngs::StdRng>>,
+    stats: Stats,
+}
+
+impl State<'_> {
+    fn deid(&mut self, patient: Option<&str>) -> &mut Deidentifier<rand::rngs::StdRng> {
+        let (key, opts) = (self.key, self.opts);
+        self.deids
+            .entry(patient.map(str::to_owned))
+            .or_insert_with(|| {
+                use rand::SeedableRng;
+                let subject = opts.subject.clone().or_else(|| {
+                    patient.map(|p| key.subject(&format!("phiguard-fhir-patient\0{p}")))
+                });
+                let dopts = DeidOptions {
+                    policy: Some(opts.profile.text_policy()),
+                    subject,
+                    date_shift_days: opts.date_shift_days,
+                    reference_year: opts.reference_year,
+                    ..DeidOptions::default()
+                };
+                Deidentifier::new(dopts, key, rand::rngs::StdRng::from_os_rng())
+            })
+    }
+
+    fn text(&mut self, kind: TextKind, node: &mut Value, spans: &[Span], patient: Option<&str>) {
+        let Value::String(s) = &*node else {
+            return;
+        };
+        let source = s.clone();
+        self.stats.texts += 1;
+        let deid = self.deid(patient);
+        let (written, n) = match kind {
+            TextKind::Plain => {
+                let out = deid.apply(&source, spans);
+                (Some(out.text), out.replacements.len())
+            }
+            TextKind::Xhtml => {
+                let (text, n) = narrative::deidentify(&source, spans, deid);
+                (Some(text), n)
+            }
+            TextKind::Base64 => match walk::decode_text(&source) {
+                Some(plain) => {
+                    let out = deid.apply(&plain, spans);
+                    (Some(walk::encode_text(&out.text)), out.replacements.len())
+                }
+                None => (None, 0),
+            },
+        };
+        self.stats.text_entities += n;
+        *node = written.map_or(Value::Null, Value::String);
+    }
+
+    fn element(&mut self, site: Site, node: &mut Value, patient: Option<&str>) {
+        let changed = match site {
+            Site::Text(_) => false,
+            Site::Name => self.name(node, patient),
+            Site::Telecom => self.telecom(node, patient),
+            Site::Address => self.address(node, patient),
+            Site::Identifier => self.identifier(node, patient),
+            Site::BirthDate => self.birth_date(node, patient),
+            Site::Date => self.date(node, patient),
+            Site::AttachmentUrl | Site::Photo | Site::BinaryData => {
+                *node = Value::Null;
+                true
+            }
+            Site::ResourceId(ref ty) => self.ids.resource_id(ty, node),
+            Site::FullUrl => self.ids.full_url(node),
+            Site::Reference => self.ids.reference(node),
+        };
+        if changed {
+            self.stats.elements += 1;
+        }
+    }
+
+    /// Applies `action` to a string with the transformer's `label` handling: the same
+    /// surrogate, hash or offset as the same value gets in free text.
+    fn value(
+        &mut self,
+        action: ElementAction,
+        label: crate::detect::Label,
+        value: &str,
+        patient: Option<&str>,
+    ) -> Option<String> {
+        match action {
+            ElementAction::Keep => Some(value.to_owned()),
+            ElementAction::Redact => None,
+            ElementAction::Pseudonymize | ElementAction::Hash => {
+                if value.is_empty() {
+                    return Some(String::new());
+                }
+                let method = if action == ElementAction::Hash {
+                    crate::deid::Action::Hash
+                } else {
+                    crate::deid::Action::Replace
+                };
+                Some(self.deid(patient).element_value(label, value, method))
+            }
+            ElementAction::Generalize | ElementAction::DateShift => Some(value.to_owned()),
+        }
+    }
+
+    fn set(
+        &mut self,
+        obj: &mut Map<String, Value>,
+        field: &str,
+        action: ElementAction,
+        label: crate::detect::Label,
+        patient: Option<&str>,
+    ) -> bool {
+        let Some(v) = obj.get_mut(field) else {
+            return false;
+        };
+        if action == ElementAction::Keep {
+            return false;
+        }
+        let new = match v {
+            Value::String(s) => {
+                let s = s.clone();
+                self.value(action, label, &s, patient)
+                    .map_or(Value::Null, Value::String)
+            }
+            Value::Array(items) => {
+                let items = items.clone();
+                Value::Array(
+                    items
+                        .iter()
+                        .filter_map(|i| i.as_str())
+                        .filter_map(|s| self.value(action, label, s, patient))
+                        .map(Value::String)
+                        .collect(),
+                )
+            }
+            _ => return false,
+        };
+        obj.insert(field.to_owned(), new);
+        true
+    }
+
+    fn name(&mut self, node: &mut Value, patient: Option<&str>) -> bool {
+        use crate::detect::Label;
+        let Value::Object(obj) = node else {
+            return false;
+        };
+        let action = self.opts.profile.names;
+        let mut changed = self.set(obj, "family", action, Label::LastName, patient);
+        changed |= self.set(obj, "given", action, Label::FirstName, patient);
+        if obj.contains_key("text") && action != ElementAction::Keep {
+            // The full name again: rebuilt from what the parts became, or removed.
+            let parts: Vec<String> = obj
+                .get("given")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .chain(obj.get("family"))
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+            let text = if action == ElementAction::Redact || parts.is_empty() {
+                Value::Null
+            } else {
+                Value::String(parts.join(" "))
+            };
+            obj.insert("text".into(), text);
+            changed = true;
+        }
+        changed
+    }
+
+    fn telecom(&mut self, node: &mut Value, patient: Option<&str>) -> bool {
+        use crate::detect::Label;
+        let Value::Object(obj) = node else {
+            return false;
+        };
+        let label = match obj.get("system").and_then(Value::as_str) {
+            Some("email") => Label::Email,
+            Some("fax") => Label::Fax,
+            Some("url") => Label::Url,
+            Some("phone" | "sms" | "pager") | None => Label::Phone,
+            Some(_) => Label::Other,
+        };
+        let action = self.opts.profile.telecom;
+        self.set(obj, "value", action, label, patient)
+    }
+
+    fn address(&mut self, node: &mut Value, patient: Option<&str>) -> bool {
+        use crate::detect::Label;
+        let Value::Object(obj) = node else {
+            return false;
+        };
+        let p = self.opts.profile.clone();
+        let mut changed = self.set(obj, "line", p.address_lines, Label::StreetAddress, patient);
+        changed |= self.set(obj, "text", p.address_lines, Label::StreetAddress, patient);
+        changed |= self.set(obj, "city", p.city, Label::City, patient);
+        changed |= self.set(obj, "district", p.city, Label::Location, patient);
+        changed |= self.set(obj, "state", p.state, Label::State, patient);
+        changed |= self.set(obj, "country", p.country, Label::Country, patient);
+        if let Some(Value::String(zip)) = obj.get("postalCode") {
+            let zip = zip.clone();
+            let new = match p.postal_code {
+                ElementAction::Generalize => {
+                    let us = obj
+                        .get("country")
+                        .and_then(Value::as_str)
+                        .is_none_or(profile::is_us);
+                    if us {
+                        profile::zip3(&zip)
+                    } else {
+                        None
+                    }
+                }
+                a => self.value(a, Label::Zipcode, &zip, patient),
+            };
+            if new.as_deref() != Some(zip.as_str()) {
+                obj.insert("postalCode".into(), new.map_or(Value::Null, Value::String));
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    fn identifier(&mut self, node: &mut Value, patient: Option<&str>) -> bool {
+        use crate::detect::Label;
+        let Value::Object(obj) = node else {
+            return false;
+        };
+        let action = self.opts.profile.identifiers;
+        self.set(obj, "value", action, Label::IdNum, patient)
+    }
+
+    fn birth_date(&mut self, node: &mut Value, patient: Option<&str>) -> bool {
+        let Value::String(d) = node else { return false };
+        let reference = self
+            .opts
+            .reference_year
+            .unwrap_or_else(|| chrono::Datelike::year(&chrono::Utc::now()));
+        let new = match self.opts.profile.birth_date {
+            ElementAction::Keep => return false,
+            ElementAction::Generalize => dates::year_of(d)
+                .filter(|y| reference - y <= 89)
+                .map(|y| format!("{y:04}")),
+            ElementAction::DateShift => {
+                let days = self.deid(patient).shift_days();
+                dates::shift(d, days)
+            }
+            _ => None,
+        };
+        *node = new.map_or(Value::Null, Value::String);
+        true
+    }
+
+    fn date(&mut self, node: &mut Value, patient: Option<&str>) -> bool {
+        let Value::String(d) = node else { return false };
+        let new = match self.opts.profile.dates {
+            ElementAction::Keep => return false,
+            ElementAction::DateShift => {
+                let days = self.deid(patient).shift_days();
+                dates::shift(d, days)
+            }
+            ElementAction::Generalize => dates::year_of(d)
+                .filter(|_| !d.contains('T'))
+                .map(|y| format!("{y:04}")),
+            _ => None,
+        };
+        *node = new.map_or(Value::Null, Value::String);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests;

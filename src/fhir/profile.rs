@@ -1,0 +1,222 @@
+//! Profiles: what happens to each kind of structured element, and which policy the free
+//! text follows.
+//!
+//! | element | `hipaa_safe_harbor` (default) | `pseudonymize` |
+//! |---|---|---|
+//! | `HumanName` family, given, text | redact | pseudonymize (the surrogate free text gets) |
+//! | `ContactPoint.value` | redact | pseudonymize |
+//! | `Address` line, text | redact | pseudonymize |
+//! | `Address` city, district | redact | pseudonymize |
+//! | `Address.state`, `Address.country` | keep | keep |
+//! | `Address.postalCode` | generalize (US: three digits, `000` where the area is small) | pseudonymize |
+//! | `Identifier.value` | redact | hash (keyed, stable per install) |
+//! | `birthDate` | generalize (year; removed when it reveals an age over 89) | date_shift |
+//! | every other date, dateTime, instant | date_shift (one offset per patient) | date_shift |
+//! | `Attachment.url`, `photo`, non-text `Attachment.data` | redact | redact |
+//! | resource ids, `fullUrl`, references | re-pointed (same target, new id) | re-pointed |
+//! | free text | `hipaa_expert_review_assist`: PHI masked, dates shifted by the patient's offset, ages over 89 as `90+` | `clinical_preserve`: surrogates, dates shifted, ages over 89 as `90+` |
+//!
+//! # Why Safe Harbor shifts dates here
+//!
+//! A record whose dates are cut to years loses every interval (length of stay, time to
+//! treatment) that makes it useful, and the issue this serves asks for dates shifted per
+//! patient with a birth date kept to its year. The offset is secret (derived under the
+//! per-install key) and the same for all of a patient's dates. Where a strict reading of
+//! 45 CFR 164.514(b)(2) is needed, send free text through `/pii/deidentify` with
+//! `hipaa_safe_harbor` instead.
+//!
+//! # Why these three-digit ZIP codes become `000`
+//!
+//! Safe Harbor keeps the first three digits of a ZIP code only where the area they cover
+//! holds more than 20,000 people; HHS's de-identification guidance lists the seventeen
+//! prefixes that did not in the 2000 census ([`SMALL_ZIP3`]).
+
+use crate::deid::Policy;
+
+/// What to do with one kind of element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElementAction {
+    /// Leave it.
+    Keep,
+    /// Remove it (the element disappears; emptied parents are pruned).
+    Redact,
+    /// A realistic surrogate, the same one free text gets for the same value.
+    Pseudonymize,
+    /// Move a date by the patient's offset.
+    DateShift,
+    /// Keep less of it: a year of a date, three digits of a ZIP code.
+    Generalize,
+    /// A keyed hash (HMAC under the per-install key).
+    Hash,
+}
+
+impl ElementAction {
+    /// Every action's wire name.
+    pub const NAMES: [&'static str; 6] = [
+        "keep",
+        "redact",
+        "pseudonymize",
+        "date_shift",
+        "generalize",
+        "hash",
+    ];
+}
+
+/// A profile: one action per element kind, and the free text's policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// The profile's name.
+    pub name: &'static str,
+    /// `HumanName.family`, `.given`, `.text`.
+    pub names: ElementAction,
+    /// `ContactPoint.value`.
+    pub telecom: ElementAction,
+    /// `Address.line`, `Address.text`.
+    pub address_lines: ElementAction,
+    /// `Address.city`, `Address.district`.
+    pub city: ElementAction,
+    /// `Address.state`.
+    pub state: ElementAction,
+    /// `Address.country`.
+    pub country: ElementAction,
+    /// `Address.postalCode`.
+    pub postal_code: ElementAction,
+    /// `Identifier.value`.
+    pub identifiers: ElementAction,
+    /// `Patient.birthDate` and other `birthDate` elements.
+    pub birth_date: ElementAction,
+    /// Every other date, dateTime and instant.
+    pub dates: ElementAction,
+    text_policy: &'static str,
+}
+
+impl Profile {
+    /// Every profile's name.
+    pub const NAMES: [&'static str; 2] = ["hipaa_safe_harbor", "pseudonymize"];
+
+    /// The default profile.
+    pub fn safe_harbor() -> Profile {
+        use ElementAction::*;
+        Profile {
+            name: "hipaa_safe_harbor",
+            names: Redact,
+            telecom: Redact,
+            address_lines: Redact,
+            city: Redact,
+            state: Keep,
+            country: Keep,
+            postal_code: Generalize,
+            identifiers: Redact,
+            birth_date: Generalize,
+            dates: DateShift,
+            text_policy: "hipaa_expert_review_assist",
+        }
+    }
+
+    /// Surrogates for names and places, keyed hashes for identifiers, shifted dates.
+    pub fn pseudonymize() -> Profile {
+        use ElementAction::*;
+        Profile {
+            name: "pseudonymize",
+            names: Pseudonymize,
+            telecom: Pseudonymize,
+            address_lines: Pseudonymize,
+            city: Pseudonymize,
+            state: Keep,
+            country: Keep,
+            postal_code: Pseudonymize,
+            identifiers: Hash,
+            birth_date: DateShift,
+            dates: DateShift,
+            text_policy: "clinical_preserve",
+        }
+    }
+
+    /// The profile called `name` (case-insensitive, `-` read as `_`).
+    pub fn parse(name: &str) -> Option<Profile> {
+        match name.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "hipaa_safe_harbor" | "safe_harbor" => Some(Profile::safe_harbor()),
+            "pseudonymize" | "pseudonymise" => Some(Profile::pseudonymize()),
+            _ => None,
+        }
+    }
+
+    /// The policy free text follows under this profile.
+    pub fn text_policy(&self) -> Policy {
+        #[allow(clippy::expect_used)]
+        Policy::parse(self.text_policy).expect("built-in policy names parse")
+    }
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile::safe_harbor()
+    }
+}
+
+/// Three-digit ZIP prefixes whose areas held 20,000 people or fewer in the 2000 census
+/// (HHS, "Guidance Regarding Methods for De-identification of Protected Health
+/// Information", the Safe Harbor ZIP code question).
+pub(super) const SMALL_ZIP3: [&str; 17] = [
+    "036", "059", "063", "102", "203", "556", "692", "790", "821", "823", "830", "831", "878",
+    "879", "884", "890", "893",
+];
+
+/// A US ZIP code (`12345`, `12345-6789`) cut to its first three digits, `000` for the
+/// small areas; `None` (redact) for anything else.
+pub(super) fn zip3(zip: &str) -> Option<String> {
+    let z = zip.trim();
+    let five = z
+        .get(..5)
+        .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))?;
+    let rest = &z[5..];
+    let plus4 = rest.is_empty()
+        || (rest.len() == 5
+            && rest.starts_with('-')
+            && rest[1..].bytes().all(|b| b.is_ascii_digit()));
+    if !plus4 {
+        return None;
+    }
+    let prefix = &five[..3];
+    Some(if SMALL_ZIP3.contains(&prefix) {
+        "000".to_owned()
+    } else {
+        prefix.to_owned()
+    })
+}
+
+/// True for the ways FHIR addresses write the United States.
+pub(super) fn is_us(country: &str) -> bool {
+    matches!(
+        country.trim().to_ascii_lowercase().as_str(),
+        "us" | "usa" | "u.s." | "u.s.a." | "united states" | "united states of america"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zip_codes_keep_three_digits_except_small_areas() {
+        assert_eq!(zip3("02139").as_deref(), Some("021"));
+        assert_eq!(zip3("02139-4307").as_deref(), Some("021"));
+        assert_eq!(zip3("03601").as_deref(), Some("000"));
+        assert_eq!(zip3("SW1A 1AA"), None);
+        assert_eq!(zip3("1234"), None);
+        assert_eq!(zip3("123456"), None);
+    }
+
+    #[test]
+    fn profiles_parse_and_their_text_policies_exist() {
+        for name in Profile::NAMES {
+            let p = Profile::parse(name).expect("listed profile parses");
+            let _ = p.text_policy();
+        }
+        assert_eq!(
+            Profile::parse("HIPAA-Safe-Harbor"),
+            Some(Profile::safe_harbor())
+        );
+        assert_eq!(Profile::parse("nope"), None);
+    }
+}

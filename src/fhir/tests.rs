@@ -1,0 +1,348 @@
+//! Documents de-identified end to end with the real rule recognizers finding the free
+//! text's entities (the engine's model is the black-box tests' part).
+
+use serde_json::{json, Value};
+
+use super::*;
+use std::sync::Arc;
+
+use crate::detect::{ContextRecognizer, Layered, Recognizer, RuleRecognizer};
+
+fn key() -> HashKey {
+    HashKey::from_bytes([3; 32])
+}
+
+fn opts(profile: Profile) -> Options {
+    Options {
+        profile,
+        subject: None,
+        date_shift_days: None,
+        reference_year: Some(2026),
+    }
+}
+
+/// Parses, detects with the rules plus the given names, de-identifies.
+fn run(body: &str, format: Format, names: &[&str], o: &Options) -> (Document, Stats) {
+    let mut doc = Document::parse(body, format, Limits::default()).expect("test body parses");
+    let rules = Layered(vec![
+        Arc::new(RuleRecognizer::new()),
+        Arc::new(ContextRecognizer::new()),
+    ]);
+    let spans: Vec<Vec<Span>> = doc
+        .texts()
+        .iter()
+        .map(|t| {
+            let mut found = rules
+                .detect_batch(&[t.text.as_str()])
+                .expect("rules do not fail")
+                .remove(0);
+            let idx = crate::detect::CharIndex::new(&t.text);
+            for n in names {
+                for (b, _) in t.text.match_indices(n) {
+                    let start = idx.char_at_byte(b);
+                    let end = start + n.chars().count();
+                    found.push(Span::new(
+                        start,
+                        end,
+                        crate::detect::Label::Person,
+                        0.9,
+                        crate::detect::Source::Model,
+                    ));
+                }
+            }
+            found
+        })
+        .collect();
+    let stats = doc.deidentify(&spans, &key(), o);
+    (doc, stats)
+}
+
+fn patient() -> Value {
+    json!({
+        "resourceType": "Patient",
+        "id": "pat-1",
+        "text": {"status": "generated", "div": "<div xmlns=\"http://www.w3.org/1999/xhtml\"><p>Peter <b>Chalmers</b>, MRN 4471-2290, seen 2012-06-03</p></div>"},
+        "identifier": [{"use": "usual", "system": "urn:oid:1.2.36.146.595.217.0.1", "value": "4471-2290"}],
+        "name": [{"use": "official", "family": "Chalmers", "given": ["Peter", "James"], "text": "Peter James Chalmers"}],
+        "telecom": [{"system": "phone", "value": "(03) 5555 6473", "use": "work"}, {"system": "email", "value": "peter@example.org"}],
+        "gender": "male",
+        "birthDate": "1974-12-25",
+        "address": [{"use": "home", "line": ["534 Erewhon St"], "city": "PleasantVille", "district": "Rainbow", "state": "VT", "postalCode": "05401", "country": "US"}],
+        "photo": [{"contentType": "image/jpeg", "data": "/9j/4AAQSkZJRg=="}],
+        "contact": [{"name": {"family": "du Marché", "given": ["Bénédicte"]}, "telecom": [{"system": "phone", "value": "+33 (237) 998327"}]}]
+    })
+}
+
+/// Every string in `v`, recursively.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|c| strings(c, out)),
+        Value::Object(m) => m.values().for_each(|c| strings(c, out)),
+        _ => {}
+    }
+}
+
+fn leaks(v: &Value, phi: &[&str]) -> Vec<String> {
+    let mut all = Vec::new();
+    strings(v, &mut all);
+    phi.iter()
+        .filter(|p| all.iter().any(|s| s.contains(*p)))
+        .map(|p| (*p).to_owned())
+        .collect()
+}
+
+const PATIENT_PHI: &[&str] = &[
+    "pat-1",
+    "Chalmers",
+    "Peter",
+    "James",
+    "4471-2290",
+    "5555 6473",
+    "peter@example.org",
+    "1974-12",
+    "534 Erewhon",
+    "PleasantVille",
+    "Rainbow",
+    "05401",
+    "/9j/",
+    "du Marché",
+    "Bénédicte",
+    "998327",
+    "2012-06-03",
+];
+
+#[test]
+fn safe_harbor_leaves_no_phi_in_a_patient_and_keeps_its_shape() {
+    let (doc, stats) = run(
+        &patient().to_string(),
+        Format::Json,
+        &["Peter", "Chalmers"],
+        &opts(Profile::safe_harbor()),
+    );
+    let out = &doc.values()[0];
+    assert_eq!(leaks(out, PATIENT_PHI), Vec::<String>::new(), "{out}");
+    assert_eq!(out["resourceType"], "Patient");
+    assert_eq!(out["gender"], "male");
+    assert_eq!(out["birthDate"], "1974");
+    assert_eq!(out["address"][0]["state"], "VT");
+    assert_eq!(out["address"][0]["postalCode"], "054");
+    assert_eq!(out["address"][0]["country"], "US");
+    assert_eq!(
+        out["identifier"][0]["system"],
+        "urn:oid:1.2.36.146.595.217.0.1"
+    );
+    assert_eq!(out["telecom"][0]["system"], "phone");
+    assert!(out.get("photo").is_none());
+    let div = out["text"]["div"].as_str().unwrap_or("");
+    assert!(
+        div.starts_with("<div xmlns=\"http://www.w3.org/1999/xhtml\"><p>")
+            && div.ends_with("</p></div>"),
+        "{div}"
+    );
+    assert_eq!(stats.patients, 1);
+    assert!(stats.text_entities >= 3, "{stats:?}");
+}
+
+#[test]
+fn a_birth_date_that_reveals_an_age_over_89_is_removed() {
+    let mut p = patient();
+    p["birthDate"] = json!("1931-02-03");
+    let (doc, _) = run(
+        &p.to_string(),
+        Format::Json,
+        &[],
+        &opts(Profile::safe_harbor()),
+    );
+    assert!(doc.values()[0].get("birthDate").is_none());
+}
+
+fn bundle() -> Value {
+    let note =
+        crate::fhir::walk::encode_text("Discharge note for Peter Chalmers, seen 2012-06-03.");
+    json!({
+        "resourceType": "Bundle",
+        "type": "transaction",
+        "entry": [
+            {"fullUrl": "urn:uuid:8a4e2a4c-67b5-4b0d-a5d4-2f1e3c9d0a11", "resource": patient(), "request": {"method": "POST", "url": "Patient"}},
+            {"fullUrl": "urn:uuid:0c3151bd-1cbf-4d64-b04d-cd9187a4c6e0", "resource": {
+                "resourceType": "Encounter", "id": "enc-1", "status": "finished",
+                "class": {"system": "http://terminology.hl7.org/CodeSystem/v3-ActCode", "code": "IMP"},
+                "subject": {"reference": "urn:uuid:8a4e2a4c-67b5-4b0d-a5d4-2f1e3c9d0a11", "display": "Peter Chalmers"},
+                "period": {"start": "2012-06-01T10:00:00Z", "end": "2012-06-03T16:30:00Z"}
+            }, "request": {"method": "POST", "url": "Encounter"}},
+            {"fullUrl": "urn:uuid:5b0d3e38-0f25-4e7b-9c3a-4a1a3c1e2b77", "resource": {
+                "resourceType": "Observation", "id": "obs-1", "status": "final",
+                "code": {"coding": [{"system": "http://loinc.org", "code": "8867-4", "display": "Heart rate"}], "text": "Heart rate"},
+                "subject": {"reference": "urn:uuid:8a4e2a4c-67b5-4b0d-a5d4-2f1e3c9d0a11"},
+                "encounter": {"reference": "urn:uuid:0c3151bd-1cbf-4d64-b04d-cd9187a4c6e0"},
+                "effectiveDateTime": "2012-06-02T08:15:00Z",
+                "valueQuantity": {"value": 72, "unit": "beats/minute", "system": "http://unitsofmeasure.org", "code": "/min"},
+                "note": [{"text": "Measured by Peter's wife at 534 Erewhon St."}]
+            }, "request": {"method": "POST", "url": "Observation"}},
+            {"fullUrl": "urn:uuid:1d7a4b9e-3f0c-4b8e-9a57-0e6b3b1f9c22", "resource": {
+                "resourceType": "DocumentReference", "id": "doc-1", "status": "current",
+                "subject": {"reference": "urn:uuid:8a4e2a4c-67b5-4b0d-a5d4-2f1e3c9d0a11"},
+                "date": "2012-06-03T17:00:00Z",
+                "content": [{"attachment": {"contentType": "text/plain", "data": note, "url": "http://example.org/docs/chalmers.txt"}}]
+            }, "request": {"method": "POST", "url": "DocumentReference"}}
+        ]
+    })
+}
+
+fn days_between(a: &str, b: &str) -> i64 {
+    let d = |s: &str| chrono::NaiveDate::parse_from_str(&s[..10], "%Y-%m-%d").expect("date");
+    (d(b) - d(a)).num_days()
+}
+
+#[test]
+fn a_bundle_keeps_references_resolving_and_intervals_whole() {
+    let (doc, _) = run(
+        &bundle().to_string(),
+        Format::Json,
+        &["Peter", "Chalmers"],
+        &opts(Profile::safe_harbor()),
+    );
+    let out = &doc.values()[0];
+    let mut phi = PATIENT_PHI.to_vec();
+    phi.extend([
+        "8a4e2a4c",
+        "enc-1",
+        "obs-1",
+        "doc-1",
+        "chalmers.txt",
+        "2012-06-01",
+        "2012-06-02",
+    ]);
+    assert_eq!(leaks(out, &phi), Vec::<String>::new(), "{out}");
+    let entries = out["entry"].as_array().expect("entries");
+    let patient_url = entries[0]["fullUrl"].as_str().expect("fullUrl");
+    for e in &entries[1..] {
+        assert_eq!(e["resource"]["subject"]["reference"], patient_url);
+    }
+    assert_eq!(
+        entries[2]["resource"]["encounter"]["reference"],
+        entries[1]["fullUrl"]
+    );
+    let enc = &entries[1]["resource"]["period"];
+    let obs = entries[2]["resource"]["effectiveDateTime"]
+        .as_str()
+        .expect("effective");
+    assert_eq!(days_between(enc["start"].as_str().unwrap_or(""), obs), 1);
+    assert_eq!(days_between(obs, enc["end"].as_str().unwrap_or("")), 1);
+    assert!(enc["start"].as_str().unwrap_or("").ends_with("T10:00:00Z"));
+    // The coded parts are kept.
+    assert_eq!(
+        entries[2]["resource"]["code"]["coding"][0]["code"],
+        "8867-4"
+    );
+    assert_eq!(entries[2]["resource"]["valueQuantity"]["value"], 72);
+    // The note in the attachment is text, de-identified and still base64.
+    let data = entries[3]["resource"]["content"][0]["attachment"]["data"]
+        .as_str()
+        .expect("data");
+    let text = crate::fhir::walk::decode_text(data).expect("utf-8");
+    assert!(
+        text.starts_with("Discharge note for ") && !text.contains("Chalmers"),
+        "{text}"
+    );
+}
+
+#[test]
+fn pseudonyms_agree_between_structured_name_and_free_text() {
+    let (doc, _) = run(
+        &bundle().to_string(),
+        Format::Json,
+        &["Chalmers"],
+        &opts(Profile::pseudonymize()),
+    );
+    let out = &doc.values()[0];
+    let family = out["entry"][0]["resource"]["name"][0]["family"]
+        .as_str()
+        .expect("a surrogate family name");
+    assert_ne!(family, "Chalmers");
+    let display = out["entry"][1]["resource"]["subject"]["display"]
+        .as_str()
+        .unwrap_or("");
+    assert!(display.contains(family), "{display} / {family}");
+}
+
+#[test]
+fn ndjson_comes_back_one_resource_per_line() {
+    let mut obs = bundle()["entry"][2]["resource"].clone();
+    obs["subject"]["reference"] = json!("Patient/pat-1");
+    let body = format!("{}\n\n{}\n", patient(), obs);
+    let (doc, stats) = run(
+        &body,
+        Format::Ndjson,
+        &["Peter"],
+        &opts(Profile::safe_harbor()),
+    );
+    let text = doc.write();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2);
+    let p: Value = serde_json::from_str(lines[0]).expect("line 1");
+    let o: Value = serde_json::from_str(lines[1]).expect("line 2");
+    assert_eq!(
+        o["subject"]["reference"],
+        format!("Patient/{}", p["id"].as_str().unwrap_or(""))
+    );
+    assert_eq!(stats.resources, 2);
+    assert_eq!(stats.patients, 1);
+}
+
+#[test]
+fn a_subject_gives_the_same_ids_and_offsets_in_every_request() {
+    let mut o = opts(Profile::safe_harbor());
+    o.subject = Some(key().subject("study-17"));
+    let (a, _) = run(&bundle().to_string(), Format::Json, &[], &o);
+    let (b, _) = run(&bundle().to_string(), Format::Json, &[], &o);
+    assert_eq!(
+        a.values()[0]["entry"][0]["fullUrl"],
+        b.values()[0]["entry"][0]["fullUrl"]
+    );
+    assert_eq!(
+        a.values()[0]["entry"][2]["resource"]["effectiveDateTime"],
+        b.values()[0]["entry"][2]["resource"]["effectiveDateTime"]
+    );
+}
+
+#[test]
+fn bad_bodies_name_the_line_and_the_rule() {
+    let l = Limits::default();
+    assert_eq!(
+        Document::parse("{", Format::Json, l).err(),
+        Some(FhirError::NotJson { line: 1 })
+    );
+    assert_eq!(
+        Document::parse("{\"resourceType\":\"Patient\"}\n[1]", Format::Ndjson, l).err(),
+        Some(FhirError::NotAResource { line: 2 })
+    );
+    assert_eq!(
+        Document::parse("\n\n", Format::Ndjson, l).err(),
+        Some(FhirError::Empty)
+    );
+    let deep = format!(
+        "{{\"resourceType\":\"Basic\",\"x\":{}1{}}}",
+        "[".repeat(80),
+        "]".repeat(80)
+    );
+    assert_eq!(
+        Document::parse(&deep, Format::Json, l).err(),
+        Some(FhirError::TooDeep { max: 64 })
+    );
+    let small = Limits {
+        max_resources: 1,
+        max_depth: 64,
+    };
+    assert_eq!(
+        Document::parse(&bundle().to_string(), Format::Json, small).err(),
+        Some(FhirError::TooManyResources { max: 1 })
+    );
+    for e in [
+        FhirError::NotJson { line: 3 },
+        FhirError::TooDeep { max: 64 },
+    ] {
+        assert!(!e.to_string().contains('{'));
+    }
+}

@@ -1,0 +1,367 @@
+//! The one traversal of a FHIR document: which element is what ([`Site`]), and whose
+//! patient each resource is ([`Patients`]).
+//!
+//! Listing the free text and de-identifying it are two calls of [`walk`] over the same
+//! document, so they meet the same texts in the same order. Elements are recognised by
+//! their key and their shape (a `name` object with `family` or `given` is a `HumanName`,
+//! an object with `contentType` is an `Attachment`), which holds for every resource type
+//! and for extensions without a schema per type.
+
+use std::collections::{HashMap, HashSet};
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use super::{dates, narrative};
+
+/// How a free-text value is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TextKind {
+    /// A plain string.
+    Plain,
+    /// `Narrative.div` XHTML.
+    Xhtml,
+    /// `Attachment.data` of a text type (base64).
+    Base64,
+}
+
+/// What an element is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Site {
+    /// Free text for the engine.
+    Text(TextKind),
+    /// A `HumanName` object.
+    Name,
+    /// A `ContactPoint` object.
+    Telecom,
+    /// An `Address` object.
+    Address,
+    /// An `Identifier` object.
+    Identifier,
+    /// A `birthDate` string.
+    BirthDate,
+    /// Any other date, dateTime or instant string.
+    Date,
+    /// `Attachment.url`.
+    AttachmentUrl,
+    /// A `photo` element.
+    Photo,
+    /// `Attachment.data` that is not text.
+    BinaryData,
+    /// `Resource.id` of a resource of this type.
+    ResourceId(String),
+    /// `Bundle.entry.fullUrl`.
+    FullUrl,
+    /// `Reference.reference`.
+    Reference,
+}
+
+/// String keys holding free text.
+const TEXT_KEYS: &[&str] = &[
+    "text",
+    "valueString",
+    "valueMarkdown",
+    "description",
+    "comment",
+    "conclusion",
+    "summary",
+    "patientInstruction",
+    "title",
+    "note",
+    "display",
+    "authorString",
+];
+
+/// String keys that are codes or addresses, never dates or text, whatever they look like.
+const CODE_KEYS: &[&str] = &["code", "system", "version", "value", "id", "url", "unit"];
+
+/// Whose patient each resource is.
+#[derive(Debug, Default)]
+pub(super) struct Patients {
+    /// `fullUrl` → `Type/id` of every Bundle entry.
+    by_url: HashMap<String, String>,
+    /// The document's one patient, when it has exactly one.
+    only: Option<String>,
+    /// Resources in the document.
+    pub(super) resources: usize,
+}
+
+impl Patients {
+    pub(super) fn of(values: &[Value]) -> Patients {
+        let mut p = Patients::default();
+        let mut patients = HashSet::new();
+        for v in values {
+            p.scan(v, &mut patients);
+        }
+        // References may name a patient that is not in the document.
+        let mut refs = HashSet::new();
+        for v in values {
+            p.referenced(v, &mut refs);
+        }
+        patients.extend(refs);
+        if patients.len() == 1 {
+            p.only = patients.into_iter().next();
+        }
+        p
+    }
+
+    fn scan(&mut self, v: &Value, patients: &mut HashSet<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(ty) = m.get("resourceType").and_then(Value::as_str) {
+                    self.resources += 1;
+                    if ty == "Patient" {
+                        patients.insert(patient_id(m));
+                    }
+                }
+                if let (Some(url), Some(Value::Object(r))) =
+                    (m.get("fullUrl").and_then(Value::as_str), m.get("resource"))
+                {
+                    if let (Some(ty), Some(id)) = (
+                        r.get("resourceType").and_then(Value::as_str),
+                        r.get("id").and_then(Value::as_str),
+                    ) {
+                        self.by_url.insert(url.to_owned(), format!("{ty}/{id}"));
+                    } else if r.get("resourceType").and_then(Value::as_str) == Some("Patient") {
+                        self.by_url.insert(url.to_owned(), patient_id(r));
+                    }
+                }
+                m.values().for_each(|c| self.scan(c, patients));
+            }
+            Value::Array(a) => a.iter().for_each(|c| self.scan(c, patients)),
+            _ => {}
+        }
+    }
+
+    fn referenced(&self, v: &Value, out: &mut HashSet<String>) {
+        match v {
+            Value::Object(m) => {
+                if m.contains_key("resourceType") {
+                    if let Some(p) = self.own(m) {
+                        out.insert(p);
+                    }
+                }
+                m.values().for_each(|c| self.referenced(c, out));
+            }
+            Value::Array(a) => a.iter().for_each(|c| self.referenced(c, out)),
+            _ => {}
+        }
+    }
+
+    /// The patient a resource names: itself, or its subject, patient or beneficiary.
+    fn own(&self, m: &Map<String, Value>) -> Option<String> {
+        if m.get("resourceType").and_then(Value::as_str) == Some("Patient") {
+            return Some(patient_id(m));
+        }
+        ["subject", "patient", "beneficiary"].iter().find_map(|k| {
+            let r = m.get(*k)?.get("reference")?.as_str()?;
+            self.resolve(r)
+        })
+    }
+
+    /// `Patient/<id>` when `reference` points to a patient.
+    fn resolve(&self, reference: &str) -> Option<String> {
+        let target = self
+            .by_url
+            .get(reference)
+            .cloned()
+            .unwrap_or_else(|| reference.to_owned());
+        let path = target.split("/_history/").next().unwrap_or("");
+        let mut parts = path.rsplit('/');
+        let id = parts.next()?;
+        (parts.next()? == "Patient" && !id.is_empty()).then(|| format!("Patient/{id}"))
+    }
+}
+
+fn patient_id(m: &Map<String, Value>) -> String {
+    format!(
+        "Patient/{}",
+        m.get("id").and_then(Value::as_str).unwrap_or("")
+    )
+}
+
+/// What the keys of one object need to know about the object.
+struct Shape {
+    /// A `HumanName` or an `Address`: its `text` is the element's, not free text.
+    structured: bool,
+    /// A `Coding`: its `display` is a code's name.
+    coding: bool,
+    /// An `Attachment`'s content type.
+    content_type: Option<String>,
+}
+
+impl Shape {
+    fn of(m: &Map<String, Value>) -> Shape {
+        let has = |k: &str| m.contains_key(k);
+        Shape {
+            structured: is_name(m) || is_address(m),
+            coding: has("code") || has("system"),
+            content_type: m
+                .get("contentType")
+                .and_then(Value::as_str)
+                .map(str::to_ascii_lowercase),
+        }
+    }
+}
+
+fn is_name(m: &Map<String, Value>) -> bool {
+    m.contains_key("family") || m.contains_key("given")
+}
+
+fn is_address(m: &Map<String, Value>) -> bool {
+    ["line", "city", "district", "postalCode"]
+        .iter()
+        .any(|k| m.contains_key(*k))
+}
+
+/// A content type whose data is text the engine can read.
+fn is_text_type(ct: &str) -> bool {
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    essence.starts_with("text/")
+        || matches!(
+            essence,
+            "application/json"
+                | "application/xml"
+                | "application/fhir+json"
+                | "application/fhir+xml"
+        )
+}
+
+fn object_site(key: &str, m: &Map<String, Value>) -> Option<Site> {
+    match key {
+        "photo" => Some(Site::Photo),
+        "name" if is_name(m) => Some(Site::Name),
+        "telecom" if m.contains_key("value") || m.contains_key("system") => Some(Site::Telecom),
+        "address" if is_address(m) || m.contains_key("text") => Some(Site::Address),
+        "identifier" if m.contains_key("value") => Some(Site::Identifier),
+        _ => None,
+    }
+}
+
+fn string_site(key: &str, s: &str, shape: &Shape) -> Option<Site> {
+    match key {
+        "fullUrl" => return Some(Site::FullUrl),
+        "reference" => return Some(Site::Reference),
+        "birthDate" => return Some(Site::BirthDate),
+        "div" if s.trim_start().starts_with('<') => return Some(Site::Text(TextKind::Xhtml)),
+        "data" if shape.content_type.is_some() => {
+            let text = shape.content_type.as_deref().is_some_and(is_text_type);
+            return Some(if text {
+                Site::Text(TextKind::Base64)
+            } else {
+                Site::BinaryData
+            });
+        }
+        "url" if shape.content_type.is_some() => return Some(Site::AttachmentUrl),
+        _ => {}
+    }
+    let text = TEXT_KEYS.contains(&key)
+        && !(key == "text" && shape.structured)
+        && !(key == "display" && shape.coding);
+    if text {
+        return Some(Site::Text(TextKind::Plain));
+    }
+    (!CODE_KEYS.contains(&key) && dates::is_date(s)).then_some(Site::Date)
+}
+
+/// The visitor: the site, the element, and the patient whose it is.
+pub(super) type Visit<'a> = dyn FnMut(Site, &mut Value, Option<&str>) + 'a;
+
+/// Visits every element of `v` that is a [`Site`], parents before children.
+pub(super) fn walk(v: &mut Value, patients: &Patients, f: &mut Visit<'_>) {
+    if let Value::Object(_) = v {
+        object(v, None, false, patients, f);
+    }
+}
+
+/// Visits one object; `birth` is true inside `_birthDate` (the birth date's extensions,
+/// such as the birth time, are the birth date too).
+fn object(
+    v: &mut Value,
+    inherited: Option<&str>,
+    birth: bool,
+    patients: &Patients,
+    f: &mut Visit<'_>,
+) {
+    let Value::Object(m) = v else { return };
+    let mut patient = inherited.map(str::to_owned);
+    if let Some(ty) = m
+        .get("resourceType")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    {
+        patient = patients
+            .own(m)
+            .or(patient)
+            .or_else(|| patients.only.clone());
+        if let Some(id) = m.get_mut("id") {
+            if id.is_string() {
+                f(Site::ResourceId(ty), id, patient.as_deref());
+            }
+        }
+    }
+    let shape = Shape::of(m);
+    let keys: Vec<String> = m.keys().cloned().collect();
+    for key in keys {
+        if key == "resourceType" || key == "id" {
+            continue;
+        }
+        let birth = birth || key == "_birthDate";
+        if let Some(child) = m.get_mut(&key) {
+            child_of(&key, child, &shape, patient.as_deref(), birth, patients, f);
+        }
+    }
+}
+
+fn child_of(
+    key: &str,
+    child: &mut Value,
+    shape: &Shape,
+    patient: Option<&str>,
+    birth: bool,
+    patients: &Patients,
+    f: &mut Visit<'_>,
+) {
+    match child {
+        Value::String(s) => match string_site(key, s, shape) {
+            Some(Site::Date) if birth => f(Site::BirthDate, child, patient),
+            Some(site) => f(site, child, patient),
+            None => {}
+        },
+        Value::Object(m) => {
+            if let Some(site) = object_site(key, m) {
+                f(site, child, patient);
+            }
+            object(child, patient, birth, patients, f);
+        }
+        Value::Array(items) => {
+            for item in items.iter_mut() {
+                child_of(key, item, shape, patient, birth, patients, f);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The text the engine reads for a free-text element; `None` for data that is not UTF-8.
+pub(super) fn text_of(kind: TextKind, node: &Value) -> Option<String> {
+    let s = node.as_str()?;
+    match kind {
+        TextKind::Plain => Some(s.to_owned()),
+        TextKind::Xhtml => Some(narrative::plain(s)),
+        TextKind::Base64 => decode_text(s),
+    }
+}
+
+/// Base64 data as UTF-8 text.
+pub(super) fn decode_text(data: &str) -> Option<String> {
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .ok()?;
+    String::from_utf8(raw).ok()
+}
+
+/// UTF-8 text as base64 data.
+pub(super) fn encode_text(text: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
+}
