@@ -1,6 +1,8 @@
 //! `phiguard deid PATHS… --method M --out DIR`: de-identifies files and folders in-process
 //! (the same engine, guard and transforms as the service) with a progress bar; `-` reads
-//! stdin and writes stdout.
+//! stdin and writes stdout. `.json` and `.ndjson` files are FHIR R4 (a resource, a Bundle,
+//! bulk NDJSON) and go through [`crate::fhir`] under `--fhir-profile`, as
+//! `/fhir/deidentify` does; a `.json` file that is not FHIR is named and not written.
 //!
 //! # Why a plan before any write
 //! The inputs are a researcher's originals, often the only copy. Every output path is
@@ -41,6 +43,17 @@ pub(super) struct Args {
     pub(super) force: bool,
     pub(super) subject: Option<String>,
     pub(super) subject_from: Option<String>,
+    pub(super) fhir_profile: Option<String>,
+}
+
+/// How an input is read: FHIR JSON or NDJSON by its extension, text otherwise.
+fn fhir_format(path: &Path) -> Option<crate::fhir::Format> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    match ext.as_str() {
+        "json" => Some(crate::fhir::Format::Json),
+        "ndjson" => Some(crate::fhir::Format::Ndjson),
+        _ => None,
+    }
 }
 
 /// Where each input's subject comes from.
@@ -347,6 +360,15 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     if stdin_mode && matches!(subjects, Subjects::FromPath(_)) {
         return Err(Failure::usage("--subject-from needs input paths, not -"));
     }
+    let fhir_profile = match &args.fhir_profile {
+        Some(name) => crate::fhir::Profile::parse(name).ok_or_else(|| {
+            Failure::usage(format!(
+                "--fhir-profile must be one of: {}",
+                crate::fhir::Profile::NAMES.join(", ")
+            ))
+        })?,
+        None => crate::fhir::Profile::default(),
+    };
     let opts = DeidOptions {
         method,
         date_shift_days: args.date_shift_days,
@@ -399,6 +421,53 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 Ok::<(String, LabelCounts), String>((out.text, entities))
             }
         };
+        // A FHIR document: its free text in one engine call, its structure by the profile.
+        let call_fhir = |text: String,
+                         subject: Option<crate::deid::SubjectKey>,
+                         format: crate::fhir::Format| {
+            let engine = Arc::clone(&engine);
+            let id = id.clone();
+            let key = key.clone();
+            let threshold = args.threshold as f32;
+            let options = crate::fhir::Options {
+                profile: fhir_profile.clone(),
+                subject,
+                date_shift_days: args.date_shift_days,
+                reference_year: None,
+            };
+            async move {
+                let mut doc =
+                    crate::fhir::Document::parse(&text, format, crate::fhir::Limits::default())
+                        .map_err(|e| e.to_string())?;
+                let joined = crate::fhir::Joined::of(&doc.texts());
+                let spans = if joined.text.trim().is_empty() {
+                    joined.nothing()
+                } else {
+                    let copts = CallOptions {
+                        deadline: Deadline::unbounded(engine.guard().clock().now()),
+                        fallback_rules: false,
+                        keep_alive: None,
+                        terms: None,
+                        configured_terms: true,
+                    };
+                    let det = engine
+                        .detect(&id, Arc::from(joined.text.as_str()), &copts)
+                        .await
+                        .map_err(|e| format!("detection failed: {e}"))?;
+                    let kept: Vec<_> = det
+                        .spans
+                        .into_iter()
+                        .filter(|s| s.score >= threshold)
+                        .collect();
+                    joined.split(&kept)
+                };
+                let stats = doc.deidentify(&spans, &key, &options);
+                let mut done = LabelCounts::new();
+                done.insert("fhir_text_entities", stats.text_entities);
+                done.insert("fhir_elements", stats.elements);
+                Ok::<(String, LabelCounts), String>((doc.write(), done))
+            }
+        };
         if stdin_mode {
             let mut text = String::new();
             std::io::stdin()
@@ -430,6 +499,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 .map(|job| {
                     let dest = out_dir.join(&job.output);
                     let call = &call;
+                    let call_fhir = &call_fhir;
                     let subjects = &subjects;
                     let key = &key;
                     let bar = bar.clone();
@@ -439,7 +509,10 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                             let bytes = std::fs::read(&job.input).map_err(|e| io_reason(&e))?;
                             let text = String::from_utf8(bytes)
                                 .map_err(|_| "not UTF-8 text".to_string())?;
-                            let (out, done) = call(text, subject).await?;
+                            let (out, done) = match fhir_format(&job.input) {
+                                Some(format) => call_fhir(text, subject, format).await?,
+                                None => call(text, subject).await?,
+                            };
                             write_output(&dest, out.as_bytes(), force).map_err(|e| {
                                 format!("cannot write {}: {}", dest.display(), io_reason(&e))
                             })?;

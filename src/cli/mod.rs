@@ -87,6 +87,11 @@ enum Command {
         /// `patients/([^/]+)/` for one folder per patient; a path it does not match fails.
         #[arg(long, value_name = "PATTERN")]
         subject_from: Option<String>,
+        /// How `.json` and `.ndjson` inputs (FHIR R4 resources, Bundles, bulk NDJSON) are
+        /// de-identified: hipaa_safe_harbor (default) or pseudonymize. --method and
+        /// --policy apply to the other files.
+        #[arg(long, value_name = "PROFILE")]
+        fhir_profile: Option<String>,
     },
     /// Score the engine against gold-annotated notes.
     Eval {
@@ -280,6 +285,7 @@ pub fn main() -> ExitCode {
             force,
             subject,
             subject_from,
+            fhir_profile,
         } => deid::run(deid::Args {
             files,
             method,
@@ -292,6 +298,7 @@ pub fn main() -> ExitCode {
             force,
             subject,
             subject_from,
+            fhir_profile,
         }),
         Command::Eval {
             gold,

@@ -346,3 +346,35 @@ fn bad_bodies_name_the_line_and_the_rule() {
         assert!(!e.to_string().contains('{'));
     }
 }
+
+#[test]
+fn spans_over_joined_texts_come_back_to_their_texts() {
+    let texts = [
+        Text { text: "ab".into() },
+        Text {
+            text: "cdef".into(),
+        },
+    ];
+    let j = Joined::of(&texts);
+    assert_eq!(j.text, "ab\n\ncdef");
+    let spans = [
+        Span::new(
+            1,
+            5,
+            crate::detect::Label::Person,
+            0.9,
+            crate::detect::Source::Model,
+        ),
+        Span::new(
+            6,
+            8,
+            crate::detect::Label::Date,
+            0.9,
+            crate::detect::Source::Rule,
+        ),
+    ];
+    let out = j.split(&spans);
+    let at = |v: &Vec<Span>| v.iter().map(|s| (s.start, s.end)).collect::<Vec<_>>();
+    assert_eq!(at(&out[0]), [(1, 2)]);
+    assert_eq!(at(&out[1]), [(0, 1), (2, 4)]);
+}

@@ -21,7 +21,7 @@ use super::pii::{call_options, detect};
 use super::state::AppState;
 use crate::detect::Span;
 use crate::engine::CallOptions;
-use crate::fhir::{Document, FhirError, Format, Limits, Options, Profile};
+use crate::fhir::{Document, FhirError, Format, Joined, Limits, Options, Profile};
 
 /// A problem with the request, as the error envelope's `details` list it.
 fn invalid(field: &str, message: impl Into<String>, kind: &str) -> ApiError {
@@ -195,27 +195,6 @@ fn req_text<'a>(text: Option<&'a str>, name: &str) -> Result<&'a str, ApiError> 
     })
 }
 
-/// Splits the engine's entities over the joined texts back to each text (code points;
-/// an entity over a join is cut at it).
-fn split_spans(spans: &[Span], starts: &[(usize, usize)]) -> Vec<Vec<Span>> {
-    starts
-        .iter()
-        .map(|&(a, len)| {
-            spans
-                .iter()
-                .filter(|s| s.start < a + len && s.end > a)
-                .map(|s| {
-                    let mut l = s.clone();
-                    l.start = s.start.max(a) - a;
-                    l.end = s.end.min(a + len) - a;
-                    l
-                })
-                .filter(|s| s.start < s.end)
-                .collect()
-        })
-        .collect()
-}
-
 /// The entity threshold free text uses (the `/pii/deidentify` default).
 const THRESHOLD: f32 = 0.5;
 
@@ -227,33 +206,20 @@ async fn run(
 ) -> Result<Response, ApiError> {
     let req = Request::read(headers, query, body)?;
     let mut doc = Document::parse(&req.body, req.format, Limits::default())?;
-    let texts = doc.texts();
-    let mut joined = String::new();
-    let mut starts = Vec::with_capacity(texts.len());
-    let mut at = 0usize;
-    for t in &texts {
-        if !joined.is_empty() {
-            joined.push_str("\n\n");
-            at += 2;
-        }
-        let len = t.text.chars().count();
-        starts.push((at, len));
-        joined.push_str(&t.text);
-        at += len;
-    }
+    let joined = Joined::of(&doc.texts());
     let mut degraded = false;
-    let spans = if joined.trim().is_empty() {
-        vec![Vec::new(); texts.len()]
+    let spans = if joined.text.trim().is_empty() {
+        joined.nothing()
     } else {
         let opts: CallOptions = call_options(st, None, None);
-        let det = detect(st, req.model.as_deref(), &joined, &opts).await?;
+        let det = detect(st, req.model.as_deref(), &joined.text, &opts).await?;
         degraded = det.degraded;
         let kept: Vec<Span> = det
             .spans
             .into_iter()
             .filter(|s| s.score >= THRESHOLD)
             .collect();
-        split_spans(&kept, &starts)
+        joined.split(&kept)
     };
     let options = Options {
         profile: req.profile,
@@ -312,25 +278,6 @@ pub async fn fhir_deidentify_operation(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::{Label, Source};
-
-    #[test]
-    fn spans_over_joined_texts_come_back_to_their_texts() {
-        // "ab\n\ncdef": texts at 0 (2) and 4 (4).
-        let spans = [
-            Span::new(1, 5, Label::Person, 0.9, Source::Model),
-            Span::new(6, 8, Label::Date, 0.9, Source::Rule),
-        ];
-        let out = split_spans(&spans, &[(0, 2), (4, 4)]);
-        assert_eq!(
-            out[0].iter().map(|s| (s.start, s.end)).collect::<Vec<_>>(),
-            [(1, 2)]
-        );
-        assert_eq!(
-            out[1].iter().map(|s| (s.start, s.end)).collect::<Vec<_>>(),
-            [(0, 1), (2, 4)]
-        );
-    }
 
     #[test]
     fn a_parameters_body_gives_its_resource_and_options() {

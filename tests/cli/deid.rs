@@ -206,3 +206,62 @@ fn subject_from_keeps_each_patient_consistent_across_files() {
     );
     assert!(!t.path().join("out2/c.txt").exists());
 }
+
+#[test]
+fn fhir_json_and_ndjson_files_come_out_de_identified_with_their_shape() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let bundle = include_str!("../fixtures/fhir/transaction-bundle.json");
+    write(&t.path().join("in/bundle.json"), bundle);
+    let parsed: serde_json::Value = serde_json::from_str(bundle).expect("fixture");
+    let lines: Vec<String> = parsed["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["resource"].to_string())
+        .collect();
+    write(&t.path().join("in/bulk/Patient.ndjson"), &lines.join("\n"));
+    write(&t.path().join("in/note.txt"), NOTE);
+    let o = deid(t.path(), &["in", "--out", "out"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        tree(&t.path().join("out")),
+        ["bulk/Patient.ndjson", "bundle.json", "note.txt"]
+    );
+    let out: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(t.path().join("out/bundle.json")).expect("read"),
+    )
+    .expect("the output is JSON");
+    assert_eq!(out["entry"][0]["resource"]["resourceType"], "Patient");
+    assert_eq!(out["entry"][0]["resource"]["birthDate"], "1974");
+    let bulk = std::fs::read_to_string(t.path().join("out/bulk/Patient.ndjson")).expect("read");
+    assert_eq!(bulk.lines().count(), 4);
+    for text in [out.to_string(), bulk] {
+        for phi in [
+            "Chalmers",
+            "555-6473",
+            "12345678",
+            "Erewhon",
+            "jim.chalmers",
+            "1974-12-25",
+        ] {
+            assert!(!text.contains(phi), "{phi} left in {text}");
+        }
+    }
+    // The originals are untouched.
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("in/bundle.json")).expect("read"),
+        bundle
+    );
+}
+
+#[test]
+fn a_json_file_that_is_not_fhir_is_named_and_not_written() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("in/config.json"), "{\"name\": \"Chalmers\"}");
+    write(&t.path().join("in/note.txt"), NOTE);
+    let o = deid(t.path(), &["in", "--out", "out"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a FHIR resource"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("Chalmers"), "{}", stderr(&o));
+    assert_eq!(tree(&t.path().join("out")), ["note.txt"]);
+}
