@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Interoperability checks against the real binary:
-#   1. OpenMed 3.1's own Python client (pytest, tests/interop/test_openmed_client.py)
+#   1. OpenMed 3.1's own Python client (pytest, tests/interop/test_openmed_client.py), and
+#      /fhir/deidentify's answers validated with fhir.resources' models
+#      (tests/interop/test_fhir_schema.py)
 #   2. schemathesis over /openapi.json (tests/interop/run_schemathesis.sh)
 # Sets up tests/interop/.venv from requirements.txt (pinned), builds `phiguard`, runs both,
 # and exits non-zero when either fails. Called from .ci/run.
