@@ -9,6 +9,7 @@
 //! | [`detect`] | span and label types, rule recognizers, merging |
 //! | [`eval`] | gold readers and accuracy scoring (span, character, leak rate) |
 //! | [`deid`] | de-identification transforms, policies, the streaming carry buffer |
+//! | [`tables`] | CSV, TSV and JSON Lines by column: text through the engine, ids pseudonymised, dates shifted |
 //! | [`fhir`] | FHIR resources, Bundles and NDJSON: profiles for structured elements, free text to the engine |
 //! | [`inference`] | candle token classifiers, tokenization with offsets, windowing |
 //! | [`models`] | the model catalog, local store, imports and downloads |
@@ -33,3 +34,4 @@ pub mod runtime;
 pub mod secrets;
 pub mod server;
 pub mod settings;
+pub mod tables;

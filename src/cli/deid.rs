@@ -3,6 +3,8 @@
 //! stdin and writes stdout. `.json` and `.ndjson` files are FHIR R4 (a resource, a Bundle,
 //! bulk NDJSON) and go through [`crate::fhir`] under `--fhir-profile`, as
 //! `/fhir/deidentify` does; a `.json` file that is not FHIR is named and not written.
+//! With `--columns`, `.csv`, `.tsv` and `.jsonl` files go through [`crate::tables`]:
+//! the named columns by kind, the rest copied, the file's shape kept.
 //!
 //! # Why a plan before any write
 //! The inputs are a researcher's originals, often the only copy. Every output path is
@@ -44,6 +46,8 @@ pub(super) struct Args {
     pub(super) subject: Option<String>,
     pub(super) subject_from: Option<String>,
     pub(super) fhir_profile: Option<String>,
+    pub(super) columns: Option<String>,
+    pub(super) subject_column: Option<String>,
 }
 
 /// How an input is read: FHIR JSON or NDJSON by its extension, text otherwise.
@@ -369,6 +373,12 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         })?,
         None => crate::fhir::Profile::default(),
     };
+    let columns = match &args.columns {
+        Some(spec) => {
+            Some(crate::tables::Columns::parse(spec).map_err(|e| Failure::usage(e.to_string()))?)
+        }
+        None => None,
+    };
     let opts = DeidOptions {
         method,
         date_shift_days: args.date_shift_days,
@@ -468,6 +478,58 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 Ok::<(String, LabelCounts), String>((doc.write(), done))
             }
         };
+        // A table by column: its text cells in one engine call, the rest by kind.
+        let call_table = |text: String,
+                          subject: Option<crate::deid::SubjectKey>,
+                          format: crate::tables::Format,
+                          columns: crate::tables::Columns| {
+            let engine = Arc::clone(&engine);
+            let id = id.clone();
+            let key = key.clone();
+            let threshold = args.threshold as f32;
+            let opts = opts.clone();
+            let subject_column = args.subject_column.clone();
+            async move {
+                let mut table =
+                    crate::tables::Table::read(&text, format, &columns, subject_column.as_deref())
+                        .map_err(|e| e.to_string())?;
+                let joined = crate::fhir::Joined::of(
+                    &table
+                        .texts()
+                        .into_iter()
+                        .map(|text| crate::fhir::Text { text })
+                        .collect::<Vec<_>>(),
+                );
+                let spans = if joined.text.trim().is_empty() {
+                    joined.nothing()
+                } else {
+                    let copts = CallOptions {
+                        deadline: Deadline::unbounded(engine.guard().clock().now()),
+                        fallback_rules: false,
+                        keep_alive: None,
+                        terms: None,
+                        configured_terms: true,
+                    };
+                    let det = engine
+                        .detect(&id, Arc::from(joined.text.as_str()), &copts)
+                        .await
+                        .map_err(|e| format!("detection failed: {e}"))?;
+                    let kept: Vec<_> = det
+                        .spans
+                        .into_iter()
+                        .filter(|s| s.score >= threshold)
+                        .collect();
+                    joined.split(&kept)
+                };
+                let changed = table.deidentify(&spans, &key, &opts, subject);
+                let mut done = LabelCounts::new();
+                done.insert("table_cells_changed", changed);
+                Ok::<(String, LabelCounts), String>((
+                    table.write().map_err(|e| e.to_string())?,
+                    done,
+                ))
+            }
+        };
         if stdin_mode {
             let mut text = String::new();
             std::io::stdin()
@@ -500,6 +562,8 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                     let dest = out_dir.join(&job.output);
                     let call = &call;
                     let call_fhir = &call_fhir;
+                    let call_table = &call_table;
+                    let columns = &columns;
                     let subjects = &subjects;
                     let key = &key;
                     let bar = bar.clone();
@@ -509,9 +573,16 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                             let bytes = std::fs::read(&job.input).map_err(|e| io_reason(&e))?;
                             let text = String::from_utf8(bytes)
                                 .map_err(|_| "not UTF-8 text".to_string())?;
-                            let (out, done) = match fhir_format(&job.input) {
-                                Some(format) => call_fhir(text, subject, format).await?,
-                                None => call(text, subject).await?,
+                            let table = columns.as_ref().and_then(|c| {
+                                let ext = job.input.extension()?.to_str()?;
+                                Some((crate::tables::Format::of_extension(ext)?, c.clone()))
+                            });
+                            let (out, done) = match (table, fhir_format(&job.input)) {
+                                (Some((format, c)), _) => {
+                                    call_table(text, subject, format, c).await?
+                                }
+                                (None, Some(format)) => call_fhir(text, subject, format).await?,
+                                (None, None) => call(text, subject).await?,
                             };
                             write_output(&dest, out.as_bytes(), force).map_err(|e| {
                                 format!("cannot write {}: {}", dest.display(), io_reason(&e))

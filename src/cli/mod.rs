@@ -92,6 +92,15 @@ enum Command {
         /// --policy apply to the other files.
         #[arg(long, value_name = "PROFILE")]
         fhir_profile: Option<String>,
+        /// De-identify `.csv`, `.tsv` and `.jsonl` inputs by column: `NAME=KIND,…` with
+        /// KIND text (through the engine), id (keyed pseudonym), date (shifted) or redact;
+        /// other columns are copied. Without it those files are read as plain text.
+        #[arg(long, value_name = "SPEC")]
+        columns: Option<String>,
+        /// The column naming each row's subject (one date offset and one set of
+        /// surrogates per subject, in every file); needs --columns.
+        #[arg(long, value_name = "NAME", requires = "columns")]
+        subject_column: Option<String>,
     },
     /// Score the engine against gold-annotated notes.
     Eval {
@@ -286,6 +295,8 @@ pub fn main() -> ExitCode {
             subject,
             subject_from,
             fhir_profile,
+            columns,
+            subject_column,
         } => deid::run(deid::Args {
             files,
             method,
@@ -299,6 +310,8 @@ pub fn main() -> ExitCode {
             subject,
             subject_from,
             fhir_profile,
+            columns,
+            subject_column,
         }),
         Command::Eval {
             gold,

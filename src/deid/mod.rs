@@ -532,6 +532,12 @@ impl<R: Rng> Deidentifier<R> {
         }
     }
 
+    /// `date` (any form the date rules read) moved by this request's offset in its own
+    /// format; `None` when it is not a date.
+    pub fn shift_date(&self, date: &str) -> Option<String> {
+        DateParts::parse(date.trim())?.shifted(self.shift_days, self.opts.keep_year)
+    }
+
     /// The action for a label under the options.
     fn action_for(&self, label: Label) -> Action {
         match &self.opts.policy {

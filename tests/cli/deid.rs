@@ -265,3 +265,65 @@ fn a_json_file_that_is_not_fhir_is_named_and_not_written() {
     assert!(!stderr(&o).contains("Chalmers"), "{}", stderr(&o));
     assert_eq!(tree(&t.path().join("out")), ["note.txt"]);
 }
+
+#[test]
+fn csv_and_jsonl_columns_keep_the_file_shape() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let csv_in = "patient,mrn,visit,note,ward\n\
+                  p1,4471,03/04/2021,\"Dr. Reyes called 617-555-0142,\nthen \"\"home\"\"\",A\n\
+                  p2,9921,2021-05-06,Plain note,B\n\
+                  p1,4471,03/09/2021,SSN 123-45-6789,A\n";
+    write(&t.path().join("in/visits.csv"), csv_in);
+    write(
+        &t.path().join("in/notes.jsonl"),
+        "{\"patient\": \"p1\", \"note\": \"Call 617-555-0142\", \"score\": 3}\n",
+    );
+    let o = deid(
+        t.path(),
+        &[
+            "in",
+            "--out",
+            "out",
+            "--columns",
+            "note=text,mrn=id,visit=date",
+            "--subject-column",
+            "patient",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = std::fs::read_to_string(t.path().join("out/visits.csv")).expect("read");
+    let mut r = csv::Reader::from_reader(out.as_bytes());
+    let header: Vec<String> = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(header, ["patient", "mrn", "visit", "note", "ward"]);
+    let rows: Vec<Vec<String>> = r
+        .records()
+        .map(|x| x.expect("row").iter().map(str::to_owned).collect())
+        .collect();
+    assert_eq!(rows.len(), 3);
+    assert!(rows[0][3].ends_with(",\nthen \"home\""), "{:?}", rows[0][3]);
+    for phi in [
+        "617-555-0142",
+        "4471",
+        "9921",
+        "03/04/2021",
+        "2021-05-06",
+        "123-45-6789",
+    ] {
+        assert!(!out.contains(phi), "{phi} left in {out}");
+    }
+    assert_eq!((rows[0][0].as_str(), rows[0][4].as_str()), ("p1", "A"));
+    assert_eq!(rows[0][1], rows[2][1], "one MRN, one pseudonym");
+    let jsonl = std::fs::read_to_string(t.path().join("out/notes.jsonl")).expect("read");
+    let v: serde_json::Value = serde_json::from_str(jsonl.trim()).expect("json line");
+    assert_eq!(v["score"], 3);
+    assert!(!jsonl.contains("617-555-0142"), "{jsonl}");
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("in/visits.csv")).expect("read"),
+        csv_in
+    );
+}

@@ -1,0 +1,474 @@
+//! Tables de-identified by column: CSV, TSV and JSON Lines keep their shape (header,
+//! column order, quoting, multi-line cells, every other key of a JSON object) while the
+//! columns the user names are handled by kind.
+//!
+//! | kind | what the cell becomes |
+//! |---|---|
+//! | `text` | the cell through the engine and the request's method or policy |
+//! | `id` | `id_` + 16 hex digits of HMAC-SHA256 under the per-install key: the same value gives the same pseudonym in every file, so rows still link |
+//! | `date` | the date moved by the row's offset, in its own format; a cell that is not a date is emptied |
+//! | `redact` | emptied |
+//!
+//! Columns not named are copied as they are: naming the PHI columns is the user's
+//! statement about the table. With a subject column, each row's value there is its
+//! subject: that subject's dates move by one offset and its surrogates are its own, in
+//! every file (the subject column itself is kept unless it is also named).
+//!
+//! Like [`crate::fhir`], this module only reads, lists the texts and writes; the caller
+//! finds the entities (the engine) in between.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::deid::{DeidOptions, Deidentifier, HashKey, SubjectKey};
+use crate::detect::Span;
+
+/// Errors reading a table or a column list. Messages name columns and lines, never cells.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TableError {
+    /// Returned when `--columns` is not `name=kind,…`.
+    #[error("--columns entry {0} is not NAME=text|id|date|redact")]
+    Spec(usize),
+    /// Returned when a named column is not in the table.
+    #[error("column {0:?} is not in the table's header")]
+    NoColumn(String),
+    /// Returned when a CSV or TSV row cannot be read.
+    #[error("line {line}: not a valid {format} row")]
+    Row {
+        /// 1-based line.
+        line: u64,
+        /// `CSV` or `TSV`.
+        format: &'static str,
+    },
+    /// Returned when a JSON Lines line is not a JSON object.
+    #[error("line {0} is not a JSON object")]
+    NotObject(usize),
+}
+
+/// How a column is handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Free text through the engine.
+    Text,
+    /// A keyed pseudonym.
+    Id,
+    /// A shifted date.
+    Date,
+    /// Emptied.
+    Redact,
+}
+
+/// The `--columns` list: column name → kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Columns(pub Vec<(String, Kind)>);
+
+impl Columns {
+    /// Parses `note=text,mrn=id,visit=date` (a name alone is `text`).
+    ///
+    /// # Errors
+    /// [`TableError::Spec`] naming the bad entry (1-based).
+    pub fn parse(spec: &str) -> Result<Columns, TableError> {
+        let mut out = Vec::new();
+        for (i, entry) in spec.split(',').enumerate() {
+            let entry = entry.trim();
+            if entry.is_empty() {
+                continue;
+            }
+            let (name, kind) = entry.rsplit_once('=').unwrap_or((entry, "text"));
+            let kind = match kind.trim() {
+                "text" => Kind::Text,
+                "id" => Kind::Id,
+                "date" => Kind::Date,
+                "redact" => Kind::Redact,
+                _ => return Err(TableError::Spec(i + 1)),
+            };
+            if name.trim().is_empty() {
+                return Err(TableError::Spec(i + 1));
+            }
+            out.push((name.trim().to_owned(), kind));
+        }
+        if out.is_empty() {
+            return Err(TableError::Spec(1));
+        }
+        Ok(Columns(out))
+    }
+}
+
+/// The file formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Comma-separated, with a header row.
+    Csv,
+    /// Tab-separated, with a header row.
+    Tsv,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+impl Format {
+    /// The format of a file by its extension (`.csv`, `.tsv`, `.jsonl`).
+    pub fn of_extension(ext: &str) -> Option<Format> {
+        match ext.to_ascii_lowercase().as_str() {
+            "csv" => Some(Format::Csv),
+            "tsv" | "tab" => Some(Format::Tsv),
+            "jsonl" => Some(Format::Jsonl),
+            _ => None,
+        }
+    }
+}
+
+/// One row: CSV/TSV cells, or a JSON object.
+#[derive(Clone, Debug)]
+enum Row {
+    Cells(Vec<String>),
+    Object(Map<String, Value>),
+}
+
+/// A table read into memory.
+#[derive(Clone, Debug)]
+pub struct Table {
+    format: Format,
+    header: Vec<String>,
+    rows: Vec<Row>,
+    /// The named columns with their positions (CSV/TSV) or keys (JSON Lines).
+    columns: Vec<(String, usize, Kind)>,
+    subject: Option<(String, usize)>,
+}
+
+impl Table {
+    /// Reads `text` and checks that every named column (and the subject column) exists.
+    ///
+    /// # Errors
+    /// [`TableError`] naming the line or the column.
+    pub fn read(
+        text: &str,
+        format: Format,
+        columns: &Columns,
+        subject_column: Option<&str>,
+    ) -> Result<Table, TableError> {
+        let (header, rows) = match format {
+            Format::Csv | Format::Tsv => read_delimited(text, format)?,
+            Format::Jsonl => read_jsonl(text)?,
+        };
+        let position = |name: &str| -> Result<usize, TableError> {
+            match format {
+                Format::Jsonl => Ok(0),
+                _ => header
+                    .iter()
+                    .position(|h| h == name)
+                    .ok_or_else(|| TableError::NoColumn(name.to_owned())),
+            }
+        };
+        let mut named = Vec::new();
+        for (name, kind) in &columns.0 {
+            named.push((name.clone(), position(name)?, *kind));
+        }
+        let subject = match subject_column {
+            Some(s) => Some((s.to_owned(), position(s)?)),
+            None => None,
+        };
+        Ok(Table {
+            format,
+            header,
+            rows,
+            columns: named,
+            subject,
+        })
+    }
+
+    /// The number of data rows.
+    pub fn rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn cell<'a>(row: &'a Row, name: &str, at: usize) -> Option<&'a str> {
+        match row {
+            Row::Cells(c) => c.get(at).map(String::as_str),
+            Row::Object(m) => m.get(name).and_then(Value::as_str),
+        }
+    }
+
+    /// The text cells, row by row, in the order [`Table::deidentify`] expects their
+    /// entities.
+    pub fn texts(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for row in &self.rows {
+            for (name, at, kind) in &self.columns {
+                if *kind == Kind::Text {
+                    out.push(Self::cell(row, name, *at).unwrap_or("").to_owned());
+                }
+            }
+        }
+        out
+    }
+
+    /// De-identifies the table in place: `spans[i]` are the entities of `texts()[i]`.
+    /// `opts` is the method or policy of text cells; `subject` the file's subject when
+    /// there is no subject column. Returns the number of cells changed.
+    pub fn deidentify(
+        &mut self,
+        spans: &[Vec<Span>],
+        key: &HashKey,
+        opts: &DeidOptions,
+        subject: Option<SubjectKey>,
+    ) -> usize {
+        let mut deids: HashMap<Option<String>, Deidentifier<rand::rngs::StdRng>> = HashMap::new();
+        let mut next = 0usize;
+        let mut changed = 0usize;
+        let columns = self.columns.clone();
+        for row in &mut self.rows {
+            let who = self
+                .subject
+                .as_ref()
+                .and_then(|(name, at)| Self::cell(row, name, *at))
+                .map(str::to_owned);
+            let deid = deids.entry(who.clone()).or_insert_with(|| {
+                use rand::SeedableRng;
+                let subject = match &who {
+                    Some(s) => Some(key.subject(s)),
+                    None => subject.clone(),
+                };
+                Deidentifier::new(
+                    DeidOptions {
+                        subject,
+                        ..opts.clone()
+                    },
+                    key,
+                    rand::rngs::StdRng::from_os_rng(),
+                )
+            });
+            for (name, at, kind) in &columns {
+                let value = Self::cell(row, name, *at).map(str::to_owned);
+                let new = match (kind, &value) {
+                    (Kind::Text, v) => {
+                        let found = spans.get(next).map(Vec::as_slice).unwrap_or(&[]);
+                        next += 1;
+                        v.as_ref().map(|v| deid.apply(v, found).text)
+                    }
+                    (_, None) => None,
+                    (Kind::Id, Some(v)) if v.is_empty() => None,
+                    (Kind::Id, Some(v)) => {
+                        let tag = key.audit_hash(&format!("phiguard-table-id\0{v}"));
+                        Some(format!("id_{}", &tag[tag.len() - 16..]))
+                    }
+                    (Kind::Date, Some(v)) => Some(deid.shift_date(v).unwrap_or_default()),
+                    (Kind::Redact, Some(_)) => Some(String::new()),
+                };
+                if let Some(new) = new {
+                    if value.as_deref() != Some(new.as_str()) {
+                        changed += 1;
+                    }
+                    set(row, name, *at, new);
+                }
+            }
+        }
+        changed
+    }
+
+    /// The table written back in its format.
+    ///
+    /// # Errors
+    /// Never in practice (writing to memory); a CSV writer error is reported as a row error.
+    pub fn write(&self) -> Result<String, TableError> {
+        match self.format {
+            Format::Jsonl => {
+                let mut out = String::new();
+                for row in &self.rows {
+                    if let Row::Object(m) = row {
+                        out.push_str(&Value::Object(m.clone()).to_string());
+                        out.push('\n');
+                    }
+                }
+                Ok(out)
+            }
+            Format::Csv | Format::Tsv => {
+                let err = |_| TableError::Row {
+                    line: 0,
+                    format: name_of(self.format),
+                };
+                let mut w = csv::WriterBuilder::new()
+                    .delimiter(delimiter(self.format))
+                    .from_writer(Vec::new());
+                w.write_record(&self.header).map_err(err)?;
+                for row in &self.rows {
+                    if let Row::Cells(c) = row {
+                        w.write_record(c).map_err(err)?;
+                    }
+                }
+                let bytes = w.into_inner().map_err(|_| TableError::Row {
+                    line: 0,
+                    format: name_of(self.format),
+                })?;
+                Ok(String::from_utf8_lossy(&bytes).into_owned())
+            }
+        }
+    }
+}
+
+fn set(row: &mut Row, name: &str, at: usize, value: String) {
+    match row {
+        Row::Cells(c) => {
+            if let Some(cell) = c.get_mut(at) {
+                *cell = value;
+            }
+        }
+        Row::Object(m) => {
+            m.insert(name.to_owned(), Value::String(value));
+        }
+    }
+}
+
+fn delimiter(format: Format) -> u8 {
+    if format == Format::Tsv {
+        b'\t'
+    } else {
+        b','
+    }
+}
+
+fn name_of(format: Format) -> &'static str {
+    match format {
+        Format::Tsv => "TSV",
+        _ => "CSV",
+    }
+}
+
+fn read_delimited(text: &str, format: Format) -> Result<(Vec<String>, Vec<Row>), TableError> {
+    let mut r = csv::ReaderBuilder::new()
+        .delimiter(delimiter(format))
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let err = |e: csv::Error| TableError::Row {
+        line: e.position().map_or(1, csv::Position::line),
+        format: name_of(format),
+    };
+    let header: Vec<String> = r
+        .headers()
+        .map_err(err)?
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    let mut rows = Vec::new();
+    for rec in r.records() {
+        let rec = rec.map_err(err)?;
+        rows.push(Row::Cells(rec.iter().map(str::to_owned).collect()));
+    }
+    Ok((header, rows))
+}
+
+fn read_jsonl(text: &str) -> Result<(Vec<String>, Vec<Row>), TableError> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(m)) => rows.push(Row::Object(m)),
+            _ => return Err(TableError::NotObject(i + 1)),
+        }
+    }
+    Ok((Vec::new(), rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::{Label, Source};
+
+    fn opts() -> DeidOptions {
+        DeidOptions::default()
+    }
+
+    /// Masks every occurrence of the given words in each text.
+    fn spans(texts: &[String], words: &[&str]) -> Vec<Vec<Span>> {
+        texts
+            .iter()
+            .map(|t| {
+                let idx = crate::detect::CharIndex::new(t);
+                words
+                    .iter()
+                    .flat_map(|w| {
+                        t.match_indices(w)
+                            .map(|(b, _)| b)
+                            .collect::<Vec<_>>()
+                            .into_iter()
+                            .map(move |b| (b, *w))
+                    })
+                    .map(|(b, w)| {
+                        let s = idx.char_at_byte(b);
+                        Span::new(s, s + w.chars().count(), Label::Person, 0.9, Source::Model)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    const CSV: &str = "patient,mrn,visit,note,ward\np1,4471,03/04/2021,\"Seen by Dr. Reyes,\nthen \"\"home\"\"\",A\np2,9921,2021-05-06,Plain note,B\np1,4471,03/09/2021,Reyes again,A\n";
+
+    #[test]
+    fn columns_parse_by_kind_and_bad_entries_are_named() {
+        let c = Columns::parse("note=text, mrn=id,visit=date,x=redact,other").expect("parses");
+        assert_eq!(c.0.len(), 5);
+        assert_eq!(c.0[4], ("other".to_owned(), Kind::Text));
+        assert_eq!(Columns::parse("a=text,b=nope"), Err(TableError::Spec(2)));
+        assert_eq!(Columns::parse(""), Err(TableError::Spec(1)));
+    }
+
+    #[test]
+    fn csv_keeps_its_shape_quoting_and_multi_line_cells() {
+        let cols = Columns::parse("note=text,mrn=id,visit=date").expect("parses");
+        let mut t = Table::read(CSV, Format::Csv, &cols, Some("patient")).expect("reads");
+        let texts = t.texts();
+        assert_eq!(texts[0], "Seen by Dr. Reyes,\nthen \"home\"");
+        let found = spans(&texts, &["Reyes"]);
+        t.deidentify(&found, &HashKey::from_bytes([5; 32]), &opts(), None);
+        let out = t.write().expect("writes");
+        let mut r = csv::Reader::from_reader(out.as_bytes());
+        assert_eq!(
+            r.headers().expect("header").iter().collect::<Vec<_>>(),
+            ["patient", "mrn", "visit", "note", "ward"]
+        );
+        let rows: Vec<Vec<String>> = r
+            .records()
+            .map(|x| x.expect("row").iter().map(str::to_owned).collect())
+            .collect();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0][3], "Seen by Dr. [person],\nthen \"home\"");
+        assert_eq!(rows[0][4], "A");
+        assert_eq!(rows[0][1], rows[2][1], "one MRN, one pseudonym");
+        assert!(rows[0][1].starts_with("id_") && !rows[0][1].contains("4471"));
+        // One patient, one offset: six days apart before and after.
+        let d = |s: &str| chrono::NaiveDate::parse_from_str(s, "%m/%d/%Y").expect("date");
+        assert_eq!((d(&rows[2][2]) - d(&rows[0][2])).num_days(), 5);
+        assert_ne!(rows[0][2], "03/04/2021");
+        assert_ne!(rows[1][2], "2021-05-06");
+    }
+
+    #[test]
+    fn a_missing_column_is_named_and_a_bad_row_has_its_line() {
+        let cols = Columns::parse("nope=text").expect("parses");
+        assert_eq!(
+            Table::read(CSV, Format::Csv, &cols, None).err(),
+            Some(TableError::NoColumn("nope".into()))
+        );
+        let cols = Columns::parse("note=text").expect("parses");
+        assert_eq!(
+            Table::read("{\"note\": 1}\n[2]\n", Format::Jsonl, &cols, None).err(),
+            Some(TableError::NotObject(2))
+        );
+    }
+
+    #[test]
+    fn jsonl_keeps_other_keys_and_their_order() {
+        let text = "{\"id\": 7, \"note\": \"Dr. Reyes saw her\", \"mrn\": \"A-1\", \"score\": 3}\n";
+        let cols = Columns::parse("note=text,mrn=redact").expect("parses");
+        let mut t = Table::read(text, Format::Jsonl, &cols, None).expect("reads");
+        let found = spans(&t.texts(), &["Reyes"]);
+        t.deidentify(&found, &HashKey::from_bytes([5; 32]), &opts(), None);
+        assert_eq!(
+            t.write().expect("writes"),
+            "{\"id\":7,\"note\":\"Dr. [person] saw her\",\"mrn\":\"\",\"score\":3}\n"
+        );
+    }
+}
