@@ -101,6 +101,11 @@ const GROUPS: &[Group] = &[
         "OpenMed-compatible detection and de-identification",
         |p| p.starts_with("/pii/") || p == "/analyze",
     ),
+    (
+        "fhir",
+        "FHIR R4 resources, Bundles and NDJSON de-identified in their own shape",
+        |p| p.starts_with("/fhir/"),
+    ),
     ("admin", "the admin API (admin token)", |p| {
         p.starts_with("/admin/")
     }),
