@@ -1,8 +1,10 @@
 //! `Narrative.div`: the text nodes of an XHTML fragment de-identified, the markup kept.
 //!
 //! The engine reads the text nodes as a reader sees them: entities decoded (`&quot;Jim&quot;`
-//! reads `"Jim"`), and nodes joined by a space unless one side already has one (so a name
-//! split over `<td>`s or `<b>` is still one name). Entities found there are cut at node
+//! reads `"Jim"`), nodes on either side of an inline tag (`<b>`, `<span>`) joined as they
+//! render (so `Peter <b>Chalmers</b>` is one name), and a line break where a block starts
+//! or ends (`<td>`, `<p>`, `<br/>`: a table's cells are separate fields, and a name in one
+//! does not run into the heading of the next). Entities found there are cut at node
 //! boundaries; each node is rewritten from its raw text, its replacements XML-escaped, so
 //! everything not replaced stays byte for byte. Tags, attributes and comments are copied as
 //! they are: narrative XHTML may not carry scripts or events, and attribute values are not
@@ -15,12 +17,57 @@ use crate::deid::Deidentifier;
 use crate::detect::Span;
 
 /// One text node: its raw byte range in the fragment, its decoded text, the raw byte range
-/// of each decoded character, and its first code point in the joined text.
+/// of each decoded character, its first code point in the joined text, and whether a block
+/// boundary comes before it.
 struct Node {
     raw: (usize, usize),
     text: String,
     bytes: Vec<(usize, usize)>,
     at: usize,
+    block: bool,
+}
+
+/// XHTML elements that start a new line of text where they open or close.
+const BLOCKS: &[&str] = &[
+    "address",
+    "blockquote",
+    "br",
+    "caption",
+    "dd",
+    "div",
+    "dl",
+    "dt",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "table",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "ul",
+];
+
+/// True when the tag `<…>` is a block element's start or end tag.
+fn is_block(tag: &str) -> bool {
+    let name: String = tag
+        .trim_start_matches('<')
+        .trim_start_matches('/')
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    BLOCKS.contains(&name.as_str())
 }
 
 /// The decoded form of an entity at the start of `s` (`&amp;`, `&#39;`, `&#x27;`) and its
@@ -52,6 +99,7 @@ fn nodes(div: &str) -> Vec<Node> {
     let mut out: Vec<Node> = Vec::new();
     let mut pos = 0;
     let mut at = 0;
+    let mut block = false;
     while pos < div.len() {
         if div[pos..].starts_with('<') {
             let close = if div[pos..].starts_with("<!--") {
@@ -59,9 +107,11 @@ fn nodes(div: &str) -> Vec<Node> {
             } else {
                 ">"
             };
-            pos = div[pos..]
+            let end = div[pos..]
                 .find(close)
                 .map_or(div.len(), |i| pos + i + close.len());
+            block |= is_block(&div[pos..end]);
+            pos = end;
             continue;
         }
         let end = div[pos..].find('<').map_or(div.len(), |i| pos + i);
@@ -80,17 +130,18 @@ fn nodes(div: &str) -> Vec<Node> {
             bytes.push((i, i + len));
             i += len;
         }
+        let block_before = block && !out.is_empty();
         if let Some(prev) = out.last() {
-            let spaced =
-                prev.text.ends_with(char::is_whitespace) || text.starts_with(char::is_whitespace);
-            at = prev.at + prev.bytes.len() + usize::from(!spaced);
+            at = prev.at + prev.bytes.len() + usize::from(block_before);
         }
         out.push(Node {
             raw: (pos, end),
             text,
             bytes,
             at,
+            block: block_before,
         });
+        block = false;
         pos = end;
     }
     out
@@ -99,14 +150,11 @@ fn nodes(div: &str) -> Vec<Node> {
 /// The text the engine reads.
 pub(super) fn plain(div: &str) -> String {
     let mut out = String::new();
-    let mut len = 0;
     for n in nodes(div) {
-        while len < n.at {
-            out.push(' ');
-            len += 1;
+        if n.block {
+            out.push('\n');
         }
         out.push_str(&n.text);
-        len += n.bytes.len();
     }
     out
 }
@@ -175,7 +223,9 @@ mod tests {
     #[test]
     fn text_nodes_are_read_decoded_and_joined_as_a_reader_sees_them() {
         let div = r#"<div xmlns="http://www.w3.org/1999/xhtml"><!-- a <b> --><p>John <b>Smith</b> (&quot;Jo&quot;)</p><p>Next</p></div>"#;
-        assert_eq!(plain(div), "John Smith (\"Jo\") Next");
+        assert_eq!(plain(div), "John Smith (\"Jo\")\nNext");
+        let table = "<table><tr><td>Name</td><td>Peter</td></tr><tr><td>Address</td></tr></table>";
+        assert_eq!(plain(table), "Name\nPeter\nAddress");
     }
 
     #[test]
