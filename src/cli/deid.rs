@@ -365,14 +365,17 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         return Err(Failure::usage("--subject-from needs input paths, not -"));
     }
     let fhir_profile = match &args.fhir_profile {
-        Some(name) => crate::fhir::Profile::parse(name).ok_or_else(|| {
+        Some(name) => Some(crate::fhir::Profile::parse(name).ok_or_else(|| {
             Failure::usage(format!(
                 "--fhir-profile must be one of: {}",
                 crate::fhir::Profile::NAMES.join(", ")
             ))
-        })?,
-        None => crate::fhir::Profile::default(),
+        })?),
+        None => None,
     };
+    let fhir_profile = settings
+        .fhir_profile(fhir_profile)
+        .map_err(|e| Failure::usage(format!("fhir.actions: {e}")))?;
     let columns = match &args.columns {
         Some(spec) => {
             Some(crate::tables::Columns::parse(spec).map_err(|e| Failure::usage(e.to_string()))?)

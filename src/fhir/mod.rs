@@ -46,7 +46,7 @@ use serde_json::{Map, Value};
 use crate::deid::{DeidOptions, Deidentifier, HashKey, SubjectKey};
 use crate::detect::Span;
 
-pub use profile::{ElementAction, Profile};
+pub use profile::{ElementAction, Profile, ProfileError};
 use walk::{Site, TextKind};
 
 /// Errors reading a FHIR document. Messages name a position or a rule, never a value.

@@ -16,6 +16,9 @@
 //! | resource ids, `fullUrl`, references | re-pointed (same target, new id) | re-pointed |
 //! | free text | `hipaa_expert_review_assist`: PHI masked, dates shifted by the patient's offset, ages over 89 as `90+` | `clinical_preserve`: surrogates, dates shifted, ages over 89 as `90+` |
 //!
+//! The settings choose the default profile (`fhir.profile`) and change single elements over
+//! it (`fhir.actions`, [`Profile::with_actions`]); a request or `--fhir-profile` names another.
+//!
 //! # Why Safe Harbor shifts dates here
 //!
 //! A record whose dates are cut to years loses every interval (length of stay, time to
@@ -148,6 +151,94 @@ impl Profile {
     }
 }
 
+/// Why an actions list (`fhir.actions`) was refused; names the entry by position.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProfileError {
+    /// Returned when an entry is not `ELEMENT=ACTION` with a known element and action.
+    #[error("entry {0} is not ELEMENT=ACTION (elements: {elements}; actions: {actions})", elements = Profile::ELEMENTS.join(", "), actions = ElementAction::NAMES.join(", "))]
+    Shape(usize),
+    /// Returned when the action cannot apply to the element (a name cannot be date-shifted).
+    #[error("entry {0}: that action does not apply to that element")]
+    Mismatch(usize),
+}
+
+impl ElementAction {
+    fn parse(name: &str) -> Option<ElementAction> {
+        use ElementAction::*;
+        Some(match name {
+            "keep" => Keep,
+            "redact" => Redact,
+            "pseudonymize" | "pseudonymise" => Pseudonymize,
+            "date_shift" => DateShift,
+            "generalize" | "generalise" => Generalize,
+            "hash" => Hash,
+            _ => return None,
+        })
+    }
+}
+
+impl Profile {
+    /// The element kinds an actions list may name.
+    pub const ELEMENTS: [&'static str; 10] = [
+        "names",
+        "telecom",
+        "address_lines",
+        "city",
+        "state",
+        "country",
+        "postal_code",
+        "identifiers",
+        "birth_date",
+        "dates",
+    ];
+
+    /// This profile with `ELEMENT=ACTION` entries applied over it (the settings'
+    /// `fhir.actions`). Dates take keep, redact, date_shift or generalize (to a year); a
+    /// ZIP code generalizes to three digits; the other elements take keep, redact,
+    /// pseudonymize or hash.
+    ///
+    /// # Errors
+    /// [`ProfileError`] naming the first bad entry (1-based).
+    pub fn with_actions<S: AsRef<str>>(mut self, entries: &[S]) -> Result<Profile, ProfileError> {
+        use ElementAction::*;
+        for (i, entry) in entries.iter().enumerate() {
+            let entry = entry.as_ref().trim();
+            if entry.is_empty() {
+                continue;
+            }
+            let (element, action) = entry.split_once('=').ok_or(ProfileError::Shape(i + 1))?;
+            let action = ElementAction::parse(action.trim().to_ascii_lowercase().as_str())
+                .ok_or(ProfileError::Shape(i + 1))?;
+            let element = element.trim().to_ascii_lowercase();
+            let dated = matches!(element.as_str(), "birth_date" | "dates");
+            let fits = match action {
+                Keep | Redact => true,
+                DateShift => dated,
+                Generalize => dated || element == "postal_code",
+                Pseudonymize | Hash => !dated,
+            };
+            let slot = match element.as_str() {
+                "names" => &mut self.names,
+                "telecom" => &mut self.telecom,
+                "address_lines" => &mut self.address_lines,
+                "city" => &mut self.city,
+                "state" => &mut self.state,
+                "country" => &mut self.country,
+                "postal_code" => &mut self.postal_code,
+                "identifiers" => &mut self.identifiers,
+                "birth_date" => &mut self.birth_date,
+                "dates" => &mut self.dates,
+                _ => return Err(ProfileError::Shape(i + 1)),
+            };
+            if !fits {
+                return Err(ProfileError::Mismatch(i + 1));
+            }
+            *slot = action;
+        }
+        Ok(self)
+    }
+}
+
 impl Default for Profile {
     fn default() -> Self {
         Profile::safe_harbor()
@@ -205,6 +296,23 @@ mod tests {
         assert_eq!(zip3("SW1A 1AA"), None);
         assert_eq!(zip3("1234"), None);
         assert_eq!(zip3("123456"), None);
+    }
+
+    #[test]
+    fn actions_override_the_profile_and_bad_entries_are_named() {
+        let p = Profile::safe_harbor()
+            .with_actions(&["names=pseudonymize", " postal_code = redact ", ""])
+            .expect("valid");
+        assert_eq!(p.names, ElementAction::Pseudonymize);
+        assert_eq!(p.postal_code, ElementAction::Redact);
+        assert_eq!(p.dates, ElementAction::DateShift);
+        let bad = |e: &str| Profile::safe_harbor().with_actions(&[e]).err();
+        assert_eq!(bad("names"), Some(ProfileError::Shape(1)));
+        assert_eq!(bad("nose=keep"), Some(ProfileError::Shape(1)));
+        assert_eq!(bad("names=shred"), Some(ProfileError::Shape(1)));
+        assert_eq!(bad("names=date_shift"), Some(ProfileError::Mismatch(1)));
+        assert_eq!(bad("dates=hash"), Some(ProfileError::Mismatch(1)));
+        assert!(!format!("{}", ProfileError::Shape(2)).is_empty());
     }
 
     #[test]

@@ -43,7 +43,8 @@ impl From<FhirError> for ApiError {
 struct Request {
     body: String,
     format: Format,
-    profile: Profile,
+    /// The profile the request names (else the settings' `fhir.profile`).
+    profile: Option<Profile>,
     model: Option<String>,
     subject: Option<String>,
     date_shift_days: Option<i64>,
@@ -92,14 +93,14 @@ impl Request {
         let mut req = Request {
             body: body.to_owned(),
             format: format_of(headers),
-            profile: Profile::default(),
+            profile: None,
             model: None,
             subject: None,
             date_shift_days: None,
         };
         for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
             match k.as_ref() {
-                "profile" | "policy" => req.profile = profile(&v)?,
+                "profile" | "policy" => req.profile = Some(profile(&v)?),
                 "model_name" | "model" => req.model = Some(v.into_owned()),
                 "date_shift_days" => {
                     let n = v.parse::<i64>().map_err(|_| {
@@ -149,7 +150,7 @@ impl Request {
                 "resource" => resource = p.get("resource").cloned(),
                 "profile" | "policy" => {
                     req_text(text, name)?;
-                    self.profile = profile(text.unwrap_or(""))?;
+                    self.profile = Some(profile(text.unwrap_or(""))?);
                 }
                 "subject" => self.subject = Some(req_text(text, name)?.to_owned()),
                 "model" | "model_name" => self.model = Some(req_text(text, name)?.to_owned()),
@@ -221,8 +222,13 @@ async fn run(
             .collect();
         joined.split(&kept)
     };
+    // The settings were checked when they were loaded or changed: their actions apply.
+    let profile = st
+        .settings()
+        .fhir_profile(req.profile)
+        .map_err(|_| ApiError::Internal)?;
     let options = Options {
-        profile: req.profile,
+        profile,
         subject: req.subject.as_deref().map(|s| st.hash_key.subject(s)),
         date_shift_days: req.date_shift_days,
         reference_year: None,
@@ -289,7 +295,7 @@ mod tests {
         ]})
         .to_string();
         let req = Request::read(&HeaderMap::new(), None, body.as_bytes()).expect("reads");
-        assert_eq!(req.profile, Profile::pseudonymize());
+        assert_eq!(req.profile, Some(Profile::pseudonymize()));
         assert_eq!(req.subject.as_deref(), Some("s-1"));
         assert_eq!(req.date_shift_days, Some(12));
         assert!(req.body.contains("\"Patient\""));

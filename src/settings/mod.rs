@@ -118,6 +118,10 @@ pub enum Conflict {
     /// long, or a `/regex/` that does not compile (named by position, never by content).
     #[error("deid.allow_terms / deid.deny_terms (PHIGUARD_ALLOW_TERMS, PHIGUARD_DENY_TERMS): {0}")]
     Terms(#[source] crate::detect::TermsError),
+    /// Returned when `fhir.actions` names an unknown element or action, or an action that
+    /// does not apply to its element.
+    #[error("fhir.actions (PHIGUARD_FHIR_ACTIONS): {0}")]
+    FhirActions(#[source] crate::fhir::ProfileError),
     /// Returned when a configured key is not 64 hex digits (its value is never shown).
     #[error("{env} must be 64 hex digits (32 random bytes, e.g. `openssl rand -hex 32`)")]
     Key {
@@ -269,6 +273,7 @@ impl Settings {
         crate::detect::LabelThresholds::parse(self.get(keys::MODELS_LABEL_THRESHOLDS))
             .map_err(Conflict::LabelThresholds)?;
         self.terms().map_err(Conflict::Terms)?;
+        self.fhir_profile(None).map_err(Conflict::FhirActions)?;
         if self.get(keys::RETRY_BACKOFF_MAX_SECONDS) < self.get(keys::RETRY_BACKOFF_INITIAL_SECONDS)
         {
             return Err(Conflict::Backoff);
@@ -281,6 +286,21 @@ impl Settings {
             }
         }
         Ok(())
+    }
+
+    /// The FHIR profile named `name` (or `fhir.profile`) with `fhir.actions` applied over
+    /// it; `None` name falls back to the setting.
+    ///
+    /// # Errors
+    /// [`crate::fhir::ProfileError`] naming the bad entry of `fhir.actions`.
+    pub fn fhir_profile(
+        &self,
+        name: Option<crate::fhir::Profile>,
+    ) -> Result<crate::fhir::Profile, crate::fhir::ProfileError> {
+        let base = name.unwrap_or_else(|| {
+            crate::fhir::Profile::parse(self.get(keys::FHIR_PROFILE)).unwrap_or_default()
+        });
+        base.with_actions(self.get(keys::FHIR_ACTIONS))
     }
 
     /// The compiled allow and deny lists (`deid.allow_terms`, `deid.deny_terms`).

@@ -275,6 +275,11 @@ settings! {
         "terms never masked (a clinic's drug or device names, staff roles): words, case-insensitive, or /regex/; at most 256")),
     DEID_DENY_TERMS: Items = none("none", d("deid.deny_terms", "PHIGUARD_DENY_TERMS", None, Kind::List, "",
         "terms always masked (study site names, local nicknames): words, case-insensitive, or /regex/; at most 256; deny wins over allow")),
+    // FHIR
+    FHIR_PROFILE: Text = d("fhir.profile", "PHIGUARD_FHIR_PROFILE", None, Kind::Enum(&["hipaa_safe_harbor", "pseudonymize"]), "hipaa_safe_harbor",
+        "profile of /fhir/deidentify and of FHIR files in `phiguard deid` when none is named (a request's `profile` wins)"),
+    FHIR_ACTIONS: Items = none("none (the profile's own actions)", d("fhir.actions", "PHIGUARD_FHIR_ACTIONS", None, Kind::List, "",
+        "per-element actions over the profile, ELEMENT=ACTION,… (elements: names, telecom, address_lines, city, state, country, postal_code, identifiers, birth_date, dates; actions: keep, redact, pseudonymize, date_shift, generalize, hash)")),
 }
 
 /// Finds a row by key.
