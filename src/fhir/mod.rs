@@ -464,7 +464,7 @@ impl State<'_> {
             Site::Address => self.address(node, patient),
             Site::Identifier => self.identifier(node, patient),
             Site::BirthDate => self.birth_date(node, patient),
-            Site::Date => self.date(node, patient),
+            Site::Date(instant) => self.date(node, instant, patient),
             Site::AttachmentUrl | Site::Photo | Site::BinaryData => {
                 *node = Value::Null;
                 true
@@ -654,7 +654,7 @@ impl State<'_> {
         true
     }
 
-    fn date(&mut self, node: &mut Value, patient: Option<&str>) -> bool {
+    fn date(&mut self, node: &mut Value, instant: bool, patient: Option<&str>) -> bool {
         let Value::String(d) = node else { return false };
         let new = match self.opts.profile.dates {
             ElementAction::Keep => return false,
@@ -662,8 +662,9 @@ impl State<'_> {
                 let days = self.deid(patient).shift_days();
                 dates::shift(d, days)
             }
+            // A year is a valid date and dateTime; an instant is removed instead.
             ElementAction::Generalize => dates::year_of(d)
-                .filter(|_| !d.contains('T'))
+                .filter(|_| !instant)
                 .map(|y| format!("{y:04}")),
             _ => None,
         };

@@ -40,8 +40,9 @@ pub(super) enum Site {
     Identifier,
     /// A `birthDate` string.
     BirthDate,
-    /// Any other date, dateTime or instant string.
-    Date,
+    /// Any other date, dateTime or instant string; `true` for an instant (which FHIR
+    /// requires to the second, so it cannot be cut to a year).
+    Date(bool),
     /// `Attachment.url`.
     AttachmentUrl,
     /// A `photo` element.
@@ -70,6 +71,17 @@ const TEXT_KEYS: &[&str] = &[
     "note",
     "display",
     "authorString",
+];
+
+/// Keys whose dates are FHIR `instant`s.
+const INSTANT_KEYS: &[&str] = &[
+    "issued",
+    "lastUpdated",
+    "timestamp",
+    "recorded",
+    "effectiveInstant",
+    "valueInstant",
+    "instant",
 ];
 
 /// String keys that are codes or addresses, never dates or text, whatever they look like.
@@ -261,7 +273,8 @@ fn string_site(key: &str, s: &str, shape: &Shape) -> Option<Site> {
     if text {
         return Some(Site::Text(TextKind::Plain));
     }
-    (!CODE_KEYS.contains(&key) && dates::is_date(s)).then_some(Site::Date)
+    (!CODE_KEYS.contains(&key) && dates::is_date(s))
+        .then(|| Site::Date(INSTANT_KEYS.contains(&key)))
 }
 
 /// The visitor: the site, the element, and the patient whose it is.
@@ -324,7 +337,7 @@ fn child_of(
 ) {
     match child {
         Value::String(s) => match string_site(key, s, shape) {
-            Some(Site::Date) if birth => f(Site::BirthDate, child, patient),
+            Some(Site::Date(_)) if birth => f(Site::BirthDate, child, patient),
             Some(site) => f(site, child, patient),
             None => {}
         },

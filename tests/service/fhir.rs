@@ -357,3 +357,29 @@ async fn a_failing_model_fails_fast_with_503_and_retry_after() {
     assert!(!body.to_string().contains("Chalmers"));
     t.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_settings_change_single_elements_over_the_profile() {
+    let mut env = rules_server();
+    env.push((
+        "PHIGUARD_FHIR_ACTIONS",
+        "names=pseudonymize,postal_code=redact,dates=generalize",
+    ));
+    let t = TestServer::start(&env).await;
+    let r = post_fhir(
+        &t,
+        "/fhir/deidentify",
+        "application/fhir+json",
+        BUNDLE.to_owned(),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let out: Value = r.json().await.expect("json");
+    let patient = &out["entry"][0]["resource"];
+    let family = patient["name"][0]["family"].as_str().expect("a surrogate");
+    assert_ne!(family, "Chalmers");
+    assert!(patient["address"][0].get("postalCode").is_none());
+    assert_eq!(out["entry"][1]["resource"]["period"]["start"], "2013");
+    assert_eq!(leaks(&out), Vec::<&str>::new(), "{out:#}");
+    t.shutdown().await;
+}
