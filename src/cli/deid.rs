@@ -304,6 +304,47 @@ fn write_output(dest: &Path, body: &[u8], force: bool) -> std::io::Result<()> {
 /// Entities transformed in one file, by wire label (for the summary).
 type LabelCounts = BTreeMap<&'static str, usize>;
 
+/// The entities of each of `texts` at `threshold` or above, from one engine call over the
+/// texts joined (no call when there is no text): a FHIR document or a table is one call.
+async fn detect_each(
+    engine: &crate::engine::Engine,
+    id: &str,
+    texts: &[crate::fhir::Text],
+    threshold: f32,
+) -> Result<Vec<Vec<crate::detect::Span>>, String> {
+    let joined = crate::fhir::Joined::of(texts);
+    if joined.text.trim().is_empty() {
+        return Ok(joined.nothing());
+    }
+    let spans = detect_one(engine, id, &joined.text, threshold).await?;
+    Ok(joined.split(&spans))
+}
+
+/// The entities of `text` at `threshold` or above (no deadline: a file takes what it takes).
+async fn detect_one(
+    engine: &crate::engine::Engine,
+    id: &str,
+    text: &str,
+    threshold: f32,
+) -> Result<Vec<crate::detect::Span>, String> {
+    let copts = CallOptions {
+        deadline: Deadline::unbounded(engine.guard().clock().now()),
+        fallback_rules: false,
+        keep_alive: None,
+        terms: None,
+        configured_terms: true,
+    };
+    let det = engine
+        .detect(id, Arc::from(text), &copts)
+        .await
+        .map_err(|e| format!("detection failed: {e}"))?;
+    Ok(det
+        .spans
+        .into_iter()
+        .filter(|s| s.score >= threshold)
+        .collect())
+}
+
 pub(super) fn run(args: Args) -> Result<(), Failure> {
     let method = method(&args.method)?;
     let policy = match &args.policy {
@@ -409,22 +450,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             let key = key.clone();
             let threshold = args.threshold as f32;
             async move {
-                let copts = CallOptions {
-                    deadline: Deadline::unbounded(engine.guard().clock().now()),
-                    fallback_rules: false,
-                    keep_alive: None,
-                    terms: None,
-                    configured_terms: true,
-                };
-                let det = engine
-                    .detect(&id, Arc::from(text.as_str()), &copts)
-                    .await
-                    .map_err(|e| format!("detection failed: {e}"))?;
-                let spans: Vec<_> = det
-                    .spans
-                    .into_iter()
-                    .filter(|s| s.score >= threshold)
-                    .collect();
+                let spans = detect_one(&engine, &id, &text, threshold).await?;
                 let mut d = Deidentifier::new(opts, &key, rand::rng());
                 let out = d.apply(&text, &spans);
                 let mut entities = BTreeMap::new();
@@ -452,28 +478,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 let mut doc =
                     crate::fhir::Document::parse(&text, format, crate::fhir::Limits::default())
                         .map_err(|e| e.to_string())?;
-                let joined = crate::fhir::Joined::of(&doc.texts());
-                let spans = if joined.text.trim().is_empty() {
-                    joined.nothing()
-                } else {
-                    let copts = CallOptions {
-                        deadline: Deadline::unbounded(engine.guard().clock().now()),
-                        fallback_rules: false,
-                        keep_alive: None,
-                        terms: None,
-                        configured_terms: true,
-                    };
-                    let det = engine
-                        .detect(&id, Arc::from(joined.text.as_str()), &copts)
-                        .await
-                        .map_err(|e| format!("detection failed: {e}"))?;
-                    let kept: Vec<_> = det
-                        .spans
-                        .into_iter()
-                        .filter(|s| s.score >= threshold)
-                        .collect();
-                    joined.split(&kept)
-                };
+                let spans = detect_each(&engine, &id, &doc.texts(), threshold).await?;
                 let stats = doc.deidentify(&spans, &key, &options);
                 let mut done = LabelCounts::new();
                 done.insert("fhir_text_entities", stats.text_entities);
@@ -496,34 +501,12 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 let mut table =
                     crate::tables::Table::read(&text, format, &columns, subject_column.as_deref())
                         .map_err(|e| e.to_string())?;
-                let joined = crate::fhir::Joined::of(
-                    &table
-                        .texts()
-                        .into_iter()
-                        .map(|text| crate::fhir::Text { text })
-                        .collect::<Vec<_>>(),
-                );
-                let spans = if joined.text.trim().is_empty() {
-                    joined.nothing()
-                } else {
-                    let copts = CallOptions {
-                        deadline: Deadline::unbounded(engine.guard().clock().now()),
-                        fallback_rules: false,
-                        keep_alive: None,
-                        terms: None,
-                        configured_terms: true,
-                    };
-                    let det = engine
-                        .detect(&id, Arc::from(joined.text.as_str()), &copts)
-                        .await
-                        .map_err(|e| format!("detection failed: {e}"))?;
-                    let kept: Vec<_> = det
-                        .spans
-                        .into_iter()
-                        .filter(|s| s.score >= threshold)
-                        .collect();
-                    joined.split(&kept)
-                };
+                let texts: Vec<crate::fhir::Text> = table
+                    .texts()
+                    .into_iter()
+                    .map(|text| crate::fhir::Text { text })
+                    .collect();
+                let spans = detect_each(&engine, &id, &texts, threshold).await?;
                 let changed = table.deidentify(&spans, &key, &opts, subject);
                 let mut done = LabelCounts::new();
                 done.insert("table_cells_changed", changed);
