@@ -378,3 +378,34 @@ fn spans_over_joined_texts_come_back_to_their_texts() {
     assert_eq!(at(&out[0]), [(1, 2)]);
     assert_eq!(at(&out[1]), [(0, 1), (2, 4)]);
 }
+
+#[test]
+fn extensions_of_structured_types_and_message_payloads_are_handled() {
+    let p = json!({
+        "resourceType": "Patient",
+        "id": "p9",
+        "extension": [
+            {"url": "http://hl7.org/fhir/StructureDefinition/patient-birthPlace",
+             "valueAddress": {"city": "Springfield", "state": "IL", "country": "US"}},
+            {"url": "http://hl7.org/fhir/StructureDefinition/patient-mothersMaidenName",
+             "valueHumanName": {"family": "Okafor"}}
+        ]
+    });
+    let c = json!({
+        "resourceType": "Communication", "id": "c1", "status": "completed",
+        "subject": {"reference": "Patient/p9"},
+        "payload": [{"contentString": "Please call Dr. Reyes at 617-555-0142."}]
+    });
+    let body = format!("{p}\n{c}\n");
+    let (doc, _) = run(&body, Format::Ndjson, &[], &opts(Profile::safe_harbor()));
+    let out = Value::Array(doc.values().to_vec());
+    assert_eq!(
+        leaks(&out, &["Springfield", "Okafor", "Reyes", "617-555-0142"]),
+        Vec::<String>::new(),
+        "{out}"
+    );
+    assert_eq!(
+        doc.values()[0]["extension"][0]["valueAddress"]["state"],
+        "IL"
+    );
+}

@@ -62,6 +62,7 @@ const TEXT_KEYS: &[&str] = &[
     "text",
     "valueString",
     "valueMarkdown",
+    "contentString",
     "description",
     "comment",
     "conclusion",
@@ -240,12 +241,18 @@ fn is_text_type(ct: &str) -> bool {
 }
 
 fn object_site(key: &str, m: &Map<String, Value>) -> Option<Site> {
+    // An extension's value of a structured type is that type (`valueAddress` of the
+    // birth place, `valueHumanName` of a mother's maiden name).
     match key {
         "photo" => Some(Site::Photo),
-        "name" if is_name(m) => Some(Site::Name),
-        "telecom" if m.contains_key("value") || m.contains_key("system") => Some(Site::Telecom),
-        "address" if is_address(m) || m.contains_key("text") => Some(Site::Address),
-        "identifier" if m.contains_key("value") => Some(Site::Identifier),
+        "name" | "valueHumanName" if is_name(m) => Some(Site::Name),
+        "telecom" | "valueContactPoint" if m.contains_key("value") || m.contains_key("system") => {
+            Some(Site::Telecom)
+        }
+        "address" | "valueAddress" if is_address(m) || m.contains_key("text") => {
+            Some(Site::Address)
+        }
+        "identifier" | "valueIdentifier" if m.contains_key("value") => Some(Site::Identifier),
         _ => None,
     }
 }
