@@ -244,26 +244,31 @@ impl Document {
         self.format
     }
 
-    /// The free text to run detection on, in the order [`Document::deidentify`] expects
-    /// their spans.
-    pub fn texts(&self) -> Vec<Text> {
+    /// The free text to run detection on under `profile`, in the order
+    /// [`Document::deidentify`] expects their spans.
+    pub fn texts(&self, profile: &Profile) -> Vec<Text> {
         let mut copy = self.values.clone();
         let patients = walk::Patients::of(&copy);
         let mut out = Vec::new();
         for v in &mut copy {
-            walk::walk(v, &patients, &mut |site, node, _| {
-                if let Site::Text(kind) = site {
+            walk::walk(v, &patients, &mut |site, node, _, path| {
+                // An element with an action of its own is not read as free text.
+                if profile.path_action(path).is_some() {
+                    return false;
+                }
+                if let Some(Site::Text(kind)) = site {
                     if let Some(text) = walk::text_of(kind, node) {
                         out.push(Text { text });
                     }
                 }
+                true
             });
         }
         out
     }
 
     /// De-identifies the document in place: `spans[i]` are the entities found in
-    /// `texts()[i]` (code-point offsets).
+    /// `texts(&opts.profile)[i]` (code-point offsets).
     pub fn deidentify(&mut self, spans: &[Vec<Span>], key: &HashKey, opts: &Options) -> Stats {
         let patients = walk::Patients::of(&self.values);
         let id_key = match &opts.subject {
@@ -284,23 +289,35 @@ impl Document {
                 resources: patients.resources,
                 ..Stats::default()
             },
+            path: String::new(),
         };
         let mut next_text = 0usize;
         for v in &mut self.values {
-            walk::walk(v, &patients, &mut |site, node, patient| {
-                if let Site::Text(kind) = site {
-                    if walk::text_of(kind, node).is_none() {
-                        // Data declared as text that is not UTF-8 cannot be read: removed.
-                        *node = Value::Null;
-                        return;
-                    }
-                    let empty = Vec::new();
-                    let found = spans.get(next_text).unwrap_or(&empty);
-                    next_text += 1;
-                    state.text(kind, node, found, patient);
-                } else {
-                    state.element(site, node, patient);
+            walk::walk(v, &patients, &mut |site, node, patient, path| {
+                if let Some(action) = opts.profile.path_action(path) {
+                    state.by_path(action, node, patient);
+                    return false;
                 }
+                match site {
+                    Some(Site::Text(kind)) => {
+                        if walk::text_of(kind, node).is_none() {
+                            // Data declared as text that is not UTF-8 cannot be read: removed.
+                            *node = Value::Null;
+                            return false;
+                        }
+                        let empty = Vec::new();
+                        let found = spans.get(next_text).unwrap_or(&empty);
+                        next_text += 1;
+                        state.text(kind, node, found, patient);
+                    }
+                    Some(site) => {
+                        state.path.clear();
+                        state.path.push_str(path);
+                        state.element(site, node, patient);
+                    }
+                    None => {}
+                }
+                true
             });
             prune(v);
         }
@@ -405,6 +422,9 @@ struct State<'a> {
     /// One transformer per patient (`None`: resources of no patient).
     deids: HashMap<Option<String>, Deidentifier<rand::rngs::StdRng>>,
     stats: Stats,
+    /// The path of the element being handled, so a field with an action of its own (by
+    /// path) is left to that action.
+    path: String,
 }
 
 impl State<'_> {
@@ -478,6 +498,28 @@ impl State<'_> {
         }
     }
 
+    /// An element with an action of its own (`fhir.actions` by path): kept, removed, a
+    /// keyed hash of a string, or a date shifted or cut to its year (anything else that
+    /// such an action meets is removed).
+    fn by_path(&mut self, action: ElementAction, node: &mut Value, patient: Option<&str>) {
+        let text = node.as_str().map(str::to_owned);
+        let new = match (action, text) {
+            (ElementAction::Keep, _) => return,
+            (ElementAction::Hash, Some(t)) => {
+                let tag = self.key.audit_hash(&format!("phiguard-fhir-path\0{t}"));
+                Some(format!("hash_{}", &tag[tag.len() - 16..]))
+            }
+            (ElementAction::DateShift, Some(t)) => {
+                let days = self.deid(patient).shift_days();
+                dates::shift(&t, days)
+            }
+            (ElementAction::Generalize, Some(t)) => dates::year_of(&t).map(|y| format!("{y:04}")),
+            _ => None,
+        };
+        *node = new.map_or(Value::Null, Value::String);
+        self.stats.elements += 1;
+    }
+
     /// Applies `action` to a string with the transformer's `label` handling: the same
     /// surrogate, hash or offset as the same value gets in free text.
     fn value(
@@ -505,6 +547,14 @@ impl State<'_> {
         }
     }
 
+    /// True when `field` of the element being handled has an action of its own by path.
+    fn by_own_path(&self, field: &str) -> bool {
+        self.opts
+            .profile
+            .path_action(&format!("{}.{field}", self.path))
+            .is_some()
+    }
+
     fn set(
         &mut self,
         obj: &mut Map<String, Value>,
@@ -513,12 +563,12 @@ impl State<'_> {
         label: crate::detect::Label,
         patient: Option<&str>,
     ) -> bool {
+        if action == ElementAction::Keep || self.by_own_path(field) {
+            return false;
+        }
         let Some(v) = obj.get_mut(field) else {
             return false;
         };
-        if action == ElementAction::Keep {
-            return false;
-        }
         let new = match v {
             Value::String(s) => {
                 let s = s.clone();
@@ -550,7 +600,7 @@ impl State<'_> {
         let action = self.opts.profile.names;
         let mut changed = self.set(obj, "family", action, Label::LastName, patient);
         changed |= self.set(obj, "given", action, Label::FirstName, patient);
-        if obj.contains_key("text") && action != ElementAction::Keep {
+        if obj.contains_key("text") && action != ElementAction::Keep && !self.by_own_path("text") {
             // The full name again: rebuilt from what the parts became, or removed.
             let parts: Vec<String> = obj
                 .get("given")
@@ -600,7 +650,10 @@ impl State<'_> {
         changed |= self.set(obj, "district", p.city, Label::Location, patient);
         changed |= self.set(obj, "state", p.state, Label::State, patient);
         changed |= self.set(obj, "country", p.country, Label::Country, patient);
-        if let Some(Value::String(zip)) = obj.get("postalCode") {
+        if let Some(Value::String(zip)) = obj
+            .get("postalCode")
+            .filter(|_| !self.by_own_path("postalCode"))
+        {
             let zip = zip.clone();
             let new = match p.postal_code {
                 ElementAction::Generalize => {

@@ -16,8 +16,10 @@
 //! | resource ids, `fullUrl`, references | re-pointed (same target, new id) | re-pointed |
 //! | free text | `hipaa_expert_review_assist`: PHI masked, dates shifted by the patient's offset, ages over 89 as `90+` | `clinical_preserve`: surrogates, dates shifted, ages over 89 as `90+` |
 //!
-//! The settings choose the default profile (`fhir.profile`) and change single elements over
-//! it (`fhir.actions`, [`Profile::with_actions`]); a request or `--fhir-profile` names another.
+//! The settings choose the default profile (`fhir.profile`) and change single element kinds
+//! or single paths over it (`fhir.actions`, [`Profile::with_actions`]: `names=pseudonymize`,
+//! `Patient.birthDate=keep`, `*.note.text=redact`); a request or `--fhir-profile` names
+//! another profile.
 //!
 //! # Why Safe Harbor shifts dates here
 //!
@@ -91,6 +93,9 @@ pub struct Profile {
     /// Every other date, dateTime and instant.
     pub dates: ElementAction,
     text_policy: &'static str,
+    /// Actions by path (`Patient.birthDate`, `*.note.text`), over everything above; the
+    /// last entry for a path wins.
+    paths: Vec<(String, ElementAction)>,
 }
 
 impl Profile {
@@ -113,6 +118,7 @@ impl Profile {
             birth_date: Generalize,
             dates: DateShift,
             text_policy: "hipaa_expert_review_assist",
+            paths: Vec::new(),
         }
     }
 
@@ -132,6 +138,7 @@ impl Profile {
             birth_date: DateShift,
             dates: DateShift,
             text_policy: "clinical_preserve",
+            paths: Vec::new(),
         }
     }
 
@@ -195,7 +202,9 @@ impl Profile {
     /// This profile with `ELEMENT=ACTION` entries applied over it (the settings'
     /// `fhir.actions`). Dates take keep, redact, date_shift or generalize (to a year); a
     /// ZIP code generalizes to three digits; the other elements take keep, redact,
-    /// pseudonymize or hash.
+    /// pseudonymize or hash. An ELEMENT with a dot is a path (`Patient.birthDate`,
+    /// `*.note.text`): the element there gets keep, redact, hash (keyed), date_shift or
+    /// generalize whatever kind it is, before anything else looks at it.
     ///
     /// # Errors
     /// [`ProfileError`] naming the first bad entry (1-based).
@@ -209,6 +218,17 @@ impl Profile {
             let (element, action) = entry.split_once('=').ok_or(ProfileError::Shape(i + 1))?;
             let action = ElementAction::parse(action.trim().to_ascii_lowercase().as_str())
                 .ok_or(ProfileError::Shape(i + 1))?;
+            if element.contains('.') {
+                let path = element.trim();
+                if !is_path(path) {
+                    return Err(ProfileError::Shape(i + 1));
+                }
+                if action == Pseudonymize {
+                    return Err(ProfileError::Mismatch(i + 1));
+                }
+                self.paths.push((path.to_owned(), action));
+                continue;
+            }
             let element = element.trim().to_ascii_lowercase();
             let dated = matches!(element.as_str(), "birth_date" | "dates");
             let fits = match action {
@@ -237,6 +257,38 @@ impl Profile {
         }
         Ok(self)
     }
+}
+
+impl Profile {
+    /// The action for the element at `path` (`Patient.name.family`), when an entry names it:
+    /// exactly, or as `*.rest` for any resource type.
+    pub fn path_action(&self, path: &str) -> Option<ElementAction> {
+        if self.paths.is_empty() {
+            return None;
+        }
+        let rest = path.split_once('.').map_or("", |(_, r)| r);
+        self.paths.iter().rev().find_map(|(p, a)| {
+            let hit = match p.strip_prefix("*.") {
+                Some(r) => r == rest,
+                None => p == path,
+            };
+            hit.then_some(*a)
+        })
+    }
+}
+
+/// `Type.key.key` or `*.key…`: a resource type (or `*`) and one or more element names.
+fn is_path(path: &str) -> bool {
+    let mut parts = path.split('.');
+    let first = parts.next().unwrap_or("");
+    let head = first == "*"
+        || (first.starts_with(|c: char| c.is_ascii_uppercase())
+            && first.chars().all(|c| c.is_ascii_alphabetic()));
+    let rest: Vec<&str> = parts.collect();
+    head && !rest.is_empty()
+        && rest
+            .iter()
+            .all(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
 impl Default for Profile {
@@ -313,6 +365,34 @@ mod tests {
         assert_eq!(bad("names=date_shift"), Some(ProfileError::Mismatch(1)));
         assert_eq!(bad("dates=hash"), Some(ProfileError::Mismatch(1)));
         assert!(!format!("{}", ProfileError::Shape(2)).is_empty());
+    }
+
+    #[test]
+    fn paths_take_their_own_actions_and_the_last_entry_wins() {
+        let p = Profile::safe_harbor()
+            .with_actions(&[
+                "Patient.birthDate=keep",
+                "*.note.text=redact",
+                "Patient.birthDate=generalize",
+            ])
+            .expect("valid");
+        assert_eq!(
+            p.path_action("Patient.birthDate"),
+            Some(ElementAction::Generalize)
+        );
+        assert_eq!(
+            p.path_action("Observation.note.text"),
+            Some(ElementAction::Redact)
+        );
+        assert_eq!(p.path_action("Observation.note"), None);
+        assert_eq!(p.path_action("Patient.gender"), None);
+        let bad = |e: &str| Profile::safe_harbor().with_actions(&[e]).err();
+        assert_eq!(bad("patient.birthDate=keep"), Some(ProfileError::Shape(1)));
+        assert_eq!(bad("Patient.=keep"), Some(ProfileError::Shape(1)));
+        assert_eq!(
+            bad("Patient.name=pseudonymize"),
+            Some(ProfileError::Mismatch(1))
+        );
     }
 
     #[test]

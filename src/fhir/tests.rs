@@ -29,7 +29,7 @@ fn run(body: &str, format: Format, names: &[&str], o: &Options) -> (Document, St
         Arc::new(ContextRecognizer::new()),
     ]);
     let spans: Vec<Vec<Span>> = doc
-        .texts()
+        .texts(&o.profile)
         .iter()
         .map(|t| {
             let mut found = rules
@@ -408,4 +408,29 @@ fn extensions_of_structured_types_and_message_payloads_are_handled() {
         doc.values()[0]["extension"][0]["valueAddress"]["state"],
         "IL"
     );
+}
+
+#[test]
+fn actions_by_path_come_before_everything_else() {
+    let mut o = opts(Profile::safe_harbor());
+    o.profile = Profile::safe_harbor()
+        .with_actions(&[
+            "Patient.gender=redact",
+            "*.note.text=keep",
+            "Patient.identifier.value=hash",
+            "Encounter.period=keep",
+        ])
+        .expect("valid");
+    let (doc, _) = run(&bundle().to_string(), Format::Json, &["Peter"], &o);
+    let e = &doc.values()[0]["entry"];
+    assert!(e[0]["resource"].get("gender").is_none());
+    assert!(e[0]["resource"]["identifier"][0]["value"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("hash_"));
+    assert_eq!(
+        e[2]["resource"]["note"][0]["text"],
+        "Measured by Peter's wife at 534 Erewhon St."
+    );
+    assert_eq!(e[1]["resource"]["period"]["start"], "2012-06-01T10:00:00Z");
 }

@@ -284,27 +284,31 @@ fn string_site(key: &str, s: &str, shape: &Shape) -> Option<Site> {
         .then(|| Site::Date(INSTANT_KEYS.contains(&key)))
 }
 
-/// The visitor: the site, the element, and the patient whose it is.
-pub(super) type Visit<'a> = dyn FnMut(Site, &mut Value, Option<&str>) + 'a;
+/// The visitor: the site (`None` for any other string or object), the element, the patient
+/// whose it is, and the element's path (`Patient.name.family`: the resource type, then the
+/// keys, array positions left out). For an object it answers whether to visit its children.
+pub(super) type Visit<'a> = dyn FnMut(Option<Site>, &mut Value, Option<&str>, &str) -> bool + 'a;
 
-/// Visits every element of `v` that is a [`Site`], parents before children.
+/// Visits every element of `v`, parents before children.
 pub(super) fn walk(v: &mut Value, patients: &Patients, f: &mut Visit<'_>) {
     if let Value::Object(_) = v {
-        object(v, None, false, patients, f);
+        object(v, None, "", false, patients, f);
     }
 }
 
-/// Visits one object; `birth` is true inside `_birthDate` (the birth date's extensions,
-/// such as the birth time, are the birth date too).
+/// Visits one object at `path`; `birth` is true inside `_birthDate` (the birth date's
+/// extensions, such as the birth time, are the birth date too).
 fn object(
     v: &mut Value,
     inherited: Option<&str>,
+    path: &str,
     birth: bool,
     patients: &Patients,
     f: &mut Visit<'_>,
 ) {
     let Value::Object(m) = v else { return };
     let mut patient = inherited.map(str::to_owned);
+    let mut path = path.to_owned();
     if let Some(ty) = m
         .get("resourceType")
         .and_then(Value::as_str)
@@ -314,9 +318,15 @@ fn object(
             .own(m)
             .or(patient)
             .or_else(|| patients.only.clone());
+        path.clone_from(&ty);
         if let Some(id) = m.get_mut("id") {
             if id.is_string() {
-                f(Site::ResourceId(ty), id, patient.as_deref());
+                f(
+                    Some(Site::ResourceId(ty.clone())),
+                    id,
+                    patient.as_deref(),
+                    &format!("{ty}.id"),
+                );
             }
         }
     }
@@ -327,36 +337,50 @@ fn object(
             continue;
         }
         let birth = birth || key == "_birthDate";
+        let child_path = format!("{path}.{key}");
         if let Some(child) = m.get_mut(&key) {
-            child_of(&key, child, &shape, patient.as_deref(), birth, patients, f);
+            child_of(
+                &key,
+                child,
+                &shape,
+                patient.as_deref(),
+                &child_path,
+                birth,
+                patients,
+                f,
+            );
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn child_of(
     key: &str,
     child: &mut Value,
     shape: &Shape,
     patient: Option<&str>,
+    path: &str,
     birth: bool,
     patients: &Patients,
     f: &mut Visit<'_>,
 ) {
     match child {
-        Value::String(s) => match string_site(key, s, shape) {
-            Some(Site::Date(_)) if birth => f(Site::BirthDate, child, patient),
-            Some(site) => f(site, child, patient),
-            None => {}
-        },
+        Value::String(s) => {
+            let site = match string_site(key, s, shape) {
+                Some(Site::Date(_)) if birth => Some(Site::BirthDate),
+                other => other,
+            };
+            f(site, child, patient, path);
+        }
         Value::Object(m) => {
-            if let Some(site) = object_site(key, m) {
-                f(site, child, patient);
+            let site = object_site(key, m);
+            if f(site, child, patient, path) {
+                object(child, patient, path, birth, patients, f);
             }
-            object(child, patient, birth, patients, f);
         }
         Value::Array(items) => {
             for item in items.iter_mut() {
-                child_of(key, item, shape, patient, birth, patients, f);
+                child_of(key, item, shape, patient, path, birth, patients, f);
             }
         }
         _ => {}

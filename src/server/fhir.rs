@@ -207,7 +207,12 @@ async fn run(
 ) -> Result<Response, ApiError> {
     let req = Request::read(headers, query, body)?;
     let mut doc = Document::parse(&req.body, req.format, Limits::default())?;
-    let joined = Joined::of(&doc.texts());
+    // The settings were checked when they were loaded or changed: their actions apply.
+    let profile = st
+        .settings()
+        .fhir_profile(req.profile)
+        .map_err(|_| ApiError::Internal)?;
+    let joined = Joined::of(&doc.texts(&profile));
     let mut degraded = false;
     let spans = if joined.text.trim().is_empty() {
         joined.nothing()
@@ -222,11 +227,6 @@ async fn run(
             .collect();
         joined.split(&kept)
     };
-    // The settings were checked when they were loaded or changed: their actions apply.
-    let profile = st
-        .settings()
-        .fhir_profile(req.profile)
-        .map_err(|_| ApiError::Internal)?;
     let options = Options {
         profile,
         subject: req.subject.as_deref().map(|s| st.hash_key.subject(s)),
