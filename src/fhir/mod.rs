@@ -256,12 +256,18 @@ impl Document {
                 if profile.path_action(path).is_some() {
                     return false;
                 }
-                if let Some(Site::Text(kind)) = site {
-                    if let Some(text) = walk::text_of(kind, node) {
-                        out.push(Text { text });
+                match site {
+                    Some(Site::Text(kind)) => {
+                        if let Some(text) = walk::text_of(kind, node) {
+                            out.push(Text { text });
+                        }
+                        true
                     }
+                    // A photo is removed whole: nothing inside it is read (as in
+                    // `deidentify`, which must meet the same texts).
+                    Some(Site::Photo) => false,
+                    _ => true,
                 }
-                true
             });
         }
         out

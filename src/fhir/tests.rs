@@ -434,3 +434,26 @@ fn actions_by_path_come_before_everything_else() {
     );
     assert_eq!(e[1]["resource"]["period"]["start"], "2012-06-01T10:00:00Z");
 }
+
+#[test]
+fn a_photo_with_a_text_type_does_not_shift_the_texts_after_it() {
+    let p = json!({
+        "resourceType": "Patient",
+        "id": "p3",
+        "photo": [{"contentType": "text/plain", "data": crate::fhir::walk::encode_text("Photo of Ann")}],
+        "text": {"status": "generated", "div": "<div>Seen by Dr. Reyes</div>"}
+    });
+    let doc = Document::parse(&p.to_string(), Format::Json, Limits::default()).expect("parses");
+    let texts = doc.texts(&Profile::safe_harbor());
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    let (out, _) = run(
+        &p.to_string(),
+        Format::Json,
+        &[],
+        &opts(Profile::safe_harbor()),
+    );
+    assert_eq!(
+        leaks(&out.values()[0], &["Reyes", "Ann"]),
+        Vec::<String>::new()
+    );
+}
