@@ -478,9 +478,9 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 let mut doc =
                     crate::fhir::Document::parse(&text, format, crate::fhir::Limits::default())
                         .map_err(|e| e.to_string())?;
-                let spans =
-                    detect_each(&engine, &id, &doc.texts(&options.profile), threshold).await?;
-                let stats = doc.deidentify(&spans, &key, &options);
+                let texts = doc.texts(&options.profile);
+                let spans = detect_each(&engine, &id, &texts, threshold).await?;
+                let stats = doc.deidentify(&texts, &spans, &key, &options);
                 let mut done = LabelCounts::new();
                 done.insert("fhir_text_entities", stats.text_entities);
                 done.insert("fhir_elements", stats.elements);

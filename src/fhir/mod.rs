@@ -275,7 +275,17 @@ impl Document {
 
     /// De-identifies the document in place: `spans[i]` are the entities found in
     /// `texts(&opts.profile)[i]` (code-point offsets).
-    pub fn deidentify(&mut self, spans: &[Vec<Span>], key: &HashKey, opts: &Options) -> Stats {
+    ///
+    /// `texts` are what [`Document::texts`] listed: each text met again is checked against
+    /// its entry, and one that differs (a bug, never expected) is not trusted with another
+    /// text's entities: it is removed (a narrative keeps a `[redacted]` body).
+    pub fn deidentify(
+        &mut self,
+        texts: &[Text],
+        spans: &[Vec<Span>],
+        key: &HashKey,
+        opts: &Options,
+    ) -> Stats {
         let patients = walk::Patients::of(&self.values);
         let id_key = match &opts.subject {
             Some(s) => s.derived_key("fhir-ids"),
@@ -311,10 +321,21 @@ impl Document {
                             *node = Value::Null;
                             return false;
                         }
+                        let listed = texts.get(next_text).map(|t| t.text.as_str());
                         let empty = Vec::new();
                         let found = spans.get(next_text).unwrap_or(&empty);
                         next_text += 1;
-                        state.text(kind, node, found, patient);
+                        if walk::text_of(kind, node).as_deref() == listed {
+                            state.text(kind, node, found, patient);
+                        } else {
+                            *node = match kind {
+                                TextKind::Xhtml => Value::String(
+                                    "<div xmlns=\"http://www.w3.org/1999/xhtml\">[redacted]</div>"
+                                        .into(),
+                                ),
+                                _ => Value::Null,
+                            };
+                        }
                     }
                     Some(site) => {
                         state.path.clear();

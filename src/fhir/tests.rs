@@ -24,12 +24,12 @@ fn opts(profile: Profile) -> Options {
 /// Parses, detects with the rules plus the given names, de-identifies.
 fn run(body: &str, format: Format, names: &[&str], o: &Options) -> (Document, Stats) {
     let mut doc = Document::parse(body, format, Limits::default()).expect("test body parses");
+    let texts = doc.texts(&o.profile);
     let rules = Layered(vec![
         Arc::new(RuleRecognizer::new()),
         Arc::new(ContextRecognizer::new()),
     ]);
-    let spans: Vec<Vec<Span>> = doc
-        .texts(&o.profile)
+    let spans: Vec<Vec<Span>> = texts
         .iter()
         .map(|t| {
             let mut found = rules
@@ -53,7 +53,7 @@ fn run(body: &str, format: Format, names: &[&str], o: &Options) -> (Document, St
             found
         })
         .collect();
-    let stats = doc.deidentify(&spans, &key(), o);
+    let stats = doc.deidentify(&texts, &spans, &key(), o);
     (doc, stats)
 }
 
@@ -455,5 +455,31 @@ fn a_photo_with_a_text_type_does_not_shift_the_texts_after_it() {
     assert_eq!(
         leaks(&out.values()[0], &["Reyes", "Ann"]),
         Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_text_that_is_not_the_one_listed_is_removed_not_trusted() {
+    let mut doc =
+        Document::parse(&bundle().to_string(), Format::Json, Limits::default()).expect("parses");
+    let listed = doc.texts(&Profile::safe_harbor());
+    // Entities found in other texts than these: each text is checked and dropped.
+    let wrong: Vec<Text> = listed
+        .iter()
+        .map(|t| Text {
+            text: format!("{} ", t.text),
+        })
+        .collect();
+    let none = vec![Vec::new(); wrong.len()];
+    doc.deidentify(&wrong, &none, &key(), &opts(Profile::safe_harbor()));
+    let out = &doc.values()[0];
+    assert_eq!(
+        leaks(out, &["Peter", "Chalmers", "Erewhon"]),
+        Vec::<String>::new(),
+        "{out}"
+    );
+    assert_eq!(
+        out["entry"][0]["resource"]["text"]["div"],
+        "<div xmlns=\"http://www.w3.org/1999/xhtml\">[redacted]</div>"
     );
 }

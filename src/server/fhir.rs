@@ -212,7 +212,8 @@ async fn run(
         .settings()
         .fhir_profile(req.profile)
         .map_err(|_| ApiError::Internal)?;
-    let joined = Joined::of(&doc.texts(&profile));
+    let texts = doc.texts(&profile);
+    let joined = Joined::of(&texts);
     let mut degraded = false;
     let spans = if joined.text.trim().is_empty() {
         joined.nothing()
@@ -233,7 +234,7 @@ async fn run(
         date_shift_days: req.date_shift_days,
         reference_year: None,
     };
-    let stats = doc.deidentify(&spans, &st.hash_key, &options);
+    let stats = doc.deidentify(&texts, &spans, &st.hash_key, &options);
     let content_type = match doc.format() {
         Format::Json => "application/fhir+json",
         Format::Ndjson => "application/fhir+ndjson",
