@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Interoperability checks against the real binary:
 #   1. OpenMed 3.1's own Python client (pytest, tests/interop/test_openmed_client.py), and
-#      /fhir/deidentify's answers validated with fhir.resources' models
-#      (tests/interop/test_fhir_schema.py)
+#      /fhir/deidentify's answers validated against HL7's FHIR R4 JSON schema and with
+#      fhir.resources' models (tests/interop/test_fhir_schema.py)
 #   2. schemathesis over /openapi.json (tests/interop/run_schemathesis.sh)
 # Sets up tests/interop/.venv from requirements.txt (pinned), builds `phiguard`, runs both,
 # and exits non-zero when either fails. Called from .ci/run.
@@ -25,6 +25,10 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$here/requirements.txt"
     echo "$want" >"$stamp"
 fi
+
+# HL7's FHIR R4 JSON schema and its validator, for test_fhir_schema.py (Node.js is on every
+# machine scripts/test runs on: it installs it for the browser tests).
+(cd "$here/fhir-r4" && { [[ -d node_modules ]] || npm ci --no-audit --no-fund --silent; })
 
 # PHIGUARD_BIN when given (scripts/test passes the binary its test build made); else the
 # debug build, made here.

