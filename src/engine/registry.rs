@@ -110,6 +110,10 @@ pub struct LoadedInfo {
 pub struct Registry {
     specs: RwLock<BTreeMap<String, ModelSpec>>,
     resident: Mutex<HashMap<String, Resident>>,
+    /// One gate per model id, held while that model loads: requests that find it not yet
+    /// resident wait for the one load instead of each loading a copy (a burst of first
+    /// requests once held one transient copy per request: 380 MB peak for one model).
+    loading: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     rules: Arc<dyn Recognizer>,
     loader: Arc<dyn Loader>,
     faults: Arc<Faults>,
@@ -145,6 +149,7 @@ impl Registry {
         Registry {
             specs: RwLock::new(map),
             resident: Mutex::new(HashMap::new()),
+            loading: Mutex::new(HashMap::new()),
             rules,
             loader,
             faults,
@@ -210,19 +215,8 @@ impl Registry {
         keep_alive: Option<Option<Duration>>,
     ) -> Result<Lease, RegistryError> {
         let now = Instant::now();
-        {
-            let mut res = self.resident.lock();
-            if let Some(r) = res.get_mut(id) {
-                r.last_used = now;
-                if let Some(k) = keep_alive {
-                    r.keep_alive = k;
-                }
-                r.active.fetch_add(1, Ordering::SeqCst);
-                return Ok(Lease {
-                    backend: Arc::clone(&r.backend),
-                    active: Arc::clone(&r.active),
-                });
-            }
+        if let Some(lease) = self.resident_lease(id, keep_alive, now) {
+            return Ok(lease);
         }
         let spec = self
             .specs
@@ -230,6 +224,12 @@ impl Registry {
             .get(id)
             .cloned()
             .ok_or(RegistryError::Unknown)?;
+        // Single flight: one load per model at a time; whoever waited here finds it resident.
+        let gate = Arc::clone(self.loading.lock().entry(spec.id.clone()).or_default());
+        let _loading = gate.lock();
+        if let Some(lease) = self.resident_lease(id, keep_alive, now) {
+            return Ok(lease);
+        }
         let started = Instant::now();
         let model = match &spec.dir {
             None => None,
@@ -270,6 +270,26 @@ impl Registry {
         let lease = Lease { backend, active };
         self.evict_over_limit(&mut res, Some(id));
         Ok(lease)
+    }
+
+    /// A lease on `id` when it is resident (marking it used now).
+    fn resident_lease(
+        &self,
+        id: &str,
+        keep_alive: Option<Option<Duration>>,
+        now: Instant,
+    ) -> Option<Lease> {
+        let mut res = self.resident.lock();
+        let r = res.get_mut(id)?;
+        r.last_used = now;
+        if let Some(k) = keep_alive {
+            r.keep_alive = k;
+        }
+        r.active.fetch_add(1, Ordering::SeqCst);
+        Some(Lease {
+            backend: Arc::clone(&r.backend),
+            active: Arc::clone(&r.active),
+        })
     }
 
     fn evict_over_limit(&self, res: &mut HashMap<String, Resident>, keep: Option<&str>) {
@@ -363,5 +383,62 @@ impl Registry {
                 )
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::{RecognizerError, Span};
+    use std::sync::Barrier;
+
+    struct Nothing;
+    impl Recognizer for Nothing {
+        fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
+            Ok(vec![Vec::new(); texts.len()])
+        }
+    }
+
+    /// Counts loads and takes a while, so that concurrent first uses overlap.
+    struct SlowLoader(AtomicUsize);
+    impl Loader for SlowLoader {
+        fn load(&self, _: &ModelSpec) -> Result<Arc<dyn Recognizer>, LoadError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(50));
+            Ok(Arc::new(Nothing))
+        }
+    }
+
+    #[test]
+    fn concurrent_first_uses_load_the_model_once() {
+        let loader = Arc::new(SlowLoader(AtomicUsize::new(0)));
+        let reg = Arc::new(Registry::new(
+            Arc::new(Nothing),
+            Arc::clone(&loader) as Arc<dyn Loader>,
+            Arc::new(Faults::default()),
+            vec![ModelSpec {
+                id: "m".into(),
+                dir: Some(PathBuf::from("m")),
+                footprint_bytes: 1,
+            }],
+        ));
+        let start = Arc::new(Barrier::new(8));
+        let leases: Vec<_> = (0..8)
+            .map(|_| {
+                let (reg, start) = (Arc::clone(&reg), Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    reg.lease("m", None).ok()
+                })
+            })
+            .collect();
+        let leases: Vec<Option<Lease>> = leases
+            .into_iter()
+            .map(|t| t.join().ok().flatten())
+            .collect();
+        assert!(leases.iter().all(Option::is_some));
+        assert_eq!(loader.0.load(Ordering::SeqCst), 1);
+        assert_eq!(reg.loads.load(Ordering::Relaxed), 1);
+        assert_eq!(reg.loaded()["m"].active_requests, 8);
     }
 }
