@@ -11,6 +11,9 @@
 //! - Padding is an additive `[b, k]` mask fused into the softmax.
 //! - On the CPU, bias+GELU, bias+residual+LayerNorm and mask+softmax are fused kernels
 //!   ([`phiguard_kernels`]); other devices use the composite candle ops.
+//! - On the CPU, [`BertForTokenClassification::forward_packed`] runs sequences packed end
+//!   to end (`[tokens, h]`, no padding anywhere): every dense layer works per token, and
+//!   self-attention is [`PackedAttention`], which keeps each sequence to its own keys.
 
 use candle_core::{DType, Tensor};
 #[cfg(test)]
@@ -20,7 +23,9 @@ use candle_nn::VarBuilder;
 use super::classifier::Precision;
 use super::config::ModelConfig;
 use super::{ConfigError, Result};
-use phiguard_kernels::{BiasGelu, BiasResidualLayerNorm, Int8Matmul, Int8Weights, MaskedSoftmax};
+use phiguard_kernels::{
+    BiasGelu, BiasResidualLayerNorm, Int8Matmul, Int8Weights, MaskedSoftmax, PackedAttention,
+};
 
 /// The runtime config of a BERT token classifier.
 #[derive(Clone, Debug)]
@@ -213,6 +218,17 @@ impl Embeddings {
         let x = words.broadcast_add(&extra)?.reshape((b * s, h))?;
         self.norm.forward(&x)
     }
+
+    /// Packed `ids: [t]` with each token's position in its sequence `positions: [t]` →
+    /// `[t, h]`; token type 0.
+    fn forward_packed(&self, ids: &Tensor, positions: &Tensor) -> Result<Tensor> {
+        let x = self
+            .word
+            .index_select(ids, 0)?
+            .add(&self.position.index_select(positions, 0)?)?
+            .broadcast_add(&self.token_type.narrow(0, 0, 1)?)?;
+        self.norm.forward(&x)
+    }
 }
 
 struct Layer {
@@ -288,9 +304,25 @@ impl Layer {
             candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&m)?)?
         };
         let ctx = probs.matmul(&v)?.transpose(1, 2)?.reshape((b * s, h))?;
+        self.feed_forward(x, &ctx)
+    }
+
+    /// Packed `x: [t, h]` holding sequences of `lens` tokens end to end (CPU only).
+    fn forward_packed(&self, x: &Tensor, lens: &[usize]) -> Result<Tensor> {
+        let ctx = self.qkv.matmul(x)?.apply_op1_no_bwd(&PackedAttention {
+            bias: &self.qkv.bias_host,
+            lens,
+            heads: self.heads,
+        })?;
+        self.feed_forward(x, &ctx)
+    }
+
+    /// From the attention context on: output projection, residual and norm, then the
+    /// intermediate and output layers.
+    fn feed_forward(&self, x: &Tensor, ctx: &Tensor) -> Result<Tensor> {
         let attn = self
             .attn_norm
-            .bias_residual(&self.attn_out.matmul(&ctx)?, &self.attn_out, x)?;
+            .bias_residual(&self.attn_out.matmul(ctx)?, &self.attn_out, x)?;
         let inter = self.intermediate.matmul(&attn)?;
         let inter = if inter.device().is_cpu() {
             inter.apply_op1_no_bwd(&BiasGelu {
@@ -342,6 +374,23 @@ impl BertForTokenClassification {
             classifier,
             num_labels: cfg.num_labels,
         })
+    }
+
+    /// Whether [`forward_packed`](Self::forward_packed) runs on this model's device.
+    pub(crate) fn packs(&self) -> bool {
+        self.embeddings.word.device().is_cpu()
+    }
+
+    /// Sequences packed end to end, `ids: [t]` u32 with their `lens` (summing to `t`) →
+    /// logits `[t, labels]`. CPU only ([`packs`](Self::packs)).
+    pub(crate) fn forward_packed(&self, ids: &Tensor, lens: &[usize]) -> Result<Tensor> {
+        let positions: Vec<u32> = lens.iter().flat_map(|&n| 0..n as u32).collect();
+        let positions = Tensor::from_vec(positions, ids.dims1()?, ids.device())?;
+        let mut x = self.embeddings.forward_packed(ids, &positions)?;
+        for layer in &self.layers {
+            x = layer.forward_packed(&x, lens)?;
+        }
+        self.classifier.forward(&x)
     }
 
     /// `ids: [b, s]` u32, `mask: [b, s]` u32 (1 = token, 0 = padding) → logits `[b, s, labels]`.
@@ -474,6 +523,42 @@ mod tests {
             .flatten_all()?
             .to_vec1::<f32>()?;
         assert!(p.iter().all(|s| (s - 1.0).abs() < 1e-5));
+        Ok(())
+    }
+
+    #[test]
+    fn packed_sequences_give_the_padded_logits() -> Result<()> {
+        let dev = Device::Cpu;
+        let cfg = tiny_config(30, 5);
+        for precision in [Precision::F32, Precision::Int8] {
+            let vb = VarBuilder::from_tensors(random_weights(&cfg, &dev)?, DType::F32, &dev);
+            let model = BertForTokenClassification::load(vb, &cfg, precision)?;
+            assert!(model.packs());
+            let seqs: [&[u32]; 3] = [&[2, 7, 9, 11, 4, 3], &[2, 5, 3], &[2, 8, 8, 1, 3]];
+            let lens: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
+            let ids = Tensor::new(seqs.concat(), &dev)?;
+            let packed = model.forward_packed(&ids, &lens)?;
+            let mut start = 0;
+            for seq in seqs {
+                let one = model
+                    .forward(
+                        &Tensor::new(seq, &dev)?.unsqueeze(0)?,
+                        &Tensor::ones((1, seq.len()), DType::U32, &dev)?,
+                    )?
+                    .squeeze(0)?;
+                let part = packed.narrow(0, start, seq.len())?;
+                let diff = (one - part)?
+                    .abs()?
+                    .flatten_all()?
+                    .max(0)?
+                    .to_scalar::<f32>()?;
+                assert!(
+                    diff < 1e-4,
+                    "{precision:?}: packing changed logits by {diff}"
+                );
+                start += seq.len();
+            }
+        }
         Ok(())
     }
 }

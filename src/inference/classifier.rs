@@ -27,7 +27,9 @@ use crate::detect::{BackendError, CharIndex, Label, Recognizer, RecognizerError,
 pub struct ClassifierOptions {
     /// Sub-word aggregation (default [`Strategy::First`]).
     pub strategy: Strategy,
-    /// Windows per forward pass (default 4). Measured with `tools/bench_peers.py` on two
+    /// Windows per forward pass (default 4); where the model runs packed sequences (BERT
+    /// on the CPU), each pass takes as many windows as fit the tokens of this many full
+    /// windows, with no padding. Measured (before packing) with `tools/bench_peers.py` on two
     /// workers (300 notes): 2 → 46.3 docs/s and 133 MB peak RSS, 4 → 47.8 docs/s and
     /// 168 MB, 6 → 46.4 and 184 MB, 8 → 44.5 and 212 MB; larger batches lose to padding
     /// and to activation memory.
@@ -111,6 +113,21 @@ impl Backbone {
                 )?)
             }
         })
+    }
+
+    /// Whether this backbone runs packed sequences (no padding): BERT on the CPU.
+    fn packs(&self) -> bool {
+        matches!(self, Backbone::Bert(m) if m.packs())
+    }
+
+    /// Packed `ids: [t]` of sequences `lens` → `[t, labels]` (only when [`Self::packs`]).
+    fn forward_packed(&self, ids: &Tensor, lens: &[usize]) -> Result<Tensor> {
+        match self {
+            Backbone::Bert(m) => m.forward_packed(ids, lens),
+            _ => Err(InferenceError::Candle(candle_core::Error::Msg(
+                "this model family does not run packed sequences".into(),
+            ))),
+        }
     }
 
     fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
@@ -281,6 +298,28 @@ impl TokenClassifier {
         let mut order: Vec<usize> = (0..sequences.len()).collect();
         order.sort_by_key(|&i| sequences[i].len());
         let mut out = vec![Vec::new(); sequences.len()];
+        if self.model.packs() {
+            // Packed: as many windows per pass as fit `batch_size` full windows' tokens, so
+            // activation memory stays what `batch_size` padded windows would take while
+            // short windows share a pass instead of each paying for one.
+            let budget = self.options.batch_size.max(1) * (self.window_budget() + 2);
+            let mut pass: Vec<usize> = Vec::new();
+            let mut tokens = 0;
+            for &i in &order {
+                let n = sequences[i].len();
+                if !pass.is_empty() && tokens + n > budget {
+                    self.run_packed(sequences, &pass, &mut out)?;
+                    pass.clear();
+                    tokens = 0;
+                }
+                pass.push(i);
+                tokens += n;
+            }
+            if !pass.is_empty() {
+                self.run_packed(sequences, &pass, &mut out)?;
+            }
+            return Ok(out);
+        }
         for chunk in order.chunks(self.options.batch_size.max(1)) {
             let batch: Vec<&[u32]> = chunk.iter().map(|&i| sequences[i].as_slice()).collect();
             let logits = self.forward_padded(&batch)?;
@@ -289,6 +328,38 @@ impl TokenClassifier {
             }
         }
         Ok(out)
+    }
+
+    /// One packed pass over `sequences[pass]`; writes each one's logits to `out`.
+    fn run_packed(
+        &self,
+        sequences: &[Vec<u32>],
+        pass: &[usize],
+        out: &mut [Vec<Vec<f32>>],
+    ) -> Result<()> {
+        let lens: Vec<usize> = pass.iter().map(|&i| sequences[i].len()).collect();
+        let tokens: usize = lens.iter().sum();
+        // Shapes only, never token ids or text: trace lines are PHI-free like every other.
+        let _span = tracing::trace_span!("encoder", windows = pass.len(), tokens).entered();
+        if tokens == 0 {
+            return Ok(());
+        }
+        let ids: Vec<u32> = pass
+            .iter()
+            .flat_map(|&i| sequences[i].iter().copied())
+            .collect();
+        let ids = Tensor::from_vec(ids, tokens, &self.device)?;
+        let logits = self.model.forward_packed(&ids, &lens)?;
+        let classes = logits.dim(1)?;
+        let flat = logits
+            .to_dtype(DType::F32)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let mut rows = flat.chunks_exact(classes.max(1));
+        for (&i, &n) in pass.iter().zip(&lens) {
+            out[i] = rows.by_ref().take(n).map(<[f32]>::to_vec).collect();
+        }
+        Ok(())
     }
 
     fn forward_padded(&self, batch: &[&[u32]]) -> Result<Vec<Vec<Vec<f32>>>> {

@@ -1,6 +1,6 @@
 //! phiguard's CPU kernels for the encoder, as candle custom ops: the fused element-wise
-//! kernels here (bias+GELU, bias+residual+LayerNorm, mask+softmax) and the int8 dense layers
-//! of [`int8`] (AVX-512 VNNI).
+//! kernels here (bias+GELU, bias+residual+LayerNorm, mask+softmax), self-attention over
+//! packed sequences ([`attention`]) and the int8 dense layers of [`int8`] (AVX-512 VNNI).
 //!
 //! A crate of its own so that debug builds compile it optimised (the workspace's
 //! `[profile.dev.package.phiguard-kernels]`): the rest of phiguard stays quick to build,
@@ -20,7 +20,9 @@
 
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Shape};
 
+pub mod attention;
 pub mod int8;
+pub use attention::PackedAttention;
 pub use int8::{Int8Matmul, Int8Weights};
 
 type CResult<T> = candle_core::Result<T>;
