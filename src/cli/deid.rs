@@ -541,7 +541,9 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed_precise} eta {eta}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        let parallel = engine.inference_threads().max(1) * 2;
+        // Enough files in flight for every worker to fill a batch: the worker pool runs the
+        // queued texts of one model as one packed pass (see `engine::workers`).
+        let parallel = engine.inference_threads().max(1) * engine.max_batch().max(2);
         let force = args.force;
         let results: Vec<(PathBuf, Result<LabelCounts, String>)> =
             futures::stream::iter(plan.jobs.clone())

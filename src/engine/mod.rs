@@ -183,6 +183,11 @@ impl Engine {
         self.pool.set_batch(cfg);
     }
 
+    /// Most texts one worker runs in one model call (`admission.batch_max_size`).
+    pub fn max_batch(&self) -> usize {
+        self.pool.batch().max_batch
+    }
+
     /// Inference worker threads.
     pub fn inference_threads(&self) -> usize {
         self.pool.threads()

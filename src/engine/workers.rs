@@ -108,6 +108,11 @@ impl WorkerPool {
         self.threads
     }
 
+    /// The batching knobs in force.
+    pub fn batch(&self) -> BatchConfig {
+        *self.batch.read()
+    }
+
     /// Replaces the batching knobs (live settings).
     pub fn set_batch(&self, cfg: BatchConfig) {
         *self.batch.write() = cfg;
