@@ -29,6 +29,7 @@ pub mod fhir;
 pub mod guard;
 pub mod inference;
 pub mod logging;
+pub mod memory;
 pub mod models;
 pub mod runtime;
 pub mod secrets;

@@ -15,6 +15,8 @@ static BUNDLED_MODEL: phiguard::models::bundle::Embedded =
 fn main() -> ExitCode {
     // First, so no panic (even one in argument parsing) prints its payload.
     phiguard::logging::install_panic_hook();
+    // Before any thread starts (see `phiguard::memory`).
+    phiguard::memory::limit_malloc_arenas(2);
     phiguard::models::bundle::embed(&BUNDLED_MODEL);
     phiguard::cli::main()
 }

@@ -45,6 +45,8 @@ fn init_logging() {
 
 fn main() -> ExitCode {
     phiguard::logging::install_panic_hook();
+    // Before any thread starts (see `phiguard::memory`).
+    phiguard::memory::limit_malloc_arenas(2);
     init_logging();
     let options = phiguard_desktop::Options::from_args(std::env::args().skip(1));
     match phiguard_desktop::run(options) {

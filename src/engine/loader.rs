@@ -32,26 +32,8 @@ impl Loader for CandleLoader {
             ..ClassifierOptions::default()
         };
         let model = crate::inference::TokenClassifier::load_with(dir, &device, options)?;
-        release_freed_memory();
+        crate::memory::release_freed_heap();
         Ok(Arc::new(model))
-    }
-}
-
-/// Hands the heap pages freed by a load back to the OS.
-///
-/// Loading reads the weight file into memory, converts it to f32 and (int8) quantizes the
-/// dense layers: about twice the model's final size, all freed by the time the model is
-/// ready. glibc keeps freed heap memory for reuse, so without a trim a serving process
-/// keeps those pages resident for its whole life (measured: 118 MB resident after the
-/// bundled model's load, against about 45 MB of weights kept). Other allocators return
-/// memory on their own terms; there this is a no-op. The one `unsafe` of this crate.
-#[allow(unsafe_code)]
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks glibc's own free lists; it takes no pointers and is
-    // thread-safe (it locks each arena).
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

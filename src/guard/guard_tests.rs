@@ -405,29 +405,39 @@ fn concurrent_callers_send_exactly_one_probe() {
         }
         clock.advance(Duration::from_secs(30));
         let reached = Arc::new(AtomicUsize::new(0));
-        let gate = Arc::new(tokio::sync::Notify::new());
+        let finished = Arc::new(AtomicUsize::new(0));
+        // The backend holds every call that reaches it until the others are done; a
+        // semaphore (not a one-shot notification) so that a second caller that wrongly
+        // reached the backend fails the assertion below instead of hanging the test.
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
         let d = Deadline::unbounded(clock.now());
         let tasks: Vec<_> = (0..64)
             .map(|_| {
                 let (g, reached, gate) = (Arc::clone(&g), Arc::clone(&reached), Arc::clone(&gate));
+                let finished = Arc::clone(&finished);
                 tokio::spawn(async move {
-                    g.call("m", &d, |_| {
-                        let (reached, gate) = (Arc::clone(&reached), Arc::clone(&gate));
-                        async move {
-                            reached.fetch_add(1, Ordering::SeqCst);
-                            gate.notified().await;
-                            Ok::<_, TestErr>(())
-                        }
-                    })
-                    .await
+                    let r = g
+                        .call("m", &d, |_| {
+                            let (reached, gate) = (Arc::clone(&reached), Arc::clone(&gate));
+                            async move {
+                                reached.fetch_add(1, Ordering::SeqCst);
+                                let _ = gate.acquire().await;
+                                Ok::<_, TestErr>(())
+                            }
+                        })
+                        .await;
+                    finished.fetch_add(1, Ordering::SeqCst);
+                    r
                 })
             })
             .collect();
-        while g.stats().calls < 64 {
+        // Release the probe only once every other caller has been answered: released
+        // earlier, it would close the breaker and let a caller that had not yet asked for
+        // a permit through to the backend (a race of the test, not of the breaker).
+        while finished.load(Ordering::SeqCst) < 63 && reached.load(Ordering::SeqCst) < 2 {
             tokio::task::yield_now().await;
         }
-        gate.notify_waiters();
-        gate.notify_one();
+        gate.add_permits(64);
         let mut ok = 0;
         for t in tasks {
             if t.await.expect("task").is_ok() {
