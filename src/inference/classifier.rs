@@ -27,12 +27,13 @@ use crate::detect::{BackendError, CharIndex, Label, Recognizer, RecognizerError,
 pub struct ClassifierOptions {
     /// Sub-word aggregation (default [`Strategy::First`]).
     pub strategy: Strategy,
-    /// Windows per forward pass (default 4); where the model runs packed sequences (BERT
+    /// Windows per forward pass (default 2); where the model runs packed sequences (BERT
     /// on the CPU), each pass takes as many windows as fit the tokens of this many full
-    /// windows, with no padding. Measured (before packing) with `tools/bench_peers.py` on two
-    /// workers (300 notes): 2 → 46.3 docs/s and 133 MB peak RSS, 4 → 47.8 docs/s and
-    /// 168 MB, 6 → 46.4 and 184 MB, 8 → 44.5 and 212 MB; larger batches lose to padding
-    /// and to activation memory.
+    /// windows (1,024 tokens by default), with no padding. Measured with `phiguard deid`
+    /// over 62 outside notes of ~350 tokens on two workers: 4 → 3.25 s and 197 MB peak RSS,
+    /// 2 → 2.95 s and 162 MB (larger passes fall out of cache and hold more activations);
+    /// 615 short notes: no difference. Padded, before packing (`tools/bench_peers.py`, 300
+    /// notes): 2 → 46.3 docs/s and 133 MB, 4 → 47.8 docs/s and 168 MB, 8 → 44.5 and 212 MB.
     pub batch_size: usize,
     /// Tokens per window, specials included (default and maximum: the model's positions,
     /// capped at 512 so that attention stays cheap for long-context families).
@@ -61,7 +62,7 @@ impl Default for ClassifierOptions {
     fn default() -> Self {
         ClassifierOptions {
             strategy: Strategy::First,
-            batch_size: 4,
+            batch_size: 2,
             window_tokens: None,
             window_overlap: 64,
             min_score: 0.0,
