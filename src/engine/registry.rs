@@ -252,21 +252,17 @@ impl Registry {
         ));
         let active = Arc::new(AtomicUsize::new(1));
         let mut res = self.resident.lock();
-        let entry = res.entry(id.to_string()).or_insert(Resident {
-            backend: Arc::clone(&backend),
-            last_used: now,
-            active: Arc::clone(&active),
-            keep_alive: keep_alive.unwrap_or(*self.default_keep_alive.read()),
-            footprint_bytes: spec.footprint_bytes,
-        });
-        if !Arc::ptr_eq(&entry.active, &active) {
-            // Another thread loaded it meanwhile: use theirs.
-            entry.active.fetch_add(1, Ordering::SeqCst);
-            return Ok(Lease {
-                backend: Arc::clone(&entry.backend),
-                active: Arc::clone(&entry.active),
-            });
-        }
+        // Under the load gate nobody else can have made it resident meanwhile.
+        res.insert(
+            id.to_string(),
+            Resident {
+                backend: Arc::clone(&backend),
+                last_used: now,
+                active: Arc::clone(&active),
+                keep_alive: keep_alive.unwrap_or(*self.default_keep_alive.read()),
+                footprint_bytes: spec.footprint_bytes,
+            },
+        );
         let lease = Lease { backend, active };
         self.evict_over_limit(&mut res, Some(id));
         Ok(lease)

@@ -303,7 +303,8 @@ impl TokenClassifier {
             // Packed: as many windows per pass as fit `batch_size` full windows' tokens, so
             // activation memory stays what `batch_size` padded windows would take while
             // short windows share a pass instead of each paying for one.
-            let budget = self.options.batch_size.max(1) * (self.window_budget() + 2);
+            let window = self.window_budget() + self.tokenizer.num_special();
+            let budget = self.options.batch_size.max(1) * window;
             let mut pass: Vec<usize> = Vec::new();
             let mut tokens = 0;
             for &i in &order {

@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn packed_attention_matches_the_composite_per_sequence() -> CResult<()> {
         let dev = Device::Cpu;
-        // Lengths around the block sizes (4 rows, 16 keys), and a single token.
+        // A single token, lengths around vector widths (16), 12 heads of 32 as in BERT.
         for (heads, d, lens) in [
             (4usize, 8usize, vec![1usize, 5, 16, 17, 3]),
             (2, 32, vec![33, 4]),
