@@ -20,6 +20,10 @@ What it measures, on this machine, with the same load tool (wrk) for both peers:
    Every response of every run is checked in wrk's Lua `response()` hook: the table counts
    those that were not `503` + `circuit_breaker_open`; a few responses are also sampled
    before and after each run, with their `Retry-After` header.
+   * the axum floor (`examples/floor503.rs`): a bare axum handler on the same tokio runtime
+     answering every request with the bytes phiguard sent for the same request; phiguard's
+     share of its requests per second is what everything besides HTTP costs a refused
+     request (goal: at least 0.67). `--no-openmed` runs phiguard and the floor only.
 2. Resident memory (`VmRSS` of `/proc/<pid>/status`) of an idle phiguard (bundled Rampart
    model not loaded yet), of the same process after one request that loads Rampart, and of
    an idle OpenMed service started with its own launcher (`python -m openmed.service.logging`).
@@ -56,6 +60,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PHIGUARD = ROOT / "target" / "release" / "phiguard"
+FLOOR = ROOT / "target" / "release" / "examples" / "floor503"
 VENV = ROOT / "tools" / ".venv-openmed"
 REQUIREMENTS = ROOT / "tools" / "requirements-bench.txt"
 BODY = json.dumps({"text": "John Smith 03/04/2021"}, separators=(",", ":"))
@@ -338,6 +343,21 @@ def start_phiguard(name: str, workdir: Path, **extra: str) -> Proc:
     return p
 
 
+def start_floor(workdir: Path, envelope: Path) -> Proc:
+    """The HTTP floor (examples/floor503.rs): bare axum answering phiguard's 503 bytes."""
+    p = start("floor", [str(FLOOR), "--body-file", str(envelope), "--retry-after", RECOVERY_SECONDS],
+              dict(os.environ), workdir, ROOT)
+
+    def port():
+        for line in p.stdout.read_text(errors="replace").splitlines():
+            if line.startswith("listening on http://127.0.0.1:"):
+                return int(line.rsplit(":", 1)[1].strip())
+        return 0
+
+    p.port = wait_for(p, "'listening on' line", port, 30)
+    return p
+
+
 def openmed_python() -> Path:
     return VENV / "bin" / "python"
 
@@ -444,6 +464,16 @@ def ensure_phiguard(rebuild: bool) -> None:
         raise BenchError("release build failed (cargo build --release --features fault-injection)")
 
 
+def ensure_floor(rebuild: bool) -> None:
+    if FLOOR.exists() and not rebuild:
+        return
+    env = {k: v for k, v in os.environ.items() if k != "CARGO_TARGET_DIR"}
+    print("building the floor: cargo build --release --example floor503", file=sys.stderr)
+    res = subprocess.run(["cargo", "build", "--release", "--example", "floor503"], cwd=ROOT, env=env)
+    if res.returncode != 0 or not FLOOR.exists():
+        raise BenchError("release build of the floor failed (cargo build --release --example floor503)")
+
+
 def ensure_venv() -> None:
     if openmed_python().exists():
         return
@@ -477,7 +507,7 @@ def cmd_out(cmd: list[str], **kw) -> str:
         return "?"
 
 
-def versions() -> dict[str, str]:
+def versions(args) -> dict[str, str]:
     lscpu = cmd_out(["lscpu"])
     model = next((l.split(":", 1)[1].strip() for l in lscpu.splitlines() if l.startswith("Model name")), "?")
     mem_kib = next((int(l.split()[1]) for l in Path("/proc/meminfo").read_text().splitlines()
@@ -490,7 +520,7 @@ def versions() -> dict[str, str]:
     except ValueError:
         stale = False
     built_at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(built))
-    return {
+    info = {
         "cpu": f"{model}, {os.cpu_count()} logical CPUs (shared with other builds)",
         "memory": f"{mem_kib / 1048576:.0f} GiB",
         "os": f"{platform.system()} {platform.release()} {platform.machine()}",
@@ -499,12 +529,17 @@ def versions() -> dict[str, str]:
                     f"{' with uncommitted changes' if dirty else ''}"
                     f"{' (binary older than that commit)' if stale else ''}",
         "rustc": cmd_out(["rustc", "--version"]),
+        "axum floor": "examples/floor503.rs (axum and tokio as locked in Cargo.lock)",
+        "wrk": cmd_out(["wrk", "-v"]).splitlines()[0] if shutil.which("wrk") else "?",
+    }
+    if args.no_openmed:
+        return info
+    return info | {
         "openmed": "openmed " + cmd_out([str(openmed_python()), "-c",
                                          "import openmed; print(openmed.__version__)"]),
         "python (OpenMed)": cmd_out([str(openmed_python()), "--version"]),
         "fastapi / uvicorn": cmd_out([str(openmed_python()), "-c",
                                       "import fastapi, uvicorn; print(fastapi.__version__, '/', uvicorn.__version__)"]),
-        "wrk": cmd_out(["wrk", "-v"]).splitlines()[0] if shutil.which("wrk") else "?",
     }
 
 
@@ -520,14 +555,17 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
            first_ms: float, ver: dict[str, str]) -> str:
     pg = [r for r in runs if r.peer == "phiguard"]
     om = [r for r in runs if r.peer == "OpenMed"]
-    ratio = mean([r.rps for r in pg]) / mean([r.rps for r in om])
-    worst = min(r.rps for r in pg) / max(r.rps for r in om)
+    fl = [r for r in runs if r.peer == "axum floor"]
     lines = [
-        "# Fast-fail benchmark: phiguard vs OpenMed 3.1",
+        "# Fast-fail benchmark: phiguard vs the HTTP floor" + ("" if args.no_openmed else " and OpenMed 3.1"),
         "",
-        "Generated by `tools/bench_fastfail.py`. Both services answer `POST /pii/deidentify`",
-        "while the model's circuit breaker is open (`503 circuit_breaker_open`), driven by the",
-        f"same wrk command (`-t{args.threads} -c{args.connections} -d{args.duration}s`) and Lua script.",
+        "Generated by `tools/bench_fastfail.py`. Every peer answers `POST /pii/deidentify`",
+        "with `503 circuit_breaker_open`: phiguard and OpenMed because the model's circuit",
+        "breaker is open, the *axum floor* (`examples/floor503.rs`, a bare axum handler on",
+        "the same tokio runtime) because that is all it does, with the very bytes phiguard",
+        "sent. The floor is what HTTP costs on this machine; phiguard's share of it is the",
+        "cost of everything else a refused request goes through. Same wrk command",
+        f"(`-t{args.threads} -c{args.connections} -d{args.duration}s`) and Lua script for every peer, runs interleaved.",
         "wrk runs on the same cores as the server under test, and the machine is shared with",
         "other builds (see the load average column): absolute figures are depressed and noisy,",
         "the ratio between peers measured back to back is the figure to read.",
@@ -551,11 +589,23 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         lines.append(f"| {r.peer} | {r.index} | {x['requests']:,} | {r.rps:,.0f} | {x['p50_us'] / 1000:.2f} | "
                      f"{x['p90_us'] / 1000:.2f} | {x['p99_us'] / 1000:.2f} | {x['max_us'] / 1000:.1f} | "
                      f"{x['other']} | {sock} | {r.load_before:.2f} |")
+    share = mean([r.rps for r in pg]) / mean([r.rps for r in fl])
     lines += [
         "",
-        f"**phiguard / OpenMed: {ratio:.1f}×** (mean req/s over the runs; the slowest phiguard run",
-        f"against the fastest OpenMed run gives {worst:.1f}×). Goal ≥ 30×: "
-        f"{'met' if worst >= 30 else ('met on the means only' if ratio >= 30 else 'not met')}.",
+        f"**phiguard / axum floor: {share:.2f}** (mean req/s over the runs; per run: "
+        + ", ".join(f"{p.rps / f.rps:.2f}" for p, f in zip(pg, fl)) + "). Goal ≥ 0.67: "
+        f"{'met' if share >= 0.67 else 'not met'}.",
+    ]
+    if om:
+        ratio = mean([r.rps for r in pg]) / mean([r.rps for r in om])
+        worst = min(r.rps for r in pg) / max(r.rps for r in om)
+        lines += [
+            "",
+            f"**phiguard / OpenMed: {ratio:.1f}×** (mean req/s over the runs; the slowest phiguard run",
+            f"against the fastest OpenMed run gives {worst:.1f}×). Goal ≥ 30×: "
+            f"{'met' if worst >= 30 else ('met on the means only' if ratio >= 30 else 'not met')}.",
+        ]
+    lines += [
         "",
         "Checks: every response of every run was tallied by the Lua `response()` hook",
         "(column *not 503 cbo* counts the others); before and after each run 5 requests were",
@@ -578,11 +628,13 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         "| process | state | VmRSS MiB | VmHWM MiB |",
         "|---|---|---|---|",
     ]
+    if not rss:
+        lines.append("| (not measured: `--no-openmed`) | | | |")
     for label, v in rss.items():
         lines.append(f"| {label.split(' | ')[0]} | {label.split(' | ')[1]} | {v['VmRSS'] / 1024:.1f} | {v['VmHWM'] / 1024:.1f} |")
     lines += [
         "",
-        f"The first request that loaded Rampart took {first_ms:.0f} ms (load + inference).",
+        f"The first request that loaded Rampart took {first_ms:.0f} ms (load + inference)." if first_ms else "",
         "OpenMed was installed with the `service` extra only, as pinned in",
         "`tools/requirements-bench.txt`; it has no `transformers`/`torch`, which OpenMed needs",
         "to serve any model (`openmed[hf]`), so its idle figure is a lower bound for a working",
@@ -593,6 +645,7 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         "```sh",
         "apt-get install -y wrk",
         "cargo build --release --features fault-injection",
+        "cargo build --release --example floor503",
         "python3 -m venv tools/.venv-openmed",
         "tools/.venv-openmed/bin/pip install -r tools/requirements-bench.txt",
         f"python3 tools/bench_fastfail.py --duration {args.duration} --threads {args.threads} "
@@ -602,6 +655,7 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         "PHIGUARD_HOME=<tmp>/home PHIGUARD_PORT=0 PHIGUARD_AUTH_TOKEN=bench PHIGUARD_ADMIN_TOKEN=benchadmin \\",
         "  PHIGUARD_FAULTS=infer=fail PHIGUARD_LOG_LEVEL=off PHIGUARD_DEFAULT_MODEL=rules \\",
         f"  PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS={RECOVERY_SECONDS} target/release/phiguard serve",
+        f"target/release/examples/floor503 --body-file <tmp>/envelope.json --retry-after {RECOVERY_SECONDS}",
         f"OPENMED_SERVICE_LOG_LEVEL=off OPENMED_SERVICE_CIRCUIT_BREAKER_RECOVERY_TIMEOUT_SECONDS={RECOVERY_SECONDS} \\",
         "  tools/.venv-openmed/bin/python <tmp>/om_failing_launcher.py PORT   # uvicorn, 1 worker, access log off",
         f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s --timeout 5s -s <tmp>/post.lua "
@@ -617,13 +671,16 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         f"Request body: `{BODY}` with `Authorization: Bearer bench` and",
         "`Content-Type: application/json` (OpenMed's auth is off by default; it ignores the header).",
         "",
-        "OpenMed's model loader was made to fail by a launcher module that replaces",
-        "`openmed.service.runtime.ModelLoader` (read by `ServiceRuntime.from_env` at start-up)",
-        "with a subclass whose `create_pipeline` and `load_model` raise `RuntimeError`, then runs",
-        "`openmed.service.app:app` with uvicorn. With OpenMed's defaults (3 attempts per request,",
-        "threshold 3) three requests fail with 500 and the fourth gets 503 circuit_breaker_open.",
-        "",
     ]
+    if om:
+        lines += [
+            "OpenMed's model loader was made to fail by a launcher module that replaces",
+            "`openmed.service.runtime.ModelLoader` (read by `ServiceRuntime.from_env` at start-up)",
+            "with a subclass whose `create_pipeline` and `load_model` raise `RuntimeError`, then runs",
+            "`openmed.service.app:app` with uvicorn. With OpenMed's defaults (3 attempts per request,",
+            "threshold 3) three requests fail with 500 and the fourth gets 503 circuit_breaker_open.",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -638,6 +695,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2, help="runs per peer, interleaved (default 2)")
     ap.add_argument("--rebuild", action="store_true", help="run the release build even if the binary exists")
     ap.add_argument("--out", default="docs/bench-fastfail.md", help="report path, relative to the repo")
+    ap.add_argument("--no-openmed", action="store_true",
+                    help="phiguard and the axum floor only (no OpenMed venv, no memory section)")
     args = ap.parse_args()
     if not (1 <= args.duration <= 120 and args.runs >= 1 and args.threads >= 1
             and args.connections >= args.threads):
@@ -648,7 +707,9 @@ def main() -> int:
     signal.signal(signal.SIGINT, _on_signal)
     ensure_wrk()
     ensure_phiguard(args.rebuild)
-    ensure_venv()
+    ensure_floor(args.rebuild)
+    if not args.no_openmed:
+        ensure_venv()
 
     with tempfile.TemporaryDirectory(prefix="bench-fastfail-") as tmp:
         work = Path(tmp)
@@ -656,53 +717,69 @@ def main() -> int:
         lua.write_text(WRK_LUA % {"body": json.dumps(BODY), "token": CLIENT_TOKEN, "cbo": CBO})
         try:
             rss: dict[str, dict] = {}
+            first_ms = 0.0
             # Memory first, on quiet processes.
-            print("memory: phiguard idle, then after one Rampart request", file=sys.stderr)
-            pm = start_phiguard("phiguard-rss", work, PHIGUARD_DEFAULT_MODEL="rampart")
-            time.sleep(2)
-            rss["phiguard serve | idle, bundled model not loaded"] = rss_kib(pm.popen.pid)
-            t0 = time.monotonic()
-            r = request(pm.port, "POST", PATH, BODY, HEADERS, timeout=120)
-            first_ms = (time.monotonic() - t0) * 1000
-            if r.status != 200:
-                raise BenchError(f"phiguard with rampart answered {r.status} ({r.code})")
-            time.sleep(1)
-            rss["phiguard serve | after 1 request (Rampart loaded)"] = rss_kib(pm.popen.pid)
-            stop(pm)
-            print("memory: OpenMed idle", file=sys.stderr)
-            om_idle = start_openmed_plain(work)
-            time.sleep(2)
-            rss["OpenMed service | idle"] = rss_kib(om_idle.popen.pid)
-            stop(om_idle)
+            if not args.no_openmed:
+                first_ms = memory(work, rss)
 
-            print("fast-fail: starting both services and opening their breakers", file=sys.stderr)
+            print("fast-fail: starting the peers and opening their breakers", file=sys.stderr)
             pg = start_phiguard("phiguard", work, PHIGUARD_FAULTS="infer=fail",
                                 PHIGUARD_DEFAULT_MODEL="rules",
                                 PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS=RECOVERY_SECONDS)
             check_fault_feature(pg)
-            om = start_openmed_failing(work)
-            opened = {"phiguard": open_breaker(pg.port), "OpenMed": open_breaker(om.port)}
+            opened = {"phiguard": open_breaker(pg.port)}
+            # The floor sends the very bytes phiguard sends for this request.
+            envelope = work / "envelope.json"
+            envelope.write_text(request(pg.port, "POST", PATH, BODY, HEADERS).body)
+            fl = start_floor(work, envelope)
+            peers = [("phiguard", pg), ("axum floor", fl)]
+            if not args.no_openmed:
+                om = start_openmed_failing(work)
+                opened["OpenMed"] = open_breaker(om.port)
+                peers.append(("OpenMed", om))
             runs = []
             for i in range(1, args.runs + 1):
-                runs.append(bench_run("phiguard", i, pg.port, lua, args))
-                runs.append(bench_run("OpenMed", i, om.port, lua, args))
+                for name, p in peers:
+                    runs.append(bench_run(name, i, p.port, lua, args))
             rss["phiguard serve | after the fast-fail runs (rules, breaker open)"] = rss_kib(pg.popen.pid)
-            rss["OpenMed service | after the fast-fail runs (breaker open)"] = rss_kib(om.popen.pid)
-            for p in (pg, om):
+            if not args.no_openmed:
+                rss["OpenMed service | after the fast-fail runs (breaker open)"] = rss_kib(om.popen.pid)
+            for _, p in peers:
                 if p.popen.poll() is not None:
                     raise BenchError(f"{p.name} exited during the benchmark")
-            stop(pg)
-            stop(om)
+                stop(p)
         finally:
             stop_all()
 
-    text = report(args, runs, opened, rss, first_ms, versions())
+    text = report(args, runs, opened, rss, first_ms, versions(args))
     print(text)
     out = ROOT / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(f"written to {rel(out)}", file=sys.stderr)
     return 0
+
+
+def memory(work: Path, rss: dict[str, dict]) -> float:
+    """Idle and loaded phiguard, idle OpenMed; returns the first Rampart request's ms."""
+    print("memory: phiguard idle, then after one Rampart request", file=sys.stderr)
+    pm = start_phiguard("phiguard-rss", work, PHIGUARD_DEFAULT_MODEL="rampart")
+    time.sleep(2)
+    rss["phiguard serve | idle, bundled model not loaded"] = rss_kib(pm.popen.pid)
+    t0 = time.monotonic()
+    r = request(pm.port, "POST", PATH, BODY, HEADERS, timeout=120)
+    first_ms = (time.monotonic() - t0) * 1000
+    if r.status != 200:
+        raise BenchError(f"phiguard with rampart answered {r.status} ({r.code})")
+    time.sleep(1)
+    rss["phiguard serve | after 1 request (Rampart loaded)"] = rss_kib(pm.popen.pid)
+    stop(pm)
+    print("memory: OpenMed idle", file=sys.stderr)
+    om_idle = start_openmed_plain(work)
+    time.sleep(2)
+    rss["OpenMed service | idle"] = rss_kib(om_idle.popen.pid)
+    stop(om_idle)
+    return first_ms
 
 
 if __name__ == "__main__":
