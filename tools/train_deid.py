@@ -461,6 +461,50 @@ def load_sources(args, train_files: list[Path]) -> dict:
     return out
 
 
+# The base head's entity for each canonical label, where a PII base (Rampart) has one; the
+# names are Rampart's, folded as src/inference/labels.rs folds them. STREET_ADDRESS starts
+# the way the base starts an address (its building number) and continues as its street
+# name does. Labels the base lacks start from the fresh random rows.
+BASE_HEAD_MAP = {
+    "FIRST_NAME": ("GIVEN_NAME", "GIVEN_NAME"), "LAST_NAME": ("SURNAME", "SURNAME"),
+    "EMAIL": ("EMAIL", "EMAIL"), "PHONE": ("PHONE", "PHONE"), "FAX": ("PHONE", "PHONE"),
+    "URL": ("URL", "URL"), "SSN": ("TAX_ID", "TAX_ID"),
+    "ACCOUNT_NUMBER": ("BANK_ACCOUNT", "BANK_ACCOUNT"),
+    "LICENSE_NUMBER": ("DRIVERS_LICENSE", "DRIVERS_LICENSE"),
+    "ID_NUM": ("GOVERNMENT_ID", "GOVERNMENT_ID"),
+    "STREET_ADDRESS": ("BUILDING_NUMBER", "STREET_NAME"), "CITY": ("CITY", "CITY"),
+    "STATE": ("STATE", "STATE"), "ZIPCODE": ("ZIP_CODE", "ZIP_CODE"),
+}
+
+
+def init_head_from_base(model, base: Path) -> dict[str, str]:
+    """Copies the base classifier's rows into the new head where BASE_HEAD_MAP names one.
+
+    Returns {new label: base label} for the card. The base's own head is read straight
+    from its safetensors (from_pretrained drops it: the label count differs)."""
+    import torch
+    from safetensors.torch import load_file
+
+    config = json.loads((base / "config.json").read_text())
+    base_ids = {label: int(i) for i, label in config.get("id2label", {}).items()}
+    if not base_ids:
+        sys.exit("train_deid: --head-from-base: the base has no id2label (not a token classifier)")
+    weights = load_file(str(base / "model.safetensors"))
+    w, b = weights["classifier.weight"], weights["classifier.bias"]
+    copied = {}
+    with torch.no_grad():
+        head = model.classifier
+        pairs = [("O", "O")]
+        for label, (begin, inside) in BASE_HEAD_MAP.items():
+            pairs += [(f"B-{label}", f"B-{begin}"), (f"I-{label}", f"I-{inside}")]
+        for new, old in pairs:
+            if new in LABEL2ID and old in base_ids:
+                head.weight[LABEL2ID[new]] = w[base_ids[old]]
+                head.bias[LABEL2ID[new]] = b[base_ids[old]]
+                copied[new] = old
+    return copied
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description="fine-tune a BERT de-identification token classifier")
     ap.add_argument("--train", nargs="+", required=True, type=Path, help="gold JSONL files, one per source")
@@ -483,6 +527,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--sources-note", default="", help="free text for the card: where the data came from, licences")
     ap.add_argument("--sources-json", help="JSON {file name: {license, origin, note}} (else FILE.source.json beside each file)")
     ap.add_argument("--model-name", default="phiguard-deid-minilm", help="name in the card")
+    ap.add_argument("--head-from-base", action="store_true",
+                    help="the base is already a token classifier (e.g. models/rampart): start each "
+                         "head row from the base's row for the same entity (BASE_HEAD_MAP), so the "
+                         "fine-tune keeps what the base knows instead of learning it again")
     args = ap.parse_args(argv)
 
     if args.out.exists() and any(args.out.iterdir()):
@@ -525,8 +573,10 @@ def main(argv: list[str]) -> int:
     model = BertForTokenClassification.from_pretrained(
         str(args.base), num_labels=len(LABELS),
         id2label=dict(enumerate(LABELS)), label2id=LABEL2ID,
+        ignore_mismatched_sizes=args.head_from_base,
     )
     model.config.architectures = ["BertForTokenClassification"]
+    head_init = init_head_from_base(model, args.base) if args.head_from_base else {}
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
@@ -611,6 +661,7 @@ def main(argv: list[str]) -> int:
             "warmup_fraction": args.warmup, "scheduler": "linear warm-up, linear decay",
             "optimizer": "AdamW", "grad_clip": 1.0, "seed": args.seed, "threads": args.threads,
             "steps": total_steps,
+            "head_from_base": head_init,
         },
         "data": {"notes": len(all_docs), "text_tokens": text_tokens, "windows": len(windows),
                  "window_tokens": window_tokens,
