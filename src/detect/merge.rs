@@ -5,8 +5,9 @@
 //! In de-identification a missed character is a leak and an extra character is a cosmetic
 //! loss, so resolution is *recall first*: spans that share a code point are fused into one
 //! span covering their union (a model's `John Smith` and a rule's `Smith, John` become one
-//! name span). The label, score and [`Source`](super::Source) of the fused span come from
-//! its best member: a specific label before a generic one, then a rule span over a model
+//! name span). Its score is the highest of its members' (a confidence threshold applied to
+//! the merged list keeps a union whenever it would have kept any member alone), and its
+//! label and [`Source`](super::Source) come from its best member: a specific label before a generic one, then a rule span over a model
 //! span that it covers, then the highest score, then the longer span, then the earlier one. Spans that only touch (`end == start`) stay
 //! separate, so adjacent entities keep their labels.
 //!
@@ -34,12 +35,16 @@ pub fn resolve(mut spans: Vec<Span>) -> Vec<Span> {
         match (out.last_mut(), &mut best) {
             (Some(cur), Some(b)) if s.start < cur.end => {
                 cur.end = cur.end.max(s.end);
+                // The strongest member's score, whichever member names the span: the
+                // confidence threshold applied after the merge must not drop a rule's
+                // span because a weaker model span with a more specific label joined it.
+                let score = cur.score.max(s.score);
                 if better(&s, b) {
                     cur.label = s.label;
-                    cur.score = s.score;
                     cur.source = s.source;
                     *b = s;
                 }
+                cur.score = score;
             }
             _ => {
                 best = Some(s.clone());
@@ -97,6 +102,20 @@ mod tests {
             sp(3, 10, Label::Person, 0.9, Source::Rule),
         ]);
         assert_eq!(out, vec![sp(0, 10, Label::Person, 0.9, Source::Rule)]);
+    }
+
+    #[test]
+    fn a_weaker_specific_label_names_the_union_but_keeps_the_stronger_score() {
+        // A rule's generic identifier at 0.9 and a model's account number at 0.4 on part of
+        // it: the label says account number, and a 0.7 threshold still keeps the span.
+        let out = resolve(vec![
+            sp(4, 16, Label::IdNum, 0.9, Source::Rule),
+            sp(4, 10, Label::AccountNumber, 0.4, Source::Model),
+        ]);
+        assert_eq!(
+            out,
+            vec![sp(4, 16, Label::AccountNumber, 0.9, Source::Model)]
+        );
     }
 
     #[test]
@@ -184,7 +203,14 @@ mod tests {
                 // Every output span is made of input spans: its ends are input ends.
                 prop_assert!(spans.iter().any(|s| s.start == o.start));
                 prop_assert!(spans.iter().any(|s| s.end == o.end));
-                prop_assert!(spans.iter().any(|s| s.label == o.label && s.score == o.score));
+                // Its label is a member's; its score the highest of the members inside it.
+                prop_assert!(spans.iter().any(|s| s.label == o.label && o.start <= s.start && s.end <= o.end));
+                let top = spans
+                    .iter()
+                    .filter(|s| o.start <= s.start && s.end <= o.end)
+                    .map(|s| s.score)
+                    .fold(f32::MIN, f32::max);
+                prop_assert_eq!(o.score, top);
             }
         }
     }
