@@ -135,7 +135,8 @@ mod tests {
         ]);
         assert_eq!(
             out,
-            vec![sp(4, 11, Label::MedicalRecordNumber, 0.8, Source::Rule)]
+            // The label is the rule's; the score the stronger member's.
+            vec![sp(4, 11, Label::MedicalRecordNumber, 0.97, Source::Rule)]
         );
     }
 
@@ -145,7 +146,7 @@ mod tests {
             sp(0, 12, Label::Phone, 0.99, Source::Model),
             sp(0, 12, Label::Fax, 0.82, Source::Rule),
         ]);
-        assert_eq!(out, vec![sp(0, 12, Label::Fax, 0.82, Source::Rule)]);
+        assert_eq!(out, vec![sp(0, 12, Label::Fax, 0.99, Source::Rule)]);
     }
 
     #[test]
