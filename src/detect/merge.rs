@@ -7,9 +7,10 @@
 //! span covering their union (a model's `John Smith` and a rule's `Smith, John` become one
 //! name span). Its score is the highest of its members' (a confidence threshold applied to
 //! the merged list keeps a union whenever it would have kept any member alone), and its
-//! label and [`Source`](super::Source) come from its best member: a specific label before a generic one, then a rule span over a model
-//! span that it covers, then the highest score, then the longer span, then the earlier one. Spans that only touch (`end == start`) stay
-//! separate, so adjacent entities keep their labels.
+//! label and [`Source`](super::Source) come from its best member: a specific label before
+//! a generic one, then a rule span over a model span that it covers, then the highest
+//! score, then the longer span, then the earlier one. Spans that only touch
+//! (`end == start`) stay separate, so adjacent entities keep their labels.
 //!
 //! # Why a specific label wins over a higher score
 //!
