@@ -478,7 +478,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         let request_id = super::middleware::REQUEST_ID.try_with(Clone::clone).ok();
-        let mut resp = (status, axum::Json(self.body(request_id.as_deref()))).into_response();
+        // Serialized straight from the typed envelope (not through a `Value`): one buffer.
+        let mut resp = (status, axum::Json(self.envelope(request_id.as_deref()))).into_response();
         let headers = resp.headers_mut();
         if let Some(secs) = self.retry_after() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));

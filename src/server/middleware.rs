@@ -1,5 +1,5 @@
-//! The request middleware, one function each: request context (id, access log, metrics,
-//! the no-store and nosniff headers), trusted Host, cross-site refusal (Origin and
+//! The request middleware: request context (id, access log, metrics, the no-store and
+//! nosniff headers, and within it the trusted-Host and cross-site checks on Origin and
 //! Content-Type), auth, and the admission gate of model routes (body read first, then
 //! readiness, rate limits, priority admission, drain accounting). The order they run in is
 //! written down where the router is built (`router.rs`).
@@ -41,11 +41,18 @@ pub struct Caller {
 #[derive(Clone, Copy, Debug)]
 pub struct RequestPriority(pub Priority);
 
-fn route_of(req: &Request) -> String {
-    req.extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_string())
-        .unwrap_or_else(|| "unknown".into())
+/// The route template the request matched (`MatchedPath` holds an `Arc<str>`: a clone
+/// allocates nothing), or `unknown`.
+struct Route(Option<MatchedPath>);
+
+impl Route {
+    fn of(req: &Request) -> Self {
+        Route(req.extensions().get::<MatchedPath>().cloned())
+    }
+
+    fn as_str(&self) -> &str {
+        self.0.as_ref().map_or("unknown", MatchedPath::as_str)
+    }
 }
 
 /// A caller's `X-Request-Id` is kept only when it has the shape of a generated id: a UUID
@@ -91,7 +98,8 @@ pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -
         .get("x-request-id")
         .and_then(valid_request_id)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let route = route_of(&req);
+    let route = Route::of(&req);
+    let route = route.as_str();
     let method = req.method().clone();
     let started = Instant::now();
     let count = route != "/metrics";
@@ -101,15 +109,24 @@ pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -
     // Every event of this request, in the guard and on the inference workers too, is logged
     // inside this span, so it carries the request id.
     let span = tracing::info_span!(target: "phiguard::request", "request", request_id = %id);
+    // The trusted-Host and cross-site checks run here rather than as layers of their own:
+    // each `from_fn` layer clones the stack below it on every request.
+    let gate = trusted_host(&st, &req).and_then(|()| cross_site(&st, &req));
+    let handled = async move {
+        match gate {
+            Ok(()) => next.run(req).await,
+            Err(refused) => refused.into_response(),
+        }
+    };
     let mut resp = REQUEST_ID
-        .scope(id.clone(), next.run(req))
+        .scope(id.clone(), handled)
         .instrument(span.clone())
         .await;
     let _in_request = span.enter();
     let elapsed = started.elapsed();
     if count {
         st.metrics.inflight.dec();
-        st.metrics.observe(&route, resp.status().as_u16(), elapsed);
+        st.metrics.observe(route, resp.status().as_u16(), elapsed);
     }
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
@@ -127,7 +144,7 @@ pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -
         .unwrap_or_default();
     let status = resp.status().as_u16();
     // The dashboard polls these every few seconds: at info they would fill the log it shows.
-    let polled = matches!(route.as_str(), "/admin/logs" | "/admin/history") && status < 400;
+    let polled = matches!(route, "/admin/logs" | "/admin/history") && status < 400;
     if status >= 500 {
         tracing::warn!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
             status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
@@ -141,15 +158,19 @@ pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -
     resp
 }
 
-/// Host patterns: exact names, or `*.domain` for subdomains.
+/// Host patterns: exact names, or `*.domain` for subdomains (ASCII case-insensitive).
 fn host_allowed(host: &str, trusted: &[String]) -> bool {
-    let host = host.to_ascii_lowercase();
-    trusted.iter().any(|t| {
-        let t = t.to_ascii_lowercase();
-        match t.strip_prefix("*.") {
-            Some(suffix) => host.ends_with(&format!(".{suffix}")) || host == suffix,
-            None => host == t,
+    trusted.iter().any(|t| match t.strip_prefix("*.") {
+        Some(suffix) => {
+            host.eq_ignore_ascii_case(suffix)
+                || (host.len() > suffix.len()
+                    && host
+                        .get(host.len() - suffix.len() - 1..)
+                        .is_some_and(|tail| {
+                            tail.starts_with('.') && tail[1..].eq_ignore_ascii_case(suffix)
+                        }))
         }
+        None => host.eq_ignore_ascii_case(t),
     })
 }
 
@@ -170,12 +191,12 @@ fn strip_port(host: &str) -> &str {
 ///
 /// Probes and `/metrics` are exempt: kubelets and Prometheus address pods by IP, and these
 /// routes carry no patient data.
-pub async fn trusted_host(State(st): State<AppState>, req: Request, next: Next) -> Response {
+fn trusted_host(st: &AppState, req: &Request) -> Result<(), ApiError> {
     if matches!(
         req.uri().path(),
         "/health" | "/livez" | "/readyz" | "/metrics"
     ) {
-        return next.run(req).await;
+        return Ok(());
     }
     let host = req
         .headers()
@@ -183,16 +204,12 @@ pub async fn trusted_host(State(st): State<AppState>, req: Request, next: Next) 
         .and_then(|h| h.to_str().ok())
         .map(strip_port)
         .or_else(|| req.uri().host());
-    let settings = st.settings();
     match host {
-        Some(h) if host_allowed(h, settings.get(keys::SECURITY_TRUSTED_HOSTS)) => {
-            next.run(req).await
-        }
-        _ => ApiError::BadRequest {
+        Some(h) if host_allowed(h, st.settings().get(keys::SECURITY_TRUSTED_HOSTS)) => Ok(()),
+        _ => Err(ApiError::BadRequest {
             message: "Invalid host header",
             reason: "Invalid host header",
-        }
-        .into_response(),
+        }),
     }
 }
 
@@ -269,7 +286,7 @@ fn json_or_empty(headers: &HeaderMap) -> bool {
 /// tokens): a request whose `Origin` is not allowed (403 `origin_not_allowed`), and a
 /// state-changing request whose body is not declared JSON (415 `unsupported_media_type`).
 /// Requests without `Origin` (curl, SDKs, the desktop shell's own calls) pass the first check.
-pub async fn cross_site(State(st): State<AppState>, req: Request, next: Next) -> Response {
+fn cross_site(st: &AppState, req: &Request) -> Result<(), ApiError> {
     if let Some(origin) = req.headers().get(header::ORIGIN) {
         let host = req
             .headers()
@@ -284,13 +301,13 @@ pub async fn cross_site(State(st): State<AppState>, req: Request, next: Next) ->
             )
         });
         if !ok {
-            return ApiError::OriginNotAllowed.into_response();
+            return Err(ApiError::OriginNotAllowed);
         }
     }
     if changes_state(req.method()) && !json_or_empty(req.headers()) {
-        return ApiError::UnsupportedMediaType.into_response();
+        return Err(ApiError::UnsupportedMediaType);
     }
-    next.run(req).await
+    Ok(())
 }
 
 /// The scope a route needs; `None` for open routes.
@@ -307,17 +324,19 @@ pub(crate) fn required_scope(route: &str) -> Option<Scope> {
     }
 }
 
-fn presented_token(headers: &HeaderMap) -> Option<String> {
+fn presented_token(headers: &HeaderMap) -> Option<&str> {
     if let Some(k) = headers.get("x-api-key").and_then(|v| v.to_str().ok()) {
         if !k.trim().is_empty() {
-            return Some(k.trim().to_string());
+            return Some(k.trim());
         }
     }
     let auth = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, value) = auth.split_once(' ')?;
-    let scheme = scheme.to_ascii_lowercase();
-    if matches!(scheme.as_str(), "bearer" | "apikey" | "api-key") && !value.trim().is_empty() {
-        Some(value.trim().to_string())
+    let known = ["bearer", "apikey", "api-key"]
+        .iter()
+        .any(|s| scheme.eq_ignore_ascii_case(s));
+    if known && !value.trim().is_empty() {
+        Some(value.trim())
     } else {
         None
     }
@@ -336,14 +355,15 @@ pub fn query_token(query: &str) -> Option<String> {
 /// its failed authentications (`security.auth_failure_*`) gets 429 `rate_limited` before
 /// its token is compared; a wrong token counts against it, a missing one does not.
 pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
-    let route = route_of(&req);
+    let route = Route::of(&req);
+    let route = route.as_str();
     // The dashboard's static files are open (the page asks for the admin token); nested
     // services carry no route template, so the path decides.
     let path = req.uri().path();
     if path == "/ui" || path.starts_with("/ui/") {
         return next.run(req).await;
     }
-    let Some(needed) = required_scope(&route) else {
+    let Some(needed) = required_scope(route) else {
         return next.run(req).await;
     };
     let caller = if st.auth_off {
@@ -352,11 +372,15 @@ pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> R
             scope: Scope::Admin,
         }
     } else {
-        let mut token = presented_token(req.headers());
+        let mut token = presented_token(req.headers()).map(std::borrow::Cow::Borrowed);
         // EventSource cannot set headers: the dashboard's event stream may carry the token
         // in the query string.
         if token.is_none() && route == "/admin/events" {
-            token = req.uri().query().and_then(query_token);
+            token = req
+                .uri()
+                .query()
+                .and_then(query_token)
+                .map(std::borrow::Cow::Owned);
         }
         let Some(token) = token else {
             return ApiError::AuthRequired.into_response();
@@ -455,12 +479,14 @@ impl Drop for HeldAdmission {
 /// nothing), then: not while draining, rate limits, then priority admission. A client that
 /// stalls mid-upload therefore never holds an admission slot.
 pub async fn admission(State(st): State<AppState>, req: Request, next: Next) -> Response {
-    let (parts, body) = req.into_parts();
-    let body = match Body::from_request(Request::from_parts(parts.clone(), body), &()).await {
-        Ok(Body(b)) => b,
+    let (mut parts, body) = req.into_parts();
+    match read_body(&parts, body).await {
+        // Kept aside for the handler's `Body` extractor, which takes it without a second
+        // read (or a second timer).
+        Ok(bytes) => parts.extensions.insert(ReadBody(bytes)),
         Err(e) => return e.into_response(),
     };
-    let mut req = Request::from_parts(parts, axum::body::Body::from(body));
+    let mut req = Request::from_parts(parts, axum::body::Body::empty());
     if st.draining.load(Ordering::SeqCst) {
         return ApiError::NotReady {
             message: "Service is shutting down and not accepting new requests",
@@ -522,35 +548,51 @@ pub struct BodyTimeout(pub Duration);
 /// body limit mapped to 413 `payload_too_large`.
 pub struct Body(pub Bytes);
 
+/// A body [`admission`] has already read (within its limit and timeout).
+#[derive(Clone)]
+struct ReadBody(Bytes);
+
+/// Reads `body` whole, within the limit and timeout that `parts` carries.
+async fn read_body(
+    parts: &axum::http::request::Parts,
+    body: axum::body::Body,
+) -> Result<Bytes, ApiError> {
+    let limit = parts.extensions.get::<BodyLimit>().map_or(0, |l| l.0);
+    let timeout = parts
+        .extensions
+        .get::<BodyTimeout>()
+        .map_or(Duration::from_secs(30), |t| t.0);
+    let Ok(read) = tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await else {
+        return Err(ApiError::RequestTimeout {
+            timeout_seconds: timeout.as_secs_f64(),
+        });
+    };
+    read.map_err(|e| {
+        if e.into_inner().is::<http_body_util::LengthLimitError>() {
+            ApiError::PayloadTooLarge {
+                limit_bytes: limit as u64,
+            }
+        } else {
+            ApiError::BadRequest {
+                message: "Request body could not be read",
+                reason: "invalid_body",
+            }
+        }
+    })
+}
+
 impl<S: Send + Sync> FromRequest<S> for Body {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
         if req.method() == Method::GET {
             return Ok(Body(Bytes::new()));
         }
-        let limit = req.extensions().get::<BodyLimit>().map_or(0, |l| l.0);
-        let timeout = req
-            .extensions()
-            .get::<BodyTimeout>()
-            .map_or(Duration::from_secs(30), |t| t.0);
-        let Ok(read) = tokio::time::timeout(timeout, Bytes::from_request(req, state)).await else {
-            return Err(ApiError::RequestTimeout {
-                timeout_seconds: timeout.as_secs_f64(),
-            });
-        };
-        match read {
-            Ok(b) => Ok(Body(b)),
-            Err(e) if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE => {
-                Err(ApiError::PayloadTooLarge {
-                    limit_bytes: limit as u64,
-                })
-            }
-            Err(_) => Err(ApiError::BadRequest {
-                message: "Request body could not be read",
-                reason: "invalid_body",
-            }),
+        let (mut parts, body) = req.into_parts();
+        if let Some(ReadBody(bytes)) = parts.extensions.remove::<ReadBody>() {
+            return Ok(Body(bytes));
         }
+        read_body(&parts, body).await.map(Body)
     }
 }
 
@@ -571,6 +613,13 @@ mod tests {
             ("a.example.org", true),
             ("evil.com", false),
             ("example.org.evil.com", false),
+            ("A.Example.ORG", true),
+            ("example.org", true),
+            ("xexample.org", false),
+            ("LOCALHOST", true),
+            ("localhost.evil", false),
+            ("é.example.org", true),
+            ("", false),
         ] {
             assert_eq!(host_allowed(strip_port(h), &trusted), ok, "{h}");
         }

@@ -3,20 +3,20 @@
 //! # Order
 //! Requests pass the layers top to bottom (outermost first):
 //! 1. panic catcher — a panic anywhere becomes a 500 `internal_error` envelope;
-//! 2. request context — request id, access log, request metrics;
+//! 2. request context — request id, access log, request metrics; inside it, before anything
+//!    below runs: trusted Host (400 `bad_request` for any other Host), then cross-site
+//!    refusal (an `Origin` that is not this server or an allowed origin: 403
+//!    `origin_not_allowed`; a state-changing body not declared JSON: 415);
 //! 3. body limit — `limits.max_request_bytes` (413 `payload_too_large`);
-//! 4. trusted Host — 400 `bad_request` for any other Host;
-//! 5. cross-site refusal — an `Origin` that is not this server or an allowed origin (403
-//!    `origin_not_allowed`), a state-changing body not declared JSON (415);
-//! 6. CORS — only the configured exact origins (and the webview's in the desktop app);
-//! 7. auth — a peer over its failed-authentication limit first (429, key `auth`), then token
+//! 4. CORS — only the configured exact origins (and the webview's in the desktop app);
+//! 5. auth — a peer over its failed-authentication limit first (429, key `auth`), then token
 //!    and scope (401 / 403);
-//! 8. on model routes only: admission — the body read within its timeout (408), then
+//! 6. on model routes only: admission — the body read within its timeout (408), then
 //!    draining (503 `not_ready`), rate limits (429), priority admission with watermarks (503
 //!    `backpressure`);
-//! 9. the handler — validation (422), then the engine: breaker, bulkhead, deadline, retries.
+//! 7. the handler — validation (422), then the engine: breaker, bulkhead, deadline, retries.
 //!
-//! axum applies `.layer` calls bottom-up, so the code below lists them in reverse.
+//! They are composed in this order in one `tower::ServiceBuilder` (outermost first).
 
 use axum::extract::DefaultBodyLimit;
 use axum::extract::State;
@@ -177,17 +177,22 @@ pub fn app(st: AppState, max_body: usize) -> Router {
             .service(tower_http::services::ServeDir::new(ui_dir()));
         router = router.nest_service("/ui", files);
     }
+    // One `layer` call with the whole stack: axum boxes each `Router::layer` around every
+    // route, and a `from_fn` layer clones its inner service on every request, so eight
+    // separate calls cloned a chain of eight boxed services at each of eight levels (about
+    // 40 % of a refused request's allocations). Composed here, the stack is boxed once and
+    // its clones are of plain values.
+    let stack = tower::ServiceBuilder::new()
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(mw(st.clone(), middleware::context))
+        .layer(axum::Extension(middleware::BodyLimit(max_body)))
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(cors(&st))
+        .layer(mw(st.clone(), middleware::auth));
     router
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(mw(st.clone(), middleware::auth))
-        .layer(cors(&st))
-        .layer(mw(st.clone(), middleware::cross_site))
-        .layer(mw(st.clone(), middleware::trusted_host))
-        .layer(DefaultBodyLimit::max(max_body))
-        .layer(axum::Extension(middleware::BodyLimit(max_body)))
-        .layer(mw(st.clone(), middleware::context))
-        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(stack)
         .with_state(st)
 }
 
