@@ -186,6 +186,9 @@ test('a model download from the local hub fixture reaches 100 %', async (t) => {
     const dl = after.json.downloads.find((d) => d.id === entry.id);
     assert.ok(!dl || (dl.state === 'done' && dl.percent === 100), `download entry ${JSON.stringify(dl)}`);
   } finally {
+    // Leave the stopped server's dashboard first: its polls and event stream would otherwise
+    // fail against the closed port and log console errors into the next test.
+    await browser.page.goto('about:blank').catch(() => {});
     await hubServer.stop();
     await hub.stop();
   }

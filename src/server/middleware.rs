@@ -557,7 +557,12 @@ async fn read_body(
     parts: &axum::http::request::Parts,
     body: axum::body::Body,
 ) -> Result<Bytes, ApiError> {
-    let limit = parts.extensions.get::<BodyLimit>().map_or(0, |l| l.0);
+    // The router attaches the limit to every request; a request without it (a router built
+    // some other way) gets axum's own default of 2 MiB.
+    let limit = parts
+        .extensions
+        .get::<BodyLimit>()
+        .map_or(2 * 1024 * 1024, |l| l.0);
     let timeout = parts
         .extensions
         .get::<BodyTimeout>()
