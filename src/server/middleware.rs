@@ -160,17 +160,16 @@ pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -
 
 /// Host patterns: exact names, or `*.domain` for subdomains (ASCII case-insensitive).
 fn host_allowed(host: &str, trusted: &[String]) -> bool {
+    let host = host.as_bytes();
     trusted.iter().any(|t| match t.strip_prefix("*.") {
         Some(suffix) => {
+            let suffix = suffix.as_bytes();
             host.eq_ignore_ascii_case(suffix)
                 || (host.len() > suffix.len()
-                    && host
-                        .get(host.len() - suffix.len() - 1..)
-                        .is_some_and(|tail| {
-                            tail.starts_with('.') && tail[1..].eq_ignore_ascii_case(suffix)
-                        }))
+                    && host[host.len() - suffix.len() - 1] == b'.'
+                    && host[host.len() - suffix.len()..].eq_ignore_ascii_case(suffix))
         }
-        None => host.eq_ignore_ascii_case(t),
+        None => host.eq_ignore_ascii_case(t.as_bytes()),
     })
 }
 

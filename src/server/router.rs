@@ -7,7 +7,8 @@
 //!    below runs: trusted Host (400 `bad_request` for any other Host), then cross-site
 //!    refusal (an `Origin` that is not this server or an allowed origin: 403
 //!    `origin_not_allowed`; a state-changing body not declared JSON: 415);
-//! 3. body limit — `limits.max_request_bytes` (413 `payload_too_large`);
+//! 3. body limit — `limits.max_request_bytes`, attached to the request and enforced where
+//!    the body is read (`middleware::Body`, the one body extractor: 413 `payload_too_large`);
 //! 4. CORS — only the configured exact origins (and the webview's in the desktop app);
 //! 5. auth — a peer over its failed-authentication limit first (429, key `auth`), then token
 //!    and scope (401 / 403);
@@ -18,7 +19,6 @@
 //!
 //! They are composed in this order in one `tower::ServiceBuilder` (outermost first).
 
-use axum::extract::DefaultBodyLimit;
 use axum::extract::State;
 use axum::http::{HeaderName, Method};
 use axum::middleware::from_fn_with_state as mw;
@@ -186,7 +186,6 @@ pub fn app(st: AppState, max_body: usize) -> Router {
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(mw(st.clone(), middleware::context))
         .layer(axum::Extension(middleware::BodyLimit(max_body)))
-        .layer(DefaultBodyLimit::max(max_body))
         .layer(cors(&st))
         .layer(mw(st.clone(), middleware::auth));
     router
