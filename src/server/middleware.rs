@@ -37,10 +37,6 @@ pub struct Caller {
     pub scope: Scope,
 }
 
-/// The admission priority of a model request.
-#[derive(Clone, Copy, Debug)]
-pub struct RequestPriority(pub Priority);
-
 /// The route template the request matched (`MatchedPath` holds an `Arc<str>`: a clone
 /// allocates nothing), or `unknown`.
 struct Route(Option<MatchedPath>);
@@ -526,7 +522,6 @@ pub async fn admission(State(st): State<AppState>, req: Request, next: Next) -> 
         _permit: permit,
         st: st.clone(),
     });
-    req.extensions_mut().insert(RequestPriority(priority));
     req.extensions_mut().insert(Arc::clone(&held));
     let resp = next.run(req).await;
     drop(held);
