@@ -181,7 +181,14 @@ test('a model download from the local hub fixture reaches 100 %', async (t) => {
       if (m) seen.add(Number(m[1]));
       return seen.has(100) || /installed/.test(pct);
     }, 'the download to reach 100 %', 120_000, 50);
-    const after = await hubServer.api('GET', '/admin/models');
+    // 100 % is shown while the last file is still being stored and verified; the model is
+    // installed once the download entry settles, so wait for that rather than race it.
+    let after;
+    await eventually(async () => {
+      after = await hubServer.api('GET', '/admin/models');
+      const d = after.json.downloads.find((x) => x.id === entry.id);
+      return !d || d.state !== 'running';
+    }, 'the download to settle', 60_000, 50);
     assert.ok(after.json.installed.some((m) => m.id === entry.id), 'the model is installed');
     const dl = after.json.downloads.find((d) => d.id === entry.id);
     assert.ok(!dl || (dl.state === 'done' && dl.percent === 100), `download entry ${JSON.stringify(dl)}`);
