@@ -186,6 +186,19 @@ pub fn followed_by_head(after: &str) -> bool {
 /// needs three digits (spine levels such as `L4-L5` are not postcodes).
 pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
     let idx = CharIndex::new(text);
+    // Where a model name span that is itself no protected term ends: a capitalised
+    // protected word one space after it is in a name position (`Janina Hartmann`, not
+    // `Epley maneuver`).
+    let name_ends: HashSet<usize> = spans
+        .iter()
+        .filter(|s| s.source == Source::Model && is_name_label(s.label))
+        .filter(|s| s.end <= idx.char_len())
+        .filter(|s| {
+            let after: String = text[idx.byte(s.end)..].chars().take(40).collect();
+            !is_protected_at(idx.slice(text, s.start, s.end), &after)
+        })
+        .map(|s| s.end)
+        .collect();
     let mut out = Vec::with_capacity(spans.len());
     for s in spans.drain(..) {
         if s.source != Source::Model || s.end > idx.char_len() {
@@ -207,19 +220,43 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
             out.push(s);
             continue;
         }
-        // One part per line, trimmed of whitespace.
+        // One part per line and per sentence, trimmed of whitespace.
         let mut start = s.start;
-        for (i, c) in idx.slice(text, s.start, s.end).chars().enumerate() {
+        let value: Vec<char> = idx.slice(text, s.start, s.end).chars().collect();
+        for (i, &c) in value.iter().enumerate() {
             let pos = s.start + i;
-            if c == '\n' || c == '\r' {
-                push_name_part(text, &idx, &s, start, pos, &mut out);
+            if c == '\n' || c == '\r' || sentence_end(&value, i) {
+                push_name_part(text, &idx, &s, start, pos, &name_ends, &mut out);
                 start = pos + 1;
             }
         }
-        push_name_part(text, &idx, &s, start, s.end, &mut out);
+        push_name_part(text, &idx, &s, start, s.end, &name_ends, &mut out);
     }
     *spans = out;
 }
+
+/// True when `chars[i]` is a full stop that ends a sentence inside a model's name span
+/// (`Smith. Foley catheter`): whitespace follows, and the word before it is neither an
+/// initial (`J. Smith`) nor a title or suffix (`Dr.`, `St.`, `Jr.`).
+fn sentence_end(chars: &[char], i: usize) -> bool {
+    if chars[i] != '.' || !chars.get(i + 1).is_some_and(|c| c.is_whitespace()) {
+        return false;
+    }
+    let word: String = chars[..i]
+        .iter()
+        .rev()
+        .take_while(|c| c.is_alphabetic())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    word.chars().count() >= 2
+        && !TITLES.contains(&word.as_str())
+        && !SUFFIXES.contains(&word.as_str())
+}
+
+/// Abbreviations that end with a full stop inside a name.
+const SUFFIXES: &[&str] = &["St", "Jr", "Sr", "Ste", "Mt"];
 
 /// True for a model postcode that is a bare year (`1998`, `2021`) after a lowercase word
 /// or at a sentence position (`in 1998`, `since 2021`): postcodes follow a place name, a
@@ -241,12 +278,15 @@ fn year_not_postcode(text: &str, idx: &CharIndex, s: &Span) -> bool {
 }
 
 /// Pushes the part `start..end` of the model name span `s` unless it is blank or protected.
+/// A protected word in a person's position (after a title, or one space after another name
+/// span) is a surname unless a clinical head noun follows it.
 fn push_name_part(
     text: &str,
     idx: &CharIndex,
     s: &Span,
     start: usize,
     end: usize,
+    name_ends: &HashSet<usize>,
     out: &mut Vec<Span>,
 ) {
     let part = idx.slice(text, start, end);
@@ -260,10 +300,17 @@ fn push_name_part(
     let value = idx.slice(text, start, end);
     // One capitalised word before a clinical head noun is an eponymous term (`Foley
     // catheter`, `Bell palsy`) unless a title makes it a person (`Dr. Foley's catheter`).
-    let eponym = !value.contains(char::is_whitespace)
-        && followed_by_head(&after)
-        && !after_title(&text[..idx.byte(start)]);
-    if !eponym && !is_protected_at(value, &after) {
+    let before = &text[..idx.byte(start)];
+    let eponym =
+        !value.contains(char::is_whitespace) && followed_by_head(&after) && !after_title(before);
+    let person = !followed_by_head(&after)
+        && value.starts_with(char::is_uppercase)
+        && (after_title(before)
+            || (start > 0
+                && name_ends.contains(&(start - 1))
+                && before.ends_with([' ', '\t'])
+                && !before[..before.len() - 1].ends_with(char::is_whitespace)));
+    if !eponym && (person || !is_protected_at(value, &after)) {
         out.push(Span::new(start, end, s.label, s.score, s.source));
     }
 }
@@ -432,6 +479,37 @@ mod tests {
         assert_eq!(spans.len(), 2);
         assert_eq!(spans[0].source, Source::Rule);
         assert_eq!(spans[1].label, Label::City);
+    }
+
+    #[test]
+    fn a_protected_word_after_a_model_name_is_a_surname_unless_a_term_follows() {
+        let text = "Mr. Janina Hartmann; Janina Hartmann procedure; Epley Hartmann";
+        let mut spans = vec![
+            Span::new(4, 10, Label::FirstName, 0.9, Source::Model),
+            Span::new(11, 19, Label::LastName, 0.9, Source::Model),
+            Span::new(21, 27, Label::FirstName, 0.9, Source::Model),
+            Span::new(28, 36, Label::LastName, 0.9, Source::Model),
+            Span::new(48, 53, Label::FirstName, 0.9, Source::Model),
+            Span::new(54, 62, Label::LastName, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        // `Hartmann` before `procedure` is the procedure; `Epley` is a term, so nothing
+        // after it stands in a name position.
+        assert_eq!(kept, vec![(4, 10), (11, 19), (21, 27)]);
+    }
+
+    #[test]
+    fn model_names_split_at_a_sentence_end_but_not_after_an_initial_or_title() {
+        let text = "Dr. Smith. Foley catheter in. J. Smith. Dr. Lee";
+        let mut spans = vec![
+            Span::new(4, 16, Label::LastName, 0.9, Source::Model),
+            Span::new(30, 38, Label::Person, 0.9, Source::Model),
+            Span::new(40, 47, Label::Person, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(got, vec![(4, 9), (30, 38), (40, 47)]);
     }
 
     #[test]

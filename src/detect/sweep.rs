@@ -1,19 +1,25 @@
-//! The final safety sweep: a name or organisation found once is masked everywhere in the
-//! same text.
+//! The final safety sweep: a name, organisation or town found once is masked everywhere in
+//! the same text, and a given name found alone gets the surname that follows it.
 //!
 //! # Why a sweep after merging
 //!
 //! Every recognizer decides from local evidence: "Mrs. Davis" is a name because of the
 //! title, but three lines later "Davis" alone has no anchor and a small model may miss
 //! it. That second occurrence is the same person, and leaving it is a leak. After the
-//! merge, the sweep takes the text of every name and organisation span (at least three
-//! letters, not a protected term, not a common word) and marks its other occurrences —
-//! the same spelling, or its all-caps and title-case forms — on word boundaries. It only
+//! merge, the sweep takes the text of every name, organisation and town span (at least
+//! three letters, not a protected term, not a common word) and marks its other occurrences
+//! — the same spelling, or its all-caps and title-case forms — on word boundaries. It only
 //! adds spans, so it can never lower recall; it runs within one call, so a streaming
 //! window sweeps what it sees.
+//!
+//! The same holds within one name: a model that tags `Troy` in `Troy Hodneland` and leaves
+//! the rare surname has found a person whose surname is the next word. Before sweeping,
+//! every given name is completed with the capitalised word after it when the name
+//! heuristics accept that word as a surname.
 
 use std::collections::BTreeMap;
 
+use super::context::{surname_after, Surname};
 use super::protected::{followed_by_head, is_name_label, is_protected};
 use super::{merge, CharIndex, Label, Source, Span};
 
@@ -27,14 +33,28 @@ const COMMON: &[&str] = &[
     "Clinic", "Health", "Care", "Center", "Centre", "Medical", "Saint", "Mount",
 ];
 
-/// True for the labels whose text is swept.
+/// True for the labels whose text is swept: people, organisations, user names and towns
+/// (`LONDON` in an address block, then `I am in LONDON` in a sentence with no cue).
 fn swept(label: Label) -> bool {
-    is_name_label(label) || matches!(label, Label::Organization | Label::Username)
+    is_name_label(label) || matches!(label, Label::Organization | Label::Username | Label::City)
 }
 
-/// Adds spans for other occurrences of swept names (see the module docs) and resolves.
+/// Adds the surname after every given name (see [`surnames`]), then spans for other
+/// occurrences of swept names (see the module docs), and resolves. A given name that only
+/// the sweep found may have a surname too (`Troy … a Troy Hodneland fan`), so a second
+/// round runs when it does.
 pub fn sweep(text: &str, spans: Vec<Span>) -> Vec<Span> {
     let idx = CharIndex::new(text);
+    let (spans, _) = surnames(text, &idx, spans);
+    let spans = sweep_once(text, &idx, spans);
+    match surnames(text, &idx, spans) {
+        (spans, true) => sweep_once(text, &idx, spans),
+        (spans, false) => spans,
+    }
+}
+
+/// One pass of the sweep proper: every other occurrence of a swept value.
+fn sweep_once(text: &str, idx: &CharIndex, spans: Vec<Span>) -> Vec<Span> {
     let mut needles: BTreeMap<String, Label> = BTreeMap::new();
     for s in &spans {
         if !swept(s.label) || s.end > idx.char_len() {
@@ -74,6 +94,46 @@ pub fn sweep(text: &str, spans: Vec<Span>) -> Vec<Span> {
         }
     }
     merge::resolve(out)
+}
+
+/// Completes names a recognizer found only in part: a given name followed by a
+/// capitalised word that reads as a surname (`Troy Hodneland`, where the model took
+/// `Troy` alone) gets that word as its surname, so `replace` and the sweep see the whole
+/// name. What counts as a surname is decided by the name heuristics
+/// ([`crate::detect::context::surname_after`]); a word some span already covers is left to
+/// that span.
+/// Returns the spans and whether any was added.
+fn surnames(text: &str, idx: &CharIndex, mut spans: Vec<Span>) -> (Vec<Span>, bool) {
+    let starts: std::collections::HashSet<usize> = spans.iter().map(|s| s.start).collect();
+    let mut added = Vec::new();
+    for s in spans.iter().filter(|s| s.label == Label::FirstName) {
+        if s.end > idx.char_len() {
+            continue;
+        }
+        let Some(Surname {
+            initial,
+            word: (b, e),
+        }) = surname_after(text, idx.byte(s.end))
+        else {
+            continue;
+        };
+        let (start, end) = (idx.char_at_byte(b), idx.char_at_byte(e));
+        let first = initial.map_or(start, |(ib, _)| idx.char_at_byte(ib));
+        if starts.contains(&first) || starts.contains(&start) {
+            continue;
+        }
+        let score = s.score.min(SWEEP);
+        if let Some((ib, ie)) = initial {
+            let (i0, i1) = (idx.char_at_byte(ib), idx.char_at_byte(ie));
+            added.push(Span::new(i0, i1, Label::MiddleName, score, Source::Rule));
+        }
+        added.push(Span::new(start, end, Label::LastName, score, Source::Rule));
+    }
+    if added.is_empty() {
+        return (spans, false);
+    }
+    spans.extend(added);
+    (merge::resolve(spans), true)
 }
 
 /// The spelling, its all-caps form and its title-case form.
@@ -119,6 +179,36 @@ mod tests {
         let spans = vec![Span::new(4, 9, Label::LastName, 0.8, Source::Rule)];
         let starts: Vec<usize> = sweep(text, spans).iter().map(|s| s.start).collect();
         assert_eq!(starts, vec![4, 44]);
+    }
+
+    #[test]
+    fn a_given_name_gets_its_surname_and_the_surname_is_swept() {
+        // The model found `Alira` only; `Regalado` follows it and is then swept.
+        let text = "Regalado sang. Sung by Alira Regalado in 2015.";
+        let spans = vec![Span::new(23, 28, Label::FirstName, 0.9, Source::Model)];
+        let got: Vec<(usize, usize, Label)> = sweep(text, spans)
+            .iter()
+            .map(|s| (s.start, s.end, s.label))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 8, Label::LastName),
+                (23, 28, Label::FirstName),
+                (29, 37, Label::LastName)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_given_name_found_by_the_sweep_gets_its_surname_too() {
+        let text = "Troy was a huge Troy Hodneland fan.";
+        let spans = vec![Span::new(0, 4, Label::FirstName, 0.9, Source::Model)];
+        let got: Vec<(usize, usize)> = sweep(text, spans)
+            .iter()
+            .map(|s| (s.start, s.end))
+            .collect();
+        assert_eq!(got, vec![(0, 4), (16, 20), (21, 30)]);
     }
 
     #[test]

@@ -17,6 +17,8 @@
 //! PHI.
 
 mod names;
+
+pub(crate) use names::{surname_after, Surname};
 mod places;
 
 use super::{merge, CharIndex, Label, Recognizer, RecognizerError, Source, Span};

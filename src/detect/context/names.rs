@@ -35,6 +35,9 @@ enum Mode {
     Relation,
     /// `--` or `/s/` at a line start: initials alone (`MK`) are a person.
     Signature,
+    /// Right after a given name found by any recognizer: the first word stands in a name
+    /// position, so a protected term there is a surname unless a clinical head noun follows.
+    After,
 }
 
 /// Lowercase surname particles.
@@ -504,11 +507,19 @@ impl Names {
             let end = m.start() + word.len();
             let after = &text[end..];
             let kind = classify(word);
+            // A title, a label or a name word just before makes this a person's slot: there a
+            // protected term is a surname (`Dr. Parkinson`, `Janina Hartmann`) unless a
+            // clinical head noun follows (`Parkinson's disease`).
+            let name_position = if toks.is_empty() {
+                matches!(mode, Mode::Person | Mode::After)
+            } else {
+                toks.last()
+                    .is_some_and(|t| matches!(t.kind, Kind::Cap | Kind::Initial | Kind::Nick))
+            };
             let stopped = stop.contains(word)
                 || word.starts_with("non-")
                 || stop.contains(word.trim_end_matches('.'))
-                || (is_protected_at(word, after)
-                    && !(mode == Mode::Person && toks.is_empty() && !followed_by_head(after)))
+                || (is_protected_at(word, after) && (!name_position || followed_by_head(after)))
                 // Any word before a clinical head noun names a term (`Hickman line`,
                 // `Holter monitor`), listed or not; only a title or label makes it a person.
                 || (mode != Mode::Person && followed_by_head(after))
@@ -586,6 +597,63 @@ impl Names {
         }
         (toks, comma_after)
     }
+}
+
+/// The surname that follows a given name ending at byte `end` (`Troy Hodneland`, `Ayşe
+/// Yılmaz`, `Janina R. Hartmann`): one space, an optional initial, then one capitalised
+/// word that passes every check a name word passes after an anchor (not a field name,
+/// credential, company word, protected term in a term's position, or a word before a
+/// clinical head noun).
+///
+/// The given name may come from the model, so this runs after the merge
+/// ([`crate::detect::sweep`]); a capital at a sentence start cannot follow it, because a
+/// sentence end (a full stop) is not a single space.
+pub(crate) fn surname_after(text: &str, end: usize) -> Option<Surname> {
+    static NAMES: OnceLock<Names> = OnceLock::new();
+    let names = NAMES.get_or_init(Names::new);
+    let rest = text.get(end..)?;
+    let gap = if rest.starts_with(' ') || rest.starts_with('\t') {
+        1
+    } else {
+        return None;
+    };
+    if rest[gap..].starts_with(char::is_whitespace) {
+        return None;
+    }
+    let (toks, comma) = names.take(text, end + gap, Mode::After);
+    if comma.is_some() {
+        return None;
+    }
+    let (initial, surname) = match toks.as_slice() {
+        [s, ..] if s.kind == Kind::Cap => (None, s),
+        [i, s, ..] if i.kind == Kind::Initial && s.kind == Kind::Cap => (Some((i.start, i.end)), s),
+        _ => return None,
+    };
+    // `Elmos Semiconductor AG`: a company word right after makes the pair a company's name.
+    let word = text[surname.start..surname.end].trim_end_matches(['.', ',']);
+    let next = text[surname.end..]
+        .strip_prefix(' ')
+        .and_then(|r| r.split_whitespace().next())
+        .map_or("", |w| w.trim_end_matches(['.', ',']));
+    if CORPORATE.contains(&word)
+        || CORPORATE.contains(&next)
+        || word.chars().filter(|c| c.is_alphabetic()).count() < 2
+    {
+        return None;
+    }
+    Some(Surname {
+        initial,
+        word: (surname.start, surname.end),
+    })
+}
+
+/// What [`surname_after`] found, as byte ranges.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Surname {
+    /// A middle initial between the given name and the surname (`R` in `Janina R. Hartmann`).
+    pub(crate) initial: Option<(usize, usize)>,
+    /// The surname.
+    pub(crate) word: (usize, usize),
 }
 
 fn classify(word: &str) -> Kind {

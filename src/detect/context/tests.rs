@@ -82,6 +82,49 @@ rows! {
     patient_word_arabic: "المريض كريم حسن حضر", "كريم" => Some(Label::FirstName);
     honorific_urdu_before_latin_text: "مریض جناب علی خان, DOB", "خان" => Some(Label::LastName);
     caseless_words_after_a_phrase_are_not_a_name: "Discussed with आरव शर्मा today", "आरव" => None;
+    eponym_after_a_given_name_is_a_surname: "correct it to Mr. Janina Hartmann?", "Hartmann" => Some(Label::LastName);
+    eponym_after_a_given_name_is_a_surname_given: "correct it to Mr. Janina Hartmann?", "Janina" => Some(Label::FirstName);
+    eponym_after_a_given_name_before_a_head_noun_is_a_term: "Seen with John Hartmann procedure notes", "Hartmann" => None;
+}
+
+/// `surname_after`: the word after a given name, as the sweep asks for it.
+#[test]
+fn a_surname_follows_a_given_name_found_elsewhere() {
+    use super::surname_after;
+    fn after(text: &str, given: &str) -> Option<(Option<String>, String)> {
+        let end = text.find(given).map(|b| b + given.len())?;
+        let super::Surname {
+            initial,
+            word: (b, e),
+        } = surname_after(text, end)?;
+        Some((
+            initial.map(|(b, e)| text[b..e].to_owned()),
+            text[b..e].to_owned(),
+        ))
+    }
+    let some = |i: Option<&str>, s: &str| Some((i.map(str::to_owned), s.to_owned()));
+    assert_eq!(
+        after("a huge Troy Hodneland fan", "Troy"),
+        some(None, "Hodneland")
+    );
+    assert_eq!(
+        after("sung by Ayşe Yılmaz in 2015", "Ayşe"),
+        some(None, "Yılmaz")
+    );
+    assert_eq!(
+        after("to Mr. Janina R. Hartmann?", "Janina"),
+        some(Some("R"), "Hartmann")
+    );
+    // Not a surname: a sentence end, a field name, a company, a term, a lowercase word,
+    // two spaces (a column), a line break.
+    assert_eq!(after("with Troy. Monday we", "Troy"), None);
+    assert_eq!(after("Troy MRN 4455", "Troy"), None);
+    assert_eq!(after("Elmos Semiconductor AG", "Elmos"), None);
+    assert_eq!(after("Troy Foley catheter", "Troy"), None);
+    assert_eq!(after("Troy was here", "Troy"), None);
+    assert_eq!(after("Troy  Hodneland", "Troy"), None);
+    assert_eq!(after("Troy\nHodneland", "Troy"), None);
+    assert_eq!(after("Troy", "Troy"), None);
 }
 
 #[test]

@@ -50,6 +50,19 @@ pub(super) const CUES: &[Cue] = &[
         Label::Age,
         STRONG,
     ),
+    // `I'll turn 43`, `will turn 90`: the future needs its auxiliary, so that an instruction
+    // (`asked to turn 90 degrees`) is not an age.
+    Cue::new(
+        r"(?i)(?:\bwill|'ll|’ll)[ \t]+turn[ \t]+(\d{1,3})\b",
+        Label::Age,
+        STRONG,
+    ),
+    // `when he was 41`, `since she was 12`: a person's past, told by their age.
+    Cue::new(
+        r"(?i)\b(?:when|since|until|till|before|after)[ \t]+(?:he|she|they|i|we)[ \t]+(?:was|were)[ \t]+(\d{1,3})\b",
+        Label::Age,
+        STRONG,
+    ),
 ];
 
 #[cfg(test)]
@@ -63,5 +76,10 @@ mod tests {
         age_yo: "S: 54-yo woman reports", "54" => Some(Label::Age);
         age_field: "Age: 29   Sex: M", "29" => Some(Label::Age);
         dose_is_not_age: "aspirin 81 mg daily", "81" => None;
+        future_birthday: "My birthday is on Sunday. I'll turn 43.", "43" => Some(Label::Age);
+        future_birthday_will: "She will turn 90 in May", "90" => Some(Label::Age);
+        an_instruction_to_turn_is_not_an_age: "asked to turn 90 degrees", "90" => None;
+        told_by_age: "diagnosed when she was 12, stable since", "12" => Some(Label::Age);
+        a_score_is_not_an_age: "pain was 7 when he was seen", "7" => None;
     }
 }

@@ -8,13 +8,14 @@
 //!
 //! Without a field name, a token is still an identifier by its shape alone
 //! ([`Identifiers::by_shape`]): seven or more digits (`8001015009087`, `804.536.729-65`,
-//! `2467 7832 5484`), or five or more digits among capital letters (`Z8939936W`,
-//! `BON-765432109`). Field names are written in every language (`Aadhaar`, `CPF`, `BSN`,
-//! `Steuer-ID`) and a list of them is never complete; the shape is. What else a clinical
-//! note writes with that many digits is a decimal, a range of years, an amount of money or
-//! a count with its unit (`1500000 copies/mL`), and those are left alone. A phone number
-//! or a date of the same shape keeps its own label: `ID_NUM` is the generic label and
-//! loses to any specific one when spans merge.
+//! `2467 7832 5484`), five or more digits among capital letters (`Z8939936W`,
+//! `BON-765432109`), or a UK National Insurance number (`QQ 12 34 56 C`). Field names are
+//! written in every language (`Aadhaar`, `CPF`, `BSN`, `Steuer-ID`) and a list of them is
+//! never complete; the shape is. What else a clinical note writes with that many digits is
+//! a decimal, a range of years, an amount of money or a count with its unit (`1500000
+//! copies/mL`), and those are left alone. A phone number or a date of the same shape keeps
+//! its own label: `ID_NUM` is the generic label and loses to any specific one when spans
+//! merge.
 
 use regex::Regex;
 
@@ -38,7 +39,7 @@ pub(super) struct Field {
 /// The field names, by the label their value gets.
 pub(super) const FIELDS: &[Field] = &[
     Field {
-        words: r"id|identifier|identification|rx|prescription|script|specimen|accession|acc|order|requisition|req|lab|case|encounter|visit|claim|ref|reference|sample|barcode|study|report|ticket|confirmation|workstation|station|exam|image|series|episode|admission|csn|fin|har",
+        words: r"id|identifier|identification|rx|prescription|script|specimen|accession|acc|order|requisition|req|lab|case|encounter|visit|claim|ref|reference|sample|barcode|study|report|ticket|confirmation|workstation|station|exam|image|series|episode|admission|csn|fin|har|employee|staff|personnel|payroll|student|passport|national|citizen|customer|client|tracking|booking|document|voucher|authori[sz]ation|auth|pin|unique",
         label: Label::IdNum,
     },
     Field {
@@ -72,8 +73,9 @@ pub(super) const FIELDS: &[Field] = &[
 /// so `Hospital MRN 4471` finds the number after `MRN`). Inside the token, dots and
 /// underscores join parts (`PLC.993.2201`, `2021_00417`), and groups
 /// of three or more digits separated by one space continue it (`0099 1123`), as record
-/// systems print them.
-const VALUE: &str = r"[ \t]*(?:#|no\.?|number|num|id)?[ \t]*[:#]?[ \t]*((?:[A-Z]{2}\d{2}(?:[ \t]?[A-Z0-9]{4}){2,7}(?:[ \t]?[A-Z0-9]{1,4})?)|(?:[A-Za-z0-9][A-Za-z0-9/_-]*\.)*(?:\d|[A-Za-z0-9][A-Za-z0-9/_-]*\d)[A-Za-z0-9/_-]*(?:\.[A-Za-z0-9/_-]+)*(?:[ ]\d{3,}\b)*)";
+/// systems print them. One to four capitals and a space may lead it (`ZHP 445 921 003`;
+/// see [`letter_prefix`]).
+const VALUE: &str = r"[ \t]*(?:#|no\.?|number|num|id)?[ \t]*[:#]?[ \t]*((?-i:[A-Z]{1,4}[ ])?(?:[A-Z]{2}\d{2}(?:[ \t]?[A-Z0-9]{4}){2,7}(?:[ \t]?[A-Z0-9]{1,4})?|(?:[A-Za-z0-9][A-Za-z0-9/_-]*\.)*(?:\d|[A-Za-z0-9][A-Za-z0-9/_-]*\d)[A-Za-z0-9/_-]*(?:\.[A-Za-z0-9/_-]+)*(?:[ ]\d{3,}\b)*))";
 
 /// A plain decimal (`12.5`, `100.25`): a measurement after a field-like word, not an
 /// identifier.
@@ -85,6 +87,12 @@ fn is_decimal(value: &str) -> bool {
 
 /// A token: word characters (any script's letters and digits) joined by `-`, `.`, `/`.
 const TOKEN: &str = r"\w+(?:[-./]\w+)*";
+
+/// A UK National Insurance number (`QQ 12 34 56 C`, `AB123456D`): two capitals, six
+/// digits, often in pairs, and a suffix A–D. Any two capitals, not only the prefixes HMRC
+/// issues: the specimen `QQ` is what forms and test records use. Its digits are too few
+/// for the shape rule, and the pairs look like nothing else a note writes.
+const UK_NINO: &str = r"\b[A-Z]{2}[ \u{a0}]?\d{2}[ \u{a0}]?\d{2}[ \u{a0}]?\d{2}[ \u{a0}]?[A-D]\b";
 
 /// Digit groups joined by single spaces, as national numbers and cards are printed
 /// (`2467 7832 5484`, `7604 8764 7593 81`): a first group, two or more groups of three
@@ -145,6 +153,7 @@ pub(super) struct Identifiers {
     fields: Vec<(Regex, Label)>,
     token: Regex,
     spaced: Regex,
+    nino: Regex,
 }
 
 impl Identifiers {
@@ -156,6 +165,7 @@ impl Identifiers {
                 .collect(),
             token: re(TOKEN),
             spaced: re(SPACED_DIGITS),
+            nino: re(UK_NINO),
         }
     }
 
@@ -169,6 +179,9 @@ impl Identifiers {
             {
                 out.push(ByteSpan::new(m.start(), m.end(), Label::IdNum, WEAK));
             }
+        }
+        for m in self.nino.find_iter(text) {
+            out.push(ByteSpan::new(m.start(), m.end(), Label::IdNum, WEAK));
         }
         for m in self.spaced.find_iter(text) {
             let digits = m.as_str().chars().filter(|c| c.is_numeric()).count();
@@ -188,6 +201,7 @@ impl Identifiers {
             for caps in rx.captures_iter(text) {
                 if let Some(m) = caps.get(1) {
                     let (s, e) = trim_punct(text, m.start(), m.end());
+                    let s = letter_prefix(text, s);
                     let value = &text[s..e];
                     // At least three digits, and not a lone dose or a date-like fraction.
                     if value.chars().filter(char::is_ascii_digit).count() >= 3
@@ -199,6 +213,27 @@ impl Identifiers {
                 }
             }
         }
+    }
+}
+
+/// Where the value really starts. A group of one to four capitals and a space before it
+/// belongs to the number when the field's `:` or `#` stands before it (`Policy number: ZHP
+/// 445 921 003`); without one it is another field's name (`Hospital MRN 4471`, `vehicle VIN
+/// 1HGCM…`) and is left out.
+fn letter_prefix(text: &str, start: usize) -> usize {
+    let value = &text[start..];
+    let letters = value.len()
+        - value
+            .trim_start_matches(|c: char| c.is_ascii_uppercase())
+            .len();
+    let prefixed = (1..=4).contains(&letters) && value[letters..].starts_with(' ');
+    let separated = text[..start]
+        .trim_end_matches([' ', '\t'])
+        .ends_with([':', '#']);
+    if prefixed && !separated {
+        start + letters + 1
+    } else {
+        start
     }
 }
 
@@ -321,5 +356,13 @@ mod tests {
         ndc_code_is_not_an_id: "NDC code: 0002-8215-01 dispensed", "0002-8215-01" => None;
         snomed_ct_code_is_not_an_id: "SNOMED CT 1234567890 recorded", "1234567890" => None;
         iban_account: "Acct: DE29 7798 0816 0791 4234 20\nDOB", "DE29 7798 0816 0791 4234 20" => Some(Label::AccountNumber);
+        letters_before_spaced_digits: "Policy number: ZHP 445 921 003\n", "ZHP 445 921 003" => Some(Label::HealthPlanNumber);
+        field_name_before_a_value_is_not_part_of_it: "Hospital MRN 4471229 seen", "4471229" => Some(Label::MedicalRecordNumber);
+        field_name_before_a_vin_is_not_part_of_it: "vehicle VIN U38JL28S7T0EVJ67J, plate", "U38JL28S7T0EVJ67J" => Some(Label::VehicleId);
+        employee_number: "Employee number: E-55120, on leave", "E-55120" => Some(Label::IdNum);
+        uk_national_insurance_spaced: "her NI QQ 12 34 56 C is on file", "QQ 12 34 56 C" => Some(Label::IdNum);
+        uk_national_insurance_packed: "NINO AB123456D.", "AB123456D" => Some(Label::IdNum);
+        not_a_national_insurance_number: "QT interval 12 34 56 A seen", "QT interval 12 34 56 A" => None;
+        staff_number: "Staff no. 88213 signed", "88213" => Some(Label::IdNum);
     }
 }
