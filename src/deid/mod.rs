@@ -20,7 +20,9 @@
 //! a birth cue such as `DOB`, `born` or `date of birth` on its line) is masked instead when
 //! the text states an age over 89 anywhere (earlier fragments of a stream included) or
 //! when its year is 90 or more years before the reference year ([`DeidOptions::reference_year`],
-//! this year by default). A stream only knows what it has seen: a birth date committed
+//! this year by default). A birth year written alone (`born 1931`, `YOB 1931`) is a
+//! `DATE_OF_BIRTH` span of the context rules and follows the same test. A stream only knows
+//! what it has seen: a birth date committed
 //! before a later fragment states an age over 89 keeps its year if that year is recent
 //! enough on its own.
 //!
@@ -574,9 +576,18 @@ impl<R: Rng> Deidentifier<R> {
                 Some(s) => (s, Action::ShiftDates),
                 None => mask(),
             },
+            // A year alone (`born 1931`) is already all Safe Harbor may keep of a date, unless
+            // it is a birth year that tells an age over 89.
+            Action::YearOnly if label.is_date() && bare_year(original).is_some() => {
+                if birth && self.reveals_over_89(bare_year(original)) {
+                    mask()
+                } else {
+                    (original.trim().to_owned(), Action::YearOnly)
+                }
+            }
             Action::YearOnly => match DateParts::parse(original)
                 .filter(|_| label.is_date())
-                .filter(|d| !(birth && self.reveals_over_89(d)))
+                .filter(|d| !(birth && self.reveals_over_89(d.year)))
                 .and_then(|d| d.year_only())
             {
                 Some(y) => (y, Action::YearOnly),
@@ -596,15 +607,15 @@ impl<R: Rng> Deidentifier<R> {
         })
     }
 
-    /// True when keeping the year of this birth date would tell an age over 89.
-    fn reveals_over_89(&self, date: &DateParts) -> bool {
+    /// True when keeping the year of a birth date (`year`) would tell an age over 89.
+    fn reveals_over_89(&self, year: Option<i32>) -> bool {
         if self.over_89_seen {
             return true;
         }
         let reference = self.reference_year;
         // A date without a year keeps nothing to reveal; a two-digit year is ambiguous
         // about its century and is masked.
-        match date.year {
+        match year {
             Some(y) if y >= 100 => reference - y > 89,
             Some(_) => true,
             None => false,
@@ -696,6 +707,14 @@ fn age_over_89(text: &str) -> bool {
             lower.contains("ninety") || lower.contains("hundred")
         }
     }
+}
+
+/// The year of a value that is a four-digit year and nothing else (`1931`).
+fn bare_year(value: &str) -> Option<i32> {
+    let v = value.trim();
+    (v.len() == 4 && v.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| v.parse().ok())
+        .flatten()
 }
 
 /// True when the text just before a date (back to the previous entity, on the same line)

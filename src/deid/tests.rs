@@ -316,6 +316,35 @@ fn safe_harbor_masks_a_birth_year_that_reveals_an_age_over_89() {
     );
 }
 
+/// A birth year written alone (`born 1931`): found by the service's context rules, kept
+/// when it tells an age of 89 or less, masked when it tells more, or when an age over 89
+/// stands anywhere in the note.
+#[test]
+fn safe_harbor_masks_a_bare_birth_year_that_reveals_an_age_over_89() {
+    use crate::detect::Recognizer;
+    let rules = crate::detect::Layered::service_rules();
+    let text_of = |text: &str| {
+        let spans = rules
+            .detect_batch(&[text])
+            .ok()
+            .and_then(|mut v| v.pop())
+            .unwrap_or_default();
+        run(safe_harbor(2026), text, &spans).text
+    };
+    assert_eq!(
+        text_of("Widow, born 1931, lives alone."),
+        "Widow, born [date_of_birth], lives alone."
+    );
+    assert_eq!(
+        text_of("Widow, born 1950, lives alone."),
+        "Widow, born 1950, lives alone."
+    );
+    assert_eq!(
+        text_of("She is 93 years old. Year of birth: 1950."),
+        "She is 90+ years old. Year of birth: [date_of_birth]."
+    );
+}
+
 #[test]
 fn safe_harbor_remembers_an_age_over_89_across_stream_fragments() {
     let mut d = Deidentifier::new(safe_harbor(2026), &key(), StdRng::seed_from_u64(1));

@@ -42,6 +42,14 @@ pub(super) const CUES: &[Cue] = &[
         Label::Date,
         WEAK,
     ),
+    // A birth year on its own (`born 1931`, `b. 1931`, `year of birth: 1931`, `YOB 1931`):
+    // a year alone is no date to mask, but a birth year tells an age, so Safe Harbor must
+    // see it (`deid` masks it when it reveals an age over 89).
+    Cue::new(
+        r"(?i)(?:\bborn|\bb\.|\byear[ \t]+of[ \t]+birth|\bbirth[ \t]*year|\byob)[ \t]*(?:in[ \t]+)?:?[ \t]*((?:18|19|20)\d{2})\b",
+        Label::DateOfBirth,
+        STRONG,
+    ),
 ];
 
 #[cfg(test)]
@@ -57,5 +65,9 @@ mod tests {
         weekday_before_numeric: "clinic Thu 12/03/2024 at", "Thu" => Some(Label::Date);
         weekday_alone_is_not_a_date: "seen every Tuesday, as before", "Tuesday" => None;
         weekday_before_a_count_is_not_a_date: "from Monday 3 times a day", "Monday" => None;
+        birth_year: "93-year-old woman, born 1931, lives alone", "1931" => Some(Label::DateOfBirth);
+        birth_year_in: "She was born in 1931 in Leeds", "1931" => Some(Label::DateOfBirth);
+        year_of_birth: "Year of birth: 1931\n", "1931" => Some(Label::DateOfBirth);
+        a_year_alone_is_not_a_birth_year: "since 1931 the clinic", "1931" => None;
     }
 }
