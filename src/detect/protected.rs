@@ -242,17 +242,12 @@ fn sentence_end(chars: &[char], i: usize) -> bool {
     if chars[i] != '.' || !chars.get(i + 1).is_some_and(|c| c.is_whitespace()) {
         return false;
     }
-    let word: String = chars[..i]
+    let start = chars[..i]
         .iter()
-        .rev()
-        .take_while(|c| c.is_alphabetic())
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    word.chars().count() >= 2
-        && !TITLES.contains(&word.as_str())
-        && !SUFFIXES.contains(&word.as_str())
+        .rposition(|c| !c.is_alphabetic())
+        .map_or(0, |p| p + 1);
+    let word: String = chars[start..i].iter().collect();
+    i - start >= 2 && !TITLES.contains(&word.as_str()) && !SUFFIXES.contains(&word.as_str())
 }
 
 /// Abbreviations that end with a full stop inside a name.

@@ -52,7 +52,7 @@ impl ByteSpan {
 /// `Arc`.
 #[derive(Debug)]
 pub struct ContextRecognizer {
-    names: names::Names,
+    names: &'static names::Names,
     places: places::Places,
 }
 
@@ -63,7 +63,7 @@ impl ContextRecognizer {
     /// Only if a built-in pattern does not compile, which the unit tests rule out.
     pub fn new() -> Self {
         ContextRecognizer {
-            names: names::Names::new(),
+            names: names::Names::shared(),
             places: places::Places::new(),
         }
     }

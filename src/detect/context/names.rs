@@ -336,7 +336,14 @@ fn stop_words() -> &'static HashSet<&'static str> {
 }
 
 impl Names {
-    pub(crate) fn new() -> Self {
+    /// The one compiled set, shared by the context recognizer and [`surname_after`], so the
+    /// patterns are compiled once per process.
+    pub(crate) fn shared() -> &'static Names {
+        static NAMES: OnceLock<Names> = OnceLock::new();
+        NAMES.get_or_init(Names::new)
+    }
+
+    fn new() -> Self {
         let title = format!(r"\b(?:{})\.?[ \t]+", TITLES.join("|"));
         let patient = format!(
             r"\b(?:{})[ \t]+(?:(?:{})\.?[ \t]+)?",
@@ -609,8 +616,7 @@ impl Names {
 /// ([`crate::detect::sweep`]); a capital at a sentence start cannot follow it, because a
 /// sentence end (a full stop) is not a single space.
 pub(crate) fn surname_after(text: &str, end: usize) -> Option<Surname> {
-    static NAMES: OnceLock<Names> = OnceLock::new();
-    let names = NAMES.get_or_init(Names::new);
+    let names = Names::shared();
     let rest = text.get(end..)?;
     let gap = if rest.starts_with(' ') || rest.starts_with('\t') {
         1
