@@ -428,24 +428,31 @@ impl TokenRegistry {
     /// Checks a presented token: `Some((token id, scope))` when it matches a current token.
     /// Every candidate is compared (constant time per comparison, no early exit on the first
     /// match); an expired token matches nothing.
-    pub fn authenticate(&self, presented: &str) -> Option<(String, Scope)> {
+    pub fn authenticate(&self, presented: &str) -> Option<(Arc<str>, Scope)> {
         self.authenticate_at(presented, SystemTime::now())
     }
 
     /// [`authenticate`](Self::authenticate) at the wall-clock time `now`.
-    pub fn authenticate_at(&self, presented: &str, now: SystemTime) -> Option<(String, Scope)> {
+    ///
+    /// The id is shared (`Arc<str>`): every request carries it to the access log, the rate
+    /// limiter and the handler, and the two primary ids are not allocated per request.
+    pub fn authenticate_at(&self, presented: &str, now: SystemTime) -> Option<(Arc<str>, Scope)> {
+        static ADMIN_ID: std::sync::LazyLock<Arc<str>> =
+            std::sync::LazyLock::new(|| Arc::from("admin"));
+        static CLIENT_ID: std::sync::LazyLock<Arc<str>> =
+            std::sync::LazyLock::new(|| Arc::from(PRIMARY_CLIENT_ID));
         let d = digest(presented);
         let snap = self.snapshot.read();
-        let mut found: Option<(String, Scope)> = None;
+        let mut found: Option<(Arc<str>, Scope)> = None;
         if bool::from(d.ct_eq(&snap.admin.digest)) {
-            found = Some(("admin".into(), Scope::Admin));
+            found = Some((Arc::clone(&ADMIN_ID), Scope::Admin));
         }
         if bool::from(d.ct_eq(&snap.client.digest)) && found.is_none() {
-            found = Some((PRIMARY_CLIENT_ID.into(), Scope::Client));
+            found = Some((Arc::clone(&CLIENT_ID), Scope::Client));
         }
         for e in &snap.file.tokens {
             if bool::from(d.ct_eq(&e.digest)) && found.is_none() && !e.expired(now) {
-                found = Some((e.id.clone(), e.scope));
+                found = Some((Arc::from(e.id.as_str()), e.scope));
             }
         }
         found
@@ -830,7 +837,7 @@ mod tests {
         let just_before = expiry - Duration::from_millis(1);
         assert_eq!(
             reg.authenticate_at(&t.token, just_before),
-            Some((t.id.clone(), Scope::Client))
+            Some((t.id.as_str().into(), Scope::Client))
         );
         assert_eq!(
             reg.authenticate_at(&t.token, expiry),

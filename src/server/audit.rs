@@ -135,7 +135,7 @@ fn rfc3339_millis(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// Who is acting: the token id [`auth`](super::middleware::auth) attached and the peer
+/// Who is acting: the token id [`context`](super::middleware::context) attached and the peer
 /// address of the connection. Never fails: without auth or connection info (a router
 /// driven in a unit test) the fields are `unknown` / `None`.
 #[derive(Clone, Debug)]
@@ -154,7 +154,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Actor {
             token_id: parts
                 .extensions
                 .get::<Caller>()
-                .map_or_else(|| "unknown".to_string(), |c| c.token_id.clone()),
+                .map_or_else(|| "unknown".to_string(), |c| c.token_id.to_string()),
             peer: parts
                 .extensions
                 .get::<ConnectInfo<SocketAddr>>()

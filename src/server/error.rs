@@ -8,6 +8,8 @@
 //! from request text or from a requested model name. Where the user can act (a limit to
 //! raise, a model to choose, a route to look up), the message says how.
 
+use std::borrow::Cow;
+
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
@@ -228,7 +230,8 @@ impl ApiError {
         }
     }
 
-    fn message(&self) -> String {
+    /// The fixed message; only the few that carry a number or a list are built per error.
+    fn message(&self) -> Cow<'static, str> {
         match self {
             ApiError::Validation(_) => "Request validation failed".into(),
             ApiError::ModelNotServed { available } if available.is_empty() => {
@@ -244,7 +247,7 @@ impl ApiError {
                 if more > 0 {
                     m.push_str(&format!(" (and {more} more, see details)"));
                 }
-                m
+                m.into()
             }
             ApiError::BadRequest { message, .. } => (*message).into(),
             ApiError::NotFound => {
@@ -258,19 +261,20 @@ impl ApiError {
             }
             ApiError::RateLimited { .. } => "Request rate limit exceeded".into(),
             ApiError::Backpressure { priority, .. } => {
-                format!("{priority} inference queue is saturated; retry later")
+                format!("{priority} inference queue is saturated; retry later").into()
             }
             ApiError::Busy { .. } => "Service is busy; retry later".into(),
             ApiError::BreakerOpen { .. } => "Model backend is temporarily unavailable".into(),
             ApiError::Timeout { timeout_seconds } => {
-                format!("Request exceeded configured timeout of {timeout_seconds} seconds")
+                format!("Request exceeded configured timeout of {timeout_seconds} seconds").into()
             }
             ApiError::Inference => "Model inference failed".into(),
             ApiError::ModelLoad => "Model could not be loaded".into(),
             ApiError::PayloadTooLarge { limit_bytes } => format!(
                 "Request body exceeds the configured limit of {limit_bytes} bytes; send a smaller body or raise {} (restart needed)",
                 MAX_REQUEST_BYTES.env()
-            ),
+            )
+            .into(),
             ApiError::NotReady { message } => (*message).into(),
             ApiError::Internal => "Internal server error".into(),
             ApiError::NoSuchResource => "Resource not found".into(),
@@ -278,14 +282,16 @@ impl ApiError {
             ApiError::RequestTimeout { timeout_seconds } => format!(
                 "The request body did not arrive within {timeout_seconds} seconds; send it at once, or raise {}",
                 BODY_TIMEOUT.env()
-            ),
+            )
+            .into(),
             ApiError::UnsupportedMediaType => {
                 "Send the body as JSON with Content-Type: application/json".into()
             }
             ApiError::OriginNotAllowed => format!(
                 "Requests from this browser origin are refused; allow it with {}",
                 CORS_ORIGINS.env()
-            ),
+            )
+            .into(),
         }
     }
 
@@ -386,7 +392,8 @@ pub struct ErrorBody {
     /// Machine-readable code (`validation_error`, `circuit_breaker_open`, …).
     pub code: &'static str,
     /// Fixed human-readable message; never contains request content.
-    pub message: String,
+    #[schema(value_type = String)]
+    pub message: Cow<'static, str>,
     /// Field problems, or numbers and closed-vocabulary values; null when none.
     pub details: Option<Value>,
     /// The request id (also the `X-Request-ID` header).
@@ -477,9 +484,11 @@ pub struct ErrorCode(pub &'static str);
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let request_id = super::middleware::REQUEST_ID.try_with(Clone::clone).ok();
         // Serialized straight from the typed envelope (not through a `Value`): one buffer.
-        let mut resp = (status, axum::Json(self.envelope(request_id.as_deref()))).into_response();
+        let envelope = super::middleware::REQUEST_ID
+            .try_with(|id| self.envelope(Some(id)))
+            .unwrap_or_else(|_| self.envelope(None));
+        let mut resp = (status, axum::Json(envelope)).into_response();
         let headers = resp.headers_mut();
         if let Some(secs) = self.retry_after() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));

@@ -182,9 +182,17 @@ impl Metrics {
 
     /// Records one finished request.
     pub fn observe(&self, route: &str, status: u16, elapsed: Duration) {
-        self.requests
-            .with_label_values(&[route, &status.to_string()])
-            .inc();
+        // `StatusCode::as_str` is a static string: no allocation per request for the label.
+        let code = axum::http::StatusCode::from_u16(status).ok();
+        let fallback;
+        let label = match &code {
+            Some(c) => c.as_str(),
+            None => {
+                fallback = status.to_string();
+                &fallback
+            }
+        };
+        self.requests.with_label_values(&[route, label]).inc();
         self.duration
             .with_label_values(&[route])
             .observe(elapsed.as_secs_f64());

@@ -1,6 +1,6 @@
 //! The request middleware: request context (id, access log, metrics, the no-store and
 //! nosniff headers, and within it the trusted-Host and cross-site checks on Origin and
-//! Content-Type), auth, and the admission gate of model routes (body read first, then
+//! Content-Type, then auth), and the admission gate of model routes (body read first, then
 //! readiness, rate limits, priority admission, drain accounting). The order they run in is
 //! written down where the router is built (`router.rs`).
 
@@ -25,14 +25,15 @@ use crate::settings::keys;
 
 tokio::task_local! {
     /// The request id of the request being handled, for error envelopes.
-    pub static REQUEST_ID: String;
+    pub static REQUEST_ID: Arc<str>;
 }
 
-/// Who is calling, attached by [`auth`].
+/// Who is calling, attached by [`context`]'s auth check. The token id is shared, not copied:
+/// the access log, admission's rate-limit key and the handler each read it.
 #[derive(Clone, Debug)]
 pub struct Caller {
     /// Token id (`client`, `admin`, `tok_…`, or `anonymous` with auth off).
-    pub token_id: String,
+    pub token_id: Arc<str>,
     /// Scope.
     pub scope: Scope,
 }
@@ -55,7 +56,7 @@ impl Route {
 /// (`8-4-4-4-12` hex digits), a ULID (26 Crockford base-32 characters) or a W3C trace id
 /// (32 hex digits). Anything else (a name, an MRN, free text) could carry PHI into every log
 /// line and header, so it is replaced by a fresh UUID.
-fn valid_request_id(v: &HeaderValue) -> Option<String> {
+fn valid_request_id(v: &HeaderValue) -> Option<Arc<str>> {
     let s = v.to_str().ok()?;
     let hex = |part: &str| part.bytes().all(|b| b.is_ascii_hexdigit());
     let uuid =
@@ -66,7 +67,13 @@ fn valid_request_id(v: &HeaderValue) -> Option<String> {
             b.is_ascii_digit() || (b.is_ascii_uppercase() && !b"ILOU".contains(&b))
         });
     let trace = s.len() == 32 && hex(s);
-    (uuid || ulid || trace).then(|| s.to_string())
+    (uuid || ulid || trace).then(|| Arc::from(s))
+}
+
+/// A fresh request id: a v4 UUID, formatted on the stack and allocated once.
+fn new_request_id() -> Arc<str> {
+    let mut buf = uuid::Uuid::encode_buffer();
+    Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf))
 }
 
 /// Whether a response may be cached: only the fixed assets of `/docs` say so themselves.
@@ -80,20 +87,35 @@ fn set_safety_headers(headers: &mut HeaderMap) {
         .or_insert(HeaderValue::from_static("nosniff"));
 }
 
+/// What [`context`] needs besides the shared state: the request body limit
+/// (`limits.max_request_bytes`, fixed at start).
+#[derive(Clone)]
+pub struct Front {
+    /// The shared state.
+    pub st: AppState,
+    /// The request body limit in bytes.
+    pub max_body: usize,
+}
+
 /// Request id (echoed when well-formed, else a fresh UUID), access log and request metrics,
 /// and the `Cache-Control: no-store` / `X-Content-Type-Options: nosniff` headers on every
-/// response that does not set its own. No log line carries a body, a path beyond its route
-/// template, or a model name.
-pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
-    req.extensions_mut()
-        .insert(BodyTimeout(Duration::from_secs_f64(
-            st.settings().get(keys::SERVER_BODY_TIMEOUT_SECONDS),
-        )));
+/// response that does not set its own; inside them the trusted-Host, cross-site and auth
+/// checks, in that order. No log line carries a body, a path beyond its route template, or a
+/// model name.
+///
+/// Auth is a check here rather than a layer of its own: each `from_fn` layer clones the
+/// stack below it on every request, and the access log wants the caller anyway.
+pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -> Response {
+    let st = &front.st;
+    req.extensions_mut().insert(BodyRules {
+        limit: front.max_body,
+        timeout: Duration::from_secs_f64(st.settings().get(keys::SERVER_BODY_TIMEOUT_SECONDS)),
+    });
     let id = req
         .headers()
         .get("x-request-id")
         .and_then(valid_request_id)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        .unwrap_or_else(new_request_id);
     let route = Route::of(&req);
     let route = route.as_str();
     let method = req.method().clone();
@@ -105,17 +127,23 @@ pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -
     // Every event of this request, in the guard and on the inference workers too, is logged
     // inside this span, so it carries the request id.
     let span = tracing::info_span!(target: "phiguard::request", "request", request_id = %id);
-    // The trusted-Host and cross-site checks run here rather than as layers of their own:
-    // each `from_fn` layer clones the stack below it on every request.
-    let gate = trusted_host(&st, &req).and_then(|()| cross_site(&st, &req));
+    let gate = trusted_host(st, &req)
+        .and_then(|()| cross_site(st, &req))
+        .and_then(|()| authorize(st, &req, route));
+    let caller = gate.as_ref().ok().cloned().flatten();
     let handled = async move {
         match gate {
-            Ok(()) => next.run(req).await,
+            Ok(caller) => {
+                if let Some(caller) = caller {
+                    req.extensions_mut().insert(caller);
+                }
+                next.run(req).await
+            }
             Err(refused) => refused.into_response(),
         }
     };
     let mut resp = REQUEST_ID
-        .scope(id.clone(), handled)
+        .scope(Arc::clone(&id), handled)
         .instrument(span.clone())
         .await;
     let _in_request = span.enter();
@@ -133,11 +161,7 @@ pub async fn context(State(st): State<AppState>, mut req: Request, next: Next) -
         .get::<ErrorCode>()
         .map(|c| c.0)
         .unwrap_or("");
-    let caller = resp
-        .extensions()
-        .get::<Caller>()
-        .map(|c| c.token_id.clone())
-        .unwrap_or_default();
+    let caller = caller.as_ref().map_or("", |c| &*c.token_id);
     let status = resp.status().as_u16();
     // The dashboard polls these every few seconds: at info they would fill the log it shows.
     let polled = matches!(route, "/admin/logs" | "/admin/history") && status < 400;
@@ -255,17 +279,27 @@ fn json_or_empty(headers: &HeaderMap) -> bool {
                 .split(';')
                 .next()
                 .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
+                .trim();
+            // Compared without a lowercased copy: this runs on every request.
+            let is = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+            let ends = |a: &str, suffix: &str| {
+                a.len() >= suffix.len()
+                    && a.is_char_boundary(a.len() - suffix.len())
+                    && is(&a[a.len() - suffix.len()..], suffix)
+            };
             // JSON lines too (`application/fhir+ndjson`, `application/x-ndjson`): like
             // JSON, no page can send them without a preflight.
-            essence == "application/json"
-                || essence.strip_prefix("application/").is_some_and(|sub| {
-                    sub.ends_with("+json")
-                        || sub.ends_with("+ndjson")
-                        || sub == "x-ndjson"
-                        || sub == "ndjson"
-                })
+            let sub = essence
+                .split_once('/')
+                .filter(|(kind, _)| is(kind, "application"))
+                .map(|(_, sub)| sub);
+            sub.is_some_and(|sub| {
+                is(sub, "json")
+                    || ends(sub, "+json")
+                    || ends(sub, "+ndjson")
+                    || is(sub, "x-ndjson")
+                    || is(sub, "ndjson")
+            })
         }
         None => {
             !headers.contains_key(header::TRANSFER_ENCODING)
@@ -346,24 +380,23 @@ pub fn query_token(query: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// Bearer / X-API-Key check and scope; attaches [`Caller`]. A peer address that has spent
-/// its failed authentications (`security.auth_failure_*`) gets 429 `rate_limited` before
-/// its token is compared; a wrong token counts against it, a missing one does not.
-pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
-    let route = Route::of(&req);
-    let route = route.as_str();
+/// Bearer / X-API-Key check and scope: the [`Caller`] of a route that needs one, `None` for
+/// open routes. A peer address that has spent its failed authentications
+/// (`security.auth_failure_*`) gets 429 `rate_limited` before its token is compared; a wrong
+/// token counts against it, a missing one does not.
+fn authorize(st: &AppState, req: &Request, route: &str) -> Result<Option<Caller>, ApiError> {
     // The dashboard's static files are open (the page asks for the admin token); nested
     // services carry no route template, so the path decides.
     let path = req.uri().path();
     if path == "/ui" || path.starts_with("/ui/") {
-        return next.run(req).await;
+        return Ok(None);
     }
     let Some(needed) = required_scope(route) else {
-        return next.run(req).await;
+        return Ok(None);
     };
     let caller = if st.auth_off {
         Caller {
-            token_id: "anonymous".into(),
+            token_id: Arc::from("anonymous"),
             scope: Scope::Admin,
         }
     } else {
@@ -378,18 +411,17 @@ pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> R
                 .map(std::borrow::Cow::Owned);
         }
         let Some(token) = token else {
-            return ApiError::AuthRequired.into_response();
+            return Err(ApiError::AuthRequired);
         };
-        let peer = peer_of(&req);
-        let limit = failure_config(&st);
+        let peer = peer_of(req);
+        let limit = failure_config(st);
         if let Some(ip) = peer {
             if let Err(wait) = st.failed_auth.check(ip, &limit) {
                 st.metrics.auth_refused.inc();
-                return ApiError::RateLimited {
+                return Err(ApiError::RateLimited {
                     retry_after: wait.as_secs_f64(),
                     key: "auth",
-                }
-                .into_response();
+                });
             }
         }
         // Checked against the registry's snapshot in memory, no I/O: changes made by another
@@ -402,17 +434,14 @@ pub async fn auth(State(st): State<AppState>, mut req: Request, next: Next) -> R
                     "a peer address spent its failed authentications; its requests answer 429 until one is forgiven"
                 );
             }
-            return ApiError::InvalidCredentials.into_response();
+            return Err(ApiError::InvalidCredentials);
         };
         Caller { token_id, scope }
     };
     if needed == Scope::Admin && caller.scope != Scope::Admin {
-        return ApiError::Forbidden { required: "admin" }.into_response();
+        return Err(ApiError::Forbidden { required: "admin" });
     }
-    req.extensions_mut().insert(caller.clone());
-    let mut resp = next.run(req).await;
-    resp.extensions_mut().insert(caller);
-    resp
+    Ok(Some(caller))
 }
 
 /// The peer address of the connection (absent when the router is driven without a socket).
@@ -495,8 +524,7 @@ pub async fn admission(State(st): State<AppState>, req: Request, next: Next) -> 
     let token = req
         .extensions()
         .get::<Caller>()
-        .map(|c| c.token_id.clone())
-        .unwrap_or_default();
+        .map_or_else(|| Arc::from(""), |c| Arc::clone(&c.token_id));
     if let Err(e) = st.engine.guard().check_rate(&token) {
         return ApiError::from_guard(GuardError::<()>::RateLimited {
             retry_after: e.retry_after,
@@ -528,15 +556,16 @@ pub async fn admission(State(st): State<AppState>, req: Request, next: Next) -> 
     resp
 }
 
-/// The request body limit in force, attached to every request by the router so that a 413
-/// can name it.
+/// The body rules in force, attached to every request by [`context`]: the size limit
+/// (`limits.max_request_bytes`, so that a 413 can name it) and the read timeout
+/// (`server.body_timeout_seconds`, from the live settings).
 #[derive(Clone, Copy, Debug)]
-pub struct BodyLimit(pub usize);
-
-/// The body read timeout in force (`server.body_timeout_seconds`), attached to every request
-/// by [`context`] from the live settings.
-#[derive(Clone, Copy, Debug)]
-pub struct BodyTimeout(pub Duration);
+pub struct BodyRules {
+    /// Bytes at most.
+    pub limit: usize,
+    /// Time allowed to read the whole body.
+    pub timeout: Duration,
+}
 
 /// The request body as bytes, read within the body timeout (408 `request_timeout`), with the
 /// body limit mapped to 413 `payload_too_large`.
@@ -551,16 +580,17 @@ async fn read_body(
     parts: &axum::http::request::Parts,
     body: axum::body::Body,
 ) -> Result<Bytes, ApiError> {
-    // The router attaches the limit to every request; a request without it (a router built
-    // some other way) gets axum's own default of 2 MiB.
-    let limit = parts
-        .extensions
-        .get::<BodyLimit>()
-        .map_or(2 * 1024 * 1024, |l| l.0);
-    let timeout = parts
-        .extensions
-        .get::<BodyTimeout>()
-        .map_or(Duration::from_secs(30), |t| t.0);
+    // The router attaches the rules to every request; a request without them (a router built
+    // some other way) gets axum's own default limit of 2 MiB and 30 s.
+    let BodyRules { limit, timeout } =
+        parts
+            .extensions
+            .get::<BodyRules>()
+            .copied()
+            .unwrap_or(BodyRules {
+                limit: 2 * 1024 * 1024,
+                timeout: Duration::from_secs(30),
+            });
     let Ok(read) = tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await else {
         return Err(ApiError::RequestTimeout {
             timeout_seconds: timeout.as_secs_f64(),
@@ -622,5 +652,43 @@ mod tests {
         ] {
             assert_eq!(host_allowed(strip_port(h), &trusted), ok, "{h}");
         }
+    }
+
+    #[test]
+    fn only_json_bodies_or_no_body_pass() {
+        let typed = |t: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::CONTENT_TYPE, t.parse().expect("header"));
+            json_or_empty(&h)
+        };
+        for (t, ok) in [
+            ("application/json", true),
+            ("Application/JSON; charset=utf-8", true),
+            ("application/fhir+json", true),
+            ("application/FHIR+JSON;fhirVersion=4.0", true),
+            ("application/fhir+ndjson", true),
+            ("application/x-ndjson", true),
+            ("text/plain", false),
+            ("text/json", false),
+            ("application/x-www-form-urlencoded", false),
+            ("multipart/form-data; boundary=x", false),
+            ("application/jsonx", false),
+            ("json", false),
+            ("", false),
+        ] {
+            assert_eq!(typed(t), ok, "{t:?}");
+        }
+        let mut h = HeaderMap::new();
+        assert!(json_or_empty(&h), "no body, no type");
+        h.insert(header::CONTENT_LENGTH, "0".parse().expect("header"));
+        assert!(json_or_empty(&h), "an empty body");
+        h.insert(header::CONTENT_LENGTH, "5".parse().expect("header"));
+        assert!(!json_or_empty(&h), "an untyped body");
+        let mut chunked = HeaderMap::new();
+        chunked.insert(
+            header::TRANSFER_ENCODING,
+            "chunked".parse().expect("header"),
+        );
+        assert!(!json_or_empty(&chunked), "an untyped chunked body");
     }
 }

@@ -166,7 +166,7 @@ impl utoipa::Modify for Security {
 }
 
 /// Adds the stack's error responses to every operation, by route class (`docs/errors.md`):
-/// the model routes (behind admission), the open routes (no token, as the auth layer
+/// the model routes (behind admission), the open routes (no token, as the auth check
 /// decides), the rest.
 struct ErrorResponses<'a> {
     model_paths: &'a [String],

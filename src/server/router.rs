@@ -3,21 +3,23 @@
 //! # Order
 //! Requests pass the layers top to bottom (outermost first):
 //! 1. panic catcher — a panic anywhere becomes a 500 `internal_error` envelope;
-//! 2. request context — request id, access log, request metrics; inside it, before anything
-//!    below runs: trusted Host (400 `bad_request` for any other Host), then cross-site
-//!    refusal (an `Origin` that is not this server or an allowed origin: 403
-//!    `origin_not_allowed`; a state-changing body not declared JSON: 415);
-//! 3. body limit — `limits.max_request_bytes`, attached to the request and enforced where
-//!    the body is read (`middleware::Body`, the one body extractor: 413 `payload_too_large`);
-//! 4. CORS — only the configured exact origins (and the webview's in the desktop app);
-//! 5. auth — a peer over its failed-authentication limit first (429, key `auth`), then token
-//!    and scope (401 / 403);
-//! 6. on model routes only: admission — the body read within its timeout (408), then
+//! 2. CORS — only the configured exact origins (and the webview's in the desktop app); it
+//!    answers preflights itself and adds its headers to every other answer, refusals of the
+//!    layers below included (so a page on an allowed origin can read a 401);
+//! 3. request context — request id, access log, request metrics, and the body rules
+//!    (`limits.max_request_bytes` and the read timeout, enforced where the body is read:
+//!    `middleware::Body`, the one body extractor, 413 `payload_too_large` / 408); inside it,
+//!    before anything below runs: trusted Host (400 `bad_request` for any other Host), then
+//!    cross-site refusal (an `Origin` that is not this server or an allowed origin: 403
+//!    `origin_not_allowed`; a state-changing body not declared JSON: 415), then auth (a peer
+//!    over its failed-authentication limit first: 429, key `auth`; then token and scope:
+//!    401 / 403);
+//! 4. on model routes only: admission — the body read within its timeout (408), then
 //!    draining (503 `not_ready`), rate limits (429), priority admission with watermarks (503
 //!    `backpressure`);
-//! 7. the handler — validation (422), then the engine: breaker, bulkhead, deadline, retries.
+//! 5. the handler — validation (422), then the engine: breaker, bulkhead, deadline, retries.
 //!
-//! They are composed in this order in one `tower::ServiceBuilder` (outermost first).
+//! 1–3 are composed in this order in one `tower::ServiceBuilder` (outermost first).
 
 use axum::extract::State;
 use axum::http::{HeaderName, Method};
@@ -181,13 +183,17 @@ pub fn app(st: AppState, max_body: usize) -> Router {
     // route, and a `from_fn` layer clones its inner service on every request, so eight
     // separate calls cloned a chain of eight boxed services at each of eight levels (about
     // 40 % of a refused request's allocations). Composed here, the stack is boxed once and
-    // its clones are of plain values.
+    // its clones are of plain values. For the same reason the body rules and auth are part
+    // of `context` rather than layers of their own, and CORS (whose lists a clone copies)
+    // sits outside it.
+    let front = middleware::Front {
+        st: st.clone(),
+        max_body,
+    };
     let stack = tower::ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(mw(st.clone(), middleware::context))
-        .layer(axum::Extension(middleware::BodyLimit(max_body)))
         .layer(cors(&st))
-        .layer(mw(st.clone(), middleware::auth));
+        .layer(mw(front, middleware::context));
     router
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })

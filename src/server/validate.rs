@@ -354,9 +354,14 @@ pub fn parse_map<T: Body>(map: &Map<String, Value>, limits: TextLimits) -> Resul
         failed: Vec::new(),
         problems: Vec::new(),
     };
-    let value = match T::deserialize(&Value::Object(known.clone())) {
+    // Read from the one copy of the known fields; the map is taken back only on an error.
+    let known = Value::Object(known);
+    let value = match T::deserialize(&known) {
         Ok(v) => Some(v),
         Err(_) => {
+            let Value::Object(known) = known else {
+                unreachable!("built as an object above")
+            };
             // Find every bad field by reading each alone, then read the good ones together.
             let mut good = Map::new();
             for (k, v) in &known {
@@ -404,8 +409,11 @@ pub fn parse_map<T: Body>(map: &Map<String, Value>, limits: TextLimits) -> Resul
 /// most 64 characters) is named, as `body.<name>`; any other is only counted. Each message
 /// lists the accepted fields.
 fn unknown_fields(map: &Map<String, Value>, fields: &[&str]) -> Vec<FieldProblem> {
-    let accepted = fields.join(", ");
     let mut problems = Vec::new();
+    if map.keys().all(|k| fields.contains(&k.as_str())) {
+        return problems;
+    }
+    let accepted = fields.join(", ");
     let mut unnamed = 0usize;
     for key in map.keys().filter(|k| !fields.contains(&k.as_str())) {
         if plain_identifier(key) && problems.len() < NAMED_UNKNOWN_FIELDS {

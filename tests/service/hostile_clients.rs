@@ -258,6 +258,54 @@ async fn configured_origins_pass_and_others_do_not() {
 }
 
 #[tokio::test]
+async fn a_configured_origin_gets_its_preflight_and_cors_headers_on_errors_too() {
+    let t = TestServer::start(&[("PHIGUARD_CORS_ORIGINS", "http://ehr.example:3000")]).await;
+    let allowed = "http://ehr.example:3000";
+    let acao = |r: &reqwest::Response| {
+        r.headers()
+            .get("access-control-allow-origin")
+            .map(|v| v.to_str().unwrap_or("").to_string())
+    };
+    // The browser's preflight is answered before any authentication.
+    let pre = t
+        .http
+        .request(reqwest::Method::OPTIONS, t.url("/pii/extract"))
+        .header("origin", allowed)
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "authorization, content-type",
+        )
+        .send()
+        .await
+        .expect("preflight");
+    assert!(pre.status().is_success(), "{}", pre.status());
+    assert_eq!(acao(&pre).as_deref(), Some(allowed));
+    // A refusal is readable by the page that sent it (it can tell a bad token from a dead server).
+    let denied = t
+        .http
+        .post(t.url("/pii/extract"))
+        .header("origin", allowed)
+        .json(&json!({"text": "Zed"}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(denied.status().as_u16(), 401);
+    assert_eq!(acao(&denied).as_deref(), Some(allowed));
+    // Another origin's preflight gets no grant, and its request is refused.
+    let other = t
+        .http
+        .request(reqwest::Method::OPTIONS, t.url("/pii/extract"))
+        .header("origin", "http://evil.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .expect("preflight");
+    assert_eq!(acao(&other), None);
+    t.shutdown().await;
+}
+
+#[tokio::test]
 async fn request_ids_that_could_carry_phi_are_replaced() {
     let t = TestServer::start(&[]).await;
     let uuid = "5b0c0b0e-2f7c-4d0e-9a55-3c1f2b0b7d41";
