@@ -131,6 +131,14 @@ def false_alarms(report, predicted, gold):
     return texts, len(gold), spans, flagged / chars if chars else 0.0
 
 
+def trained_on(model_dir):
+    """The training sources a model folder's training.json names, as `a`, `b` and `c`."""
+    rec = json.loads(open(os.path.join(model_dir, "training.json"), encoding="utf-8").read())
+    names = [f"`{s['file'].removesuffix('.jsonl')}`" for s in rec["sources"]]
+    names = ["the own generator" if n.startswith("`own") else n for n in names]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+
+
 def command_args(args):
     """The options of this run, with model folders as `$WORK/<name>` (no local paths)."""
     work = lambda d: "$WORK/" + os.path.basename(os.path.normpath(d))
@@ -216,13 +224,29 @@ def main():
         f"## Held-out outside source: `{HELD_OUT}` ({held['documents']} notes)",
         "",
         "Never trained on, and no rule, list or threshold was written or tuned while looking at it.",
+        "One thing was learnt from it: the first model trained here let photograph file names",
+        "and biometric and other codes through on it (its per-label leak rates), and the own",
+        "generator had no such identifiers at all (Safe Harbor categories 16-18), so it gained",
+        "them (`tools/gen_corpus.py --rare-identifiers`, its own templates and shapes; nothing was",
+        "copied from this source). Its figures for those categories are not blind.",
         "",
-        "| goal (issue 9) | target | measured | met |",
-        "|---|---|---|---|",
     ]
-    for goal, target in GOALS:
-        m = measured[goal]
-        doc.append(f"| {goal} | ≥ {target} | {f(m)} | {'yes' if m is not None and m >= target else 'no'} |")
+    met = lambda m, t: "yes" if m is not None and m >= t else "no"  # noqa: E731
+    if args.candidate:
+        c_rep, c_cov = results[(HELD_OUT, "cand-both")]
+        co = c_rep["overall"]
+        cand = {"char recall": co["chars"]["recall"], "char precision": co["chars"]["precision"],
+                "names": c_cov["names"][0], "addresses and places": c_cov["addresses and places"][0]}
+        doc += ["| goal (issue 9) | target | bundled (Rampart) | met | trained candidate | met |",
+                "|---|---|---|---|---|---|"]
+        for goal, target in GOALS:
+            m, c = measured[goal], cand[goal]
+            doc.append(f"| {goal} | ≥ {target} | {f(m)} | {met(m, target)} | {f(c)} | {met(c, target)} |")
+    else:
+        doc += ["| goal (issue 9) | target | measured | met |", "|---|---|---|---|"]
+        for goal, target in GOALS:
+            m = measured[goal]
+            doc.append(f"| {goal} | ≥ {target} | {f(m)} | {met(m, target)} |")
     doc += ["", SUMMARY_HEAD]
     doc.append(summary_row("model + rules (service)", held, held_cov))
     doc.append(summary_row("model + rules, f32", *results[(HELD_OUT, "both-f32")]))
@@ -242,9 +266,12 @@ def main():
             "Each row scores a source with models trained without it (model + rules). Rampart",
             "saw none of them."]
     if args.candidate or args.loso:
-        doc += ["The trained candidate was trained on the own generator and",
-                "`presidio`, so it is scored on `deidgate` and `openmed`; a model trained on the own",
-                "generator alone is scored on `presidio`."]
+        # What each model was trained on comes from its own card (training.json), not from here.
+        if args.candidate:
+            doc += [f"The trained candidate was trained on {trained_on(args.candidate)}; its rows "
+                    f"score `{HELD_OUT}` and every source it did not see."]
+        for name, model_dir, _, _ in loso:
+            doc += [f"`{name}` is scored with a model trained on {trained_on(model_dir)}."]
     else:
         doc += ["No model trained here was scored in this run (their weights are not",
                 "committed; see the cards in `docs/model-cards/`, and this file's history for",
@@ -255,7 +282,6 @@ def main():
     doc.append(summary_row(f"{HELD_OUT}: Rampart (bundled)", held, held_cov))
     if args.candidate:
         doc.append(summary_row(f"{HELD_OUT}: trained candidate", *results[(HELD_OUT, "cand-both")]))
-        doc.append(summary_row("openmed: trained candidate", *results[("openmed", "cand-both")]))
     for name, model_dir, report, cov in loso:
         doc.append(summary_row(f"{name}: model trained without it", report, cov))
     doc += ["", f"## False alarms on PHI-free look-alike text ({len(look_gold)} texts)", "",

@@ -19,6 +19,8 @@ Labelling conventions (so a reader of the figures knows what was asked for):
   (postcodes of every country) and COUNTRY.
 - Accession, specimen and prescription numbers are ID_NUM; NHS numbers are
   MEDICAL_RECORD_NUMBER; NPI, DEA and professional registration numbers LICENSE_NUMBER.
+  With --rare-identifiers, photograph file names, biometric identifiers (voiceprint,
+  fingerprint, retinal scan) and other unique codes (study, trial, badge) are ID_NUM too.
 - Hard negatives stay unlabelled: drugs, doses, diseases and eponyms (Parkinson, Hodgkin,
   Crohn), signs, scores, lab values, vitals (132/84 looks like a date), codes, device makes.
 
@@ -393,6 +395,25 @@ class Gen:
         return [(prefix + self.c([self.digits(8), f"{self.letters(2)}-{self.digits(2)}-{self.digits(6)}",
                                   f"{self.digits(4)}{self.letters(1)}{self.digits(4)}"]), "ID_NUM")]
 
+    # Safe Harbor (16) biometric identifiers, (17) full-face photographs and comparable
+    # images (a note names them by file or image reference) and (18) any other unique
+    # identifying code: each is an ID_NUM span, the label that any other identifier takes.
+    def photo(self):
+        d, day = self.digits, f"20{self.r.randint(10, 26)}{self.r.randint(1, 12):02d}{self.r.randint(1, 28):02d}"
+        return [(self.c([f"IMG_{day}_{d(4)}.jpg", f"DSC{d(5)}.JPG", f"photo-{d(6)}.jpeg",
+                         f"face_{d(4)}_{self.letters(2).lower()}.png", f"wound-{day}-{d(3)}.tif",
+                         f"PXL_{day}_{d(9)}.jpg"]), "ID_NUM")]
+
+    def biometric(self):
+        d = self.digits
+        return [(self.c([f"VP-{self.letters(2)}{d(6)}", f"FP{d(8)}", f"RS-{d(5)}-{self.letters(1)}",
+                         f"BIO{d(3)}{self.letters(3)}{d(2)}", f"{self.letters(3)}-{d(4)}-{d(4)}"]), "ID_NUM")]
+
+    def other_code(self):
+        d = self.digits
+        return [(self.c([f"STUDY-{d(3)}-{d(4)}", f"{self.letters(2)}-{d(4)}", f"{self.letters(3)}{d(2)}-{d(3)}",
+                         f"B{d(5)}", f"{d(2)}{self.letters(1)}{d(5)}", f"S{d(3)}-{self.letters(2)}{d(2)}"]), "ID_NUM")]
+
     def org(self, pool=None):
         return [(self.c(pool or self.hospitals), "ORGANIZATION")]
 
@@ -488,13 +509,37 @@ class Gen:
 
 
 
-def generate(split, count, seed, id_prefix=None):
+RARE_LINES = [
+    ("Clinical photographs: {0} and {1}.", "photo", "photo"),
+    ("Photo on file: {0}", "photo"),
+    ("Image {0} uploaded to the chart (consent signed).", "photo"),
+    ("Full-face photograph {0} attached for identification.", "photo"),
+    ("Voiceprint enrolment ID {0} verified on the call.", "biometric"),
+    ("Fingerprint template {0} on record.", "biometric"),
+    ("Biometric ID: {0}", "biometric"),
+    ("Retinal scan reference {0} archived.", "biometric"),
+    ("Enrolled in the research study, subject ID {0}.", "other_code"),
+    ("Study code: {0}", "other_code"),
+    ("Visitor badge #{0} issued to the family.", "other_code"),
+    ("Trial participant {0}; unblinding not requested.", "other_code"),
+]
+
+
+def rare_identifier_line(g, n):
+    template, *kinds = g.c(RARE_LINES)
+    n.line(template, *[getattr(g, k)() for k in kinds])
+
+
+def generate(split, count, seed, id_prefix=None, rare_identifiers=0.0):
     g = Gen(split, seed)
     id_prefix = id_prefix or split
     for i in range(count):
         note_type = NOTE_TYPES[i % len(NOTE_TYPES)] if i < len(NOTE_TYPES) else g.c(NOTE_TYPES)
         n = Note()
         WRITERS[note_type](g, n)
+        # Drawn only when asked for, so the committed corpora regenerate byte for byte.
+        if rare_identifiers and g.chance(rare_identifiers):
+            rare_identifier_line(g, n)
         yield {"id": f"{id_prefix}-{i:04d}", "note_type": note_type, "split": split,
                "text": n.text(), "gold_spans": n.spans}
 
@@ -506,10 +551,13 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", help="output file (default: stdout)")
     ap.add_argument("--id-prefix", help="document id prefix (default: the split name)")
+    ap.add_argument("--rare-identifiers", type=float, default=0.0, metavar="P",
+                    help="share of notes that also name a photograph, a biometric identifier or "
+                         "another unique code (Safe Harbor categories 16-18, as ID_NUM); default 0")
     args = ap.parse_args(argv)
     out = open(args.out, "w", encoding="utf-8", newline="\n") if args.out else sys.stdout
     try:
-        for doc in generate(args.split, args.count, args.seed, args.id_prefix):
+        for doc in generate(args.split, args.count, args.seed, args.id_prefix, args.rare_identifiers):
             out.write(json.dumps(doc, ensure_ascii=False) + "\n")
     finally:
         if args.out:

@@ -26,6 +26,13 @@ test split's):
     tools/.venv-parity/bin/python tools/check_trained.py $WORK/phiguard-deid \
         --phiguard target/release/phiguard --classify target/release/examples/classify
 
+With a CUDA GPU (`--device auto`, the default, takes it) a run over a few thousand notes
+takes about a minute; the card records the device. The candidate in
+docs/model-cards/phiguard-deid-candidate.md gives its own command: Rampart as the base
+(`--head-from-base`), its word embeddings kept (`--freeze-word-embeddings`) and its float16
+storage (`--dtypes-like-base`), Presidio's short sentences seen three times per epoch
+beside the generated notes (`--repeat presidio.jsonl=3`).
+
 Licences of the sources go into the card from `--sources-json` ({file name: {"license",
 "origin"}}) or a `FILE.source.json` beside each training file, plus `--sources-note`.
 
@@ -245,6 +252,7 @@ def predict_logits(model, tok: Tok, texts: list[str], batch_size: int = 8,
             jobs.append((i, w))
     order = sorted(range(len(jobs)), key=lambda j: jobs[j][1][1] - jobs[j][1][0])
     outs = [None] * len(jobs)
+    dev = next(model.parameters()).device
     model.eval()
     with torch.no_grad():
         for b in range(0, len(order), batch_size):
@@ -259,8 +267,9 @@ def predict_logits(model, tok: Tok, texts: list[str], batch_size: int = 8,
             for r, q in enumerate(seqs):
                 ids[r, :len(q)] = torch.tensor(q)
                 mask[r, :len(q)] = 1
+            ids, mask = ids.to(dev), mask.to(dev)
             logits = model(input_ids=ids, attention_mask=mask,
-                           token_type_ids=torch.zeros_like(ids)).logits
+                           token_type_ids=torch.zeros_like(ids)).logits.float().cpu()
             for r, j in enumerate(chunk):
                 outs[j] = logits[r]
     result = []
@@ -447,6 +456,21 @@ def collate(windows, members, pad_id: int):
     return ids, mask, labels, real
 
 
+def cast_like_base(model_file: Path, base_file: Path) -> None:
+    """Rewrites the saved weights so each tensor has the dtype of the base's tensor of the same
+    name (float32 where the base has none): a float16 base fine-tunes into a float16 model."""
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    with safe_open(str(base_file), "pt") as f:
+        dtypes = {k: f.get_slice(k).get_dtype() for k in f.keys()}
+    names = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32}
+    tensors = load_file(str(model_file))
+    out = {k: v.to(names.get(dtypes.get(k, "F32"), torch.float32)).contiguous() for k, v in tensors.items()}
+    save_file(out, str(model_file), metadata={"format": "pt"})
+
+
 def load_sources(args, train_files: list[Path]) -> dict:
     meta = {}
     if args.sources_json:
@@ -531,7 +555,24 @@ def main(argv: list[str]) -> int:
                     help="the base is already a token classifier (e.g. models/rampart): start each "
                          "head row from the base's row for the same entity (BASE_HEAD_MAP), so the "
                          "fine-tune keeps what the base knows instead of learning it again")
+    ap.add_argument("--device", default="auto",
+                    help="torch device: auto (a CUDA GPU when there is one, else the CPU), cpu, cuda")
+    ap.add_argument("--repeat", nargs="*", default=[], metavar="FILE_NAME=N",
+                    help="a training file's notes are seen N times per epoch (a small source "
+                         "beside a large one); recorded in the card")
+    ap.add_argument("--freeze-word-embeddings", action="store_true",
+                    help="keep the base's word embeddings as they are (names and identifiers the "
+                         "training data never shows keep the base's vectors; the rest is trained)")
+    ap.add_argument("--dtypes-like-base", action="store_true",
+                    help="save each weight in the dtype the base stores it in (a float16 base such "
+                         "as models/rampart gives a float16 model of the same size); else float32")
     args = ap.parse_args(argv)
+    repeats = {}
+    for item in args.repeat:
+        name, _, n = item.partition("=")
+        if not n.isdigit() or int(n) < 1 or name not in {f.name for f in args.train}:
+            sys.exit(f"train_deid: --repeat {item!r}: want TRAIN_FILE_NAME=N with N >= 1")
+        repeats[name] = int(n)
 
     if args.out.exists() and any(args.out.iterdir()):
         sys.exit(f"train_deid: {args.out} exists and is not empty; refusing to write over it")
@@ -545,6 +586,12 @@ def main(argv: list[str]) -> int:
 
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
+    device = torch.device(args.device if args.device != "auto"
+                          else "cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cuda":
+        # Repeatable on one GPU model: no autotuned kernels, no TF32 (f32 products stay f32).
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -558,8 +605,9 @@ def main(argv: list[str]) -> int:
         docs = read_gold(f, skipped)
         labels = Counter(label for d in docs for _, _, label in d["spans"])
         sources.append({"file": f.name, "sha256": sha256_file(f), "notes": len(docs),
-                        "spans": sum(labels.values()), "labels": dict(sorted(labels.items()))})
-        all_docs.extend(docs)
+                        "spans": sum(labels.values()), "labels": dict(sorted(labels.items())),
+                        "repeat": repeats.get(f.name, 1)})
+        all_docs.extend(docs * repeats.get(f.name, 1))
     for reason, n in sorted(skipped.items()):
         print(f"train_deid: warning: skipped {n} gold spans ({reason})", file=sys.stderr)
     windows, text_tokens = make_windows(tok, all_docs, args.max_tokens, args.overlap)
@@ -576,11 +624,18 @@ def main(argv: list[str]) -> int:
         str(args.base), num_labels=len(LABELS),
         id2label=dict(enumerate(LABELS)), label2id=LABEL2ID,
         ignore_mismatched_sizes=args.head_from_base,
+        dtype=torch.float32,  # a float16 base (Rampart) trains in float32 whatever the default
     )
+    model.float()
     model.config.architectures = ["BertForTokenClassification"]
     head_init = init_head_from_base(model, args.base) if args.head_from_base else {}
+    if args.freeze_word_embeddings:
+        model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
+    model.to(device)
     decay, no_decay = [], []
     for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
         (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": args.weight_decay},
@@ -602,6 +657,7 @@ def main(argv: list[str]) -> int:
         order = batches(windows, args.batch_size, rng)
         for k, members in enumerate(order, 1):
             ids, mask, labels, real = collate(windows, members, tok.pad_id)
+            ids, mask, labels = ids.to(device), mask.to(device), labels.to(device)
             out = model(input_ids=ids, attention_mask=mask,
                         token_type_ids=torch.zeros_like(ids), labels=labels)
             out.loss.backward()
@@ -634,7 +690,10 @@ def main(argv: list[str]) -> int:
     total_s = time.perf_counter() - started
 
     args.out.mkdir(parents=True, exist_ok=True)
+    model.to("cpu")
     model.save_pretrained(str(args.out), safe_serialization=True)
+    if args.dtypes_like_base:
+        cast_like_base(args.out / "model.safetensors", args.base / "model.safetensors")
     cfg_path = args.out / "config.json"
     cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
     cfg.pop("_name_or_path", None)
@@ -668,6 +727,9 @@ def main(argv: list[str]) -> int:
             "batch_size": args.batch_size, "lr": args.lr, "weight_decay": args.weight_decay,
             "warmup_fraction": args.warmup, "scheduler": "linear warm-up, linear decay",
             "optimizer": "AdamW", "grad_clip": 1.0, "seed": args.seed, "threads": args.threads,
+            "freeze_word_embeddings": args.freeze_word_embeddings,
+            "dtypes_like_base": args.dtypes_like_base,
+            "device": device.type,
             "steps": total_steps,
             "head_from_base": head_init,
         },
@@ -680,7 +742,8 @@ def main(argv: list[str]) -> int:
         "training_seconds": round(total_s, 1),
         "environment": {"python": platform.python_version(), "torch": torch.__version__,
                         "transformers": transformers.__version__,
-                        "cpu_threads": args.threads, "machine": platform.machine()},
+                        "cpu_threads": args.threads, "machine": platform.machine(),
+                        "device": (torch.cuda.get_device_name(0) if device.type == "cuda" else "CPU")},
     }
     (args.out / "training.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     (args.out / "README.md").write_text(render_card(record), encoding="utf-8")
@@ -776,7 +839,7 @@ def render_card(rec: dict) -> str:
     src_rows = []
     for s in rec["sources"]:
         note = rec["source_notes"].get(s["file"], {})
-        src_rows.append([f"`{s['file']}`", f"`{s['sha256']}`", s["notes"], s["spans"], s["tokens"],
+        src_rows.append([f"`{s['file']}`", f"`{s['sha256']}`", s["notes"], s.get("repeat", 1), s["spans"], s["tokens"],
                          note.get("license", "not stated"), note.get("origin", "")])
     ep_rows = []
     for e in rec["epochs_run"]:
@@ -838,8 +901,8 @@ Dates of birth are `DATE`. Gold spans skipped while reading the data: {skipped}.
 
 ## Training data
 
-| file | sha256 | notes | spans | tokens | licence | origin |
-|---|---|---|---|---|---|---|
+| file | sha256 | notes | seen per epoch | spans | tokens | licence | origin |
+|---|---|---|---|---|---|---|---|
 """ + "\n".join("| " + " | ".join(str(c) for c in r) + " |" for r in src_rows) + f"""
 
 {rec['sources_note'] or ''}
@@ -862,8 +925,10 @@ Tokens per label in the windows:
 | epochs | {hp['epochs']} |
 | batch | {hp['batch_size']} windows, dynamic padding, windows of similar length together |
 | gradient clipping | {hp['grad_clip']} |
+| word embeddings | {'frozen (the base’s, unchanged)' if hp.get('freeze_word_embeddings') else 'trained'} |
+| saved weights | {'each in the base’s dtype' if hp.get('dtypes_like_base') else 'float32'} |
 | seed | {hp['seed']} |
-| threads | {hp['threads']} CPU threads |
+| device | {env.get('device', 'CPU')}, {hp['threads']} CPU threads |
 | environment | Python {env['python']}, torch {env['torch']}, transformers {env['transformers']}, {env['machine']} |
 | training time | {rec['training_seconds']} s in all (dev evaluation included) |
 
