@@ -308,3 +308,48 @@ async fn the_request_id_follows_a_request_onto_the_inference_workers() {
         "the access line and its span disagree:\n{stderr}"
     );
 }
+
+#[tokio::test]
+async fn the_access_line_of_a_refusal_names_its_error_code() {
+    let serve = Serve::start(&[("PHIGUARD_LOG_FORMAT", "json")]).await;
+    let unauthenticated = serve
+        .http
+        .post(format!("{}/pii/extract", serve.base))
+        .json(&json!({"text": "x"}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(unauthenticated.status(), 401);
+    let invalid = serve
+        .http
+        .post(format!("{}/pii/extract", serve.base))
+        .bearer_auth(CLIENT)
+        .json(&json!({"text": 5}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(invalid.status(), 422);
+    let served = serve
+        .http
+        .get(format!("{}/health", serve.base))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(served.status(), 200);
+    let (_, stderr) = serve.stop();
+    let access: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["target"] == "phiguard::access")
+        .collect();
+    let code_of = |status: u64| {
+        access
+            .iter()
+            .find(|e| e["fields"]["status"] == status)
+            .map(|e| e["fields"]["error"].clone())
+            .unwrap_or_else(|| panic!("no access line with status {status}:\n{stderr}"))
+    };
+    assert_eq!(code_of(401), "authentication_required");
+    assert_eq!(code_of(422), "validation_error");
+    assert_eq!(code_of(200), "");
+}

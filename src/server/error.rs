@@ -477,7 +477,8 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).ceil() / 1000.0
 }
 
-/// The error code attached to a response as an extension, for the access log and metrics.
+/// The error code attached to a response made outside a request's task, for the access log
+/// (inside one it is recorded in `middleware::REQUEST`).
 #[derive(Clone, Copy, Debug)]
 pub struct ErrorCode(pub &'static str);
 
@@ -485,9 +486,12 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         // Serialized straight from the typed envelope (not through a `Value`): one buffer.
-        let envelope = super::middleware::REQUEST_ID
-            .try_with(|id| self.envelope(Some(id)))
-            .unwrap_or_else(|_| self.envelope(None));
+        let scoped = super::middleware::REQUEST.try_with(|r| {
+            r.set_error(self.code());
+            self.envelope(Some(&r.id))
+        });
+        let in_request = scoped.is_ok();
+        let envelope = scoped.unwrap_or_else(|_| self.envelope(None));
         let mut resp = (status, axum::Json(envelope)).into_response();
         let headers = resp.headers_mut();
         if let Some(secs) = self.retry_after() {
@@ -515,7 +519,9 @@ impl IntoResponse for ApiError {
             }
             _ => {}
         }
-        resp.extensions_mut().insert(ErrorCode(self.code()));
+        if !in_request {
+            resp.extensions_mut().insert(ErrorCode(self.code()));
+        }
         resp
     }
 }

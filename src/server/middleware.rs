@@ -24,8 +24,31 @@ use crate::secrets::Scope;
 use crate::settings::keys;
 
 tokio::task_local! {
-    /// The request id of the request being handled, for error envelopes.
-    pub static REQUEST_ID: Arc<str>;
+    /// The request being handled: its id, for error envelopes, and the code of the error
+    /// it was answered with, for the access log.
+    pub static REQUEST: RequestScope;
+}
+
+/// What [`REQUEST`] holds. The error code comes back through it rather than as a response
+/// extension: the first extension of a response allocates its map, on every refusal.
+pub struct RequestScope {
+    /// The request id.
+    pub id: Arc<str>,
+    error: std::cell::Cell<&'static str>,
+}
+
+impl RequestScope {
+    fn new(id: Arc<str>) -> Self {
+        Self {
+            id,
+            error: std::cell::Cell::new(""),
+        }
+    }
+
+    /// Records the code of the error the request is answered with.
+    pub fn set_error(&self, code: &'static str) {
+        self.error.set(code);
+    }
 }
 
 /// Who is calling, attached by [`context`]'s auth check. The token id is shared, not copied:
@@ -88,13 +111,16 @@ fn set_safety_headers(headers: &mut HeaderMap) {
 }
 
 /// What [`context`] needs besides the shared state: the request body limit
-/// (`limits.max_request_bytes`, fixed at start).
+/// (`limits.max_request_bytes`, fixed at start) and the model routes, whose `POST`s pass
+/// [`admission`].
 #[derive(Clone)]
 pub struct Front {
     /// The shared state.
     pub st: AppState,
     /// The request body limit in bytes.
     pub max_body: usize,
+    /// The route templates of the model routes (`/pii/extract`, ...).
+    pub model_routes: Arc<[String]>,
 }
 
 /// Request id (echoed when well-formed, else a fresh UUID), access log and request metrics,
@@ -103,8 +129,9 @@ pub struct Front {
 /// checks, in that order. No log line carries a body, a path beyond its route template, or a
 /// model name.
 ///
-/// Auth is a check here rather than a layer of its own: each `from_fn` layer clones the
-/// stack below it on every request, and the access log wants the caller anyway.
+/// Auth is a check here rather than a layer of its own, and a model route's `POST` goes
+/// through [`admission`] from here rather than from a route layer: each `from_fn` layer
+/// clones the stack below it on every request, and the access log wants the caller anyway.
 pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -> Response {
     let st = &front.st;
     req.extensions_mut().insert(BodyRules {
@@ -131,21 +158,29 @@ pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -
         .and_then(|()| cross_site(st, &req))
         .and_then(|()| authorize(st, &req, route));
     let caller = gate.as_ref().ok().cloned().flatten();
+    let admit = (req.method() == Method::POST && front.model_routes.iter().any(|r| r == route))
+        .then(|| st.clone());
     let handled = async move {
         match gate {
             Ok(caller) => {
                 if let Some(caller) = caller {
                     req.extensions_mut().insert(caller);
                 }
-                next.run(req).await
+                match admit {
+                    Some(st) => admission(State(st), req, next).await,
+                    None => next.run(req).await,
+                }
             }
             Err(refused) => refused.into_response(),
         }
     };
-    let mut resp = REQUEST_ID
-        .scope(Arc::clone(&id), handled)
-        .instrument(span.clone())
-        .await;
+    let scoped = REQUEST.scope(
+        RequestScope::new(Arc::clone(&id)),
+        handled.instrument(span.clone()),
+    );
+    tokio::pin!(scoped);
+    let mut resp = (&mut scoped).await;
+    let recorded = scoped.take_value().map_or("", |r| r.error.get());
     let _in_request = span.enter();
     let elapsed = started.elapsed();
     if count {
@@ -156,11 +191,11 @@ pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -
         resp.headers_mut().insert("x-request-id", v);
     }
     set_safety_headers(resp.headers_mut());
-    let code = resp
-        .extensions()
-        .get::<ErrorCode>()
-        .map(|c| c.0)
-        .unwrap_or("");
+    // An error answered outside the request's task (none today) still carries its code.
+    let code = match recorded {
+        "" => resp.extensions().get::<ErrorCode>().map_or("", |c| c.0),
+        c => c,
+    };
     let caller = caller.as_ref().map_or("", |c| &*c.token_id);
     let status = resp.status().as_u16();
     // The dashboard polls these every few seconds: at info they would fill the log it shows.

@@ -14,9 +14,9 @@
 //!    `origin_not_allowed`; a state-changing body not declared JSON: 415), then auth (a peer
 //!    over its failed-authentication limit first: 429, key `auth`; then token and scope:
 //!    401 / 403);
-//! 4. on model routes only: admission — the body read within its timeout (408), then
-//!    draining (503 `not_ready`), rate limits (429), priority admission with watermarks (503
-//!    `backpressure`);
+//! 4. for a `POST` to a model route, still inside the request context: admission — the body
+//!    read within its timeout (408), then draining (503 `not_ready`), rate limits (429),
+//!    priority admission with watermarks (503 `backpressure`);
 //! 5. the handler — validation (422), then the engine: breaker, bulkhead, deadline, retries.
 //!
 //! 1–3 are composed in this order in one `tower::ServiceBuilder` (outermost first).
@@ -74,7 +74,7 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response:
 
 /// Every documented route, registered once: each handler's `#[utoipa::path]` gives both
 /// its axum route and its OpenAPI operation, so the router and `/openapi.json` cannot
-/// drift. Two groups, because the model routes sit behind admission.
+/// drift. Two groups, because the model routes' `POST`s pass admission.
 struct Documented {
     model: OpenApiRouter<AppState>,
     rest: OpenApiRouter<AppState>,
@@ -156,8 +156,9 @@ pub fn api_doc() -> utoipa::openapi::OpenApi {
 
 /// Builds the application router over `st`; `max_body` is the request body limit.
 pub fn app(st: AppState, max_body: usize) -> Router {
-    let admission = mw(st.clone(), middleware::admission);
-    let (mut router, doc, model_paths) = documented().split(|model| model.route_layer(admission));
+    // Admission runs inside `context`, for the `POST`s of the model routes (one layer fewer).
+    let (mut router, doc, model_paths) = documented().split(|model| model);
+    let model_routes: std::sync::Arc<[String]> = model_paths.clone().into();
     st.metrics.set_model_routes(model_paths);
     let doc = std::sync::Arc::new(doc);
     if crate::engine::Faults::ENABLED {
@@ -189,6 +190,7 @@ pub fn app(st: AppState, max_body: usize) -> Router {
     let front = middleware::Front {
         st: st.clone(),
         max_body,
+        model_routes,
     };
     let stack = tower::ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(panic_response))
