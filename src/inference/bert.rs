@@ -552,8 +552,18 @@ mod tests {
                     .flatten_all()?
                     .max(0)?
                     .to_scalar::<f32>()?;
+                // f32: the same arithmetic in another order. int8: activations are quantized
+                // per row on every call, so a last-bit difference of the f32 attention
+                // (packed vs padded) can move one value across a rounding step of the next
+                // layer's u8 grid, about 1 % of that row's range (seen: 0.011 on these random
+                // weights); a packing fault (a row from another sequence) moves logits by
+                // their whole size.
+                let bound = match precision {
+                    Precision::F32 => 1e-4,
+                    Precision::Int8 => 0.05,
+                };
                 assert!(
-                    diff < 1e-4,
+                    diff < bound,
                     "{precision:?}: packing changed logits by {diff}"
                 );
                 start += seq.len();
