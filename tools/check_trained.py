@@ -49,6 +49,9 @@ sys.path.insert(0, str(HERE))
 
 import train_deid as T  # noqa: E402
 
+# Every label the default `models.label_thresholds` names, at 0: an empty variable counts as
+# unset (the defaults would apply and drop low-scoring model spans transformers keeps).
+NO_LABEL_THRESHOLDS = "CITY=0,STREET_ADDRESS=0,ZIPCODE=0"
 NAME_LABELS = {"FIRST_NAME", "LAST_NAME", "MIDDLE_NAME", "PERSON"}
 EXTRA = [
     "Zoë Müller (DOB 03/04/1965) was seen by Dr. José Álvarez at Hôpital Saint-Éloi; "
@@ -84,7 +87,7 @@ def transformers_side(model_dir: Path, texts: list[str]):
 def phiguard_spans(binary: str, model_dir: Path, texts: list[str], precision: str):
     with tempfile.TemporaryDirectory() as home:
         env = dict(os.environ, PHIGUARD_HOME=home, PHIGUARD_MODEL_PRECISION=precision,
-                   PHIGUARD_LABEL_THRESHOLDS="")
+                   PHIGUARD_LABEL_THRESHOLDS=NO_LABEL_THRESHOLDS)
         subprocess.run([binary, "models", "import", str(model_dir), "--id", "check-trained"],
                        check=True, env=env, capture_output=True, text=True)
         gold = Path(home) / "texts.jsonl"
