@@ -5,7 +5,7 @@
 #   docker run -p 8080:8080 -e PHIGUARD_AUTH_TOKEN=... -e PHIGUARD_ADMIN_TOKEN=... phiguard:0.1.0
 #
 # Stage 1 builds the release binary from the locked dependency set; stage 2 is a slim
-# Debian runtime with only the binary, the bundled Rampart model and CA certificates,
+# Debian runtime with only the binary, the bundled phiguard-deid model and CA certificates,
 # running as an unprivileged numeric user (so Kubernetes can verify runAsNonRoot).
 # `serve --host 0.0.0.0` is refused by the server unless a token is configured.
 
@@ -37,9 +37,9 @@ RUN apt-get update \
 
 WORKDIR /opt/phiguard
 COPY --from=builder /out/phiguard /usr/local/bin/phiguard
-# Beside the binary at the FHS path it looks in (../share/phiguard/models/rampart), so the
+# Beside the binary at the FHS path it looks in (../share/phiguard/models/phiguard-deid), so the
 # read-only root needs no unpacking of the copy embedded in the binary.
-COPY models/rampart /usr/local/share/phiguard/models/rampart
+COPY models/phiguard-deid /usr/local/share/phiguard/models/phiguard-deid
 
 # PHIGUARD_HOME holds the token file, settings and the model store; in Kubernetes it is an
 # emptyDir because the root filesystem is read-only.

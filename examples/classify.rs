@@ -2,8 +2,8 @@
 //! of `tools/check_rampart.py` and `tools/bench_peers.py`.
 //!
 //! ```text
-//! cargo run --release --example classify -- --model models/rampart --input texts.json --mode tokens
-//! cargo run --release --example classify -- --model models/rampart --input texts.json --mode bench --threads 2
+//! cargo run --release --example classify -- --model models/phiguard-deid --input texts.json --mode tokens
+//! cargo run --release --example classify -- --model models/phiguard-deid --input texts.json --mode bench --threads 2
 //! ```
 //! `--input` is a JSON array of strings. Modes:
 //! - `tokens`: per text, every token's offsets, top raw label and its probability;
@@ -26,7 +26,7 @@ use serde_json::json;
 #[derive(Parser)]
 struct Args {
     /// Model directory (config.json, tokenizer.json, *.safetensors).
-    #[arg(long, default_value = "models/rampart")]
+    #[arg(long, default_value = "models/phiguard-deid")]
     model: PathBuf,
     /// JSON array of texts.
     #[arg(long)]

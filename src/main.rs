@@ -10,7 +10,7 @@
 use std::process::ExitCode;
 
 static BUNDLED_MODEL: phiguard::models::bundle::Embedded =
-    phiguard::embedded_model!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/rampart"));
+    phiguard::embedded_model!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/phiguard-deid"));
 
 fn main() -> ExitCode {
     // First, so no panic (even one in argument parsing) prints its payload.

@@ -284,7 +284,7 @@ impl Api {
 /// A server on the bundled model (the real one, not the rules) with `env` on top.
 async fn start_model(env: &[(&str, &str)]) -> (Server, tempfile::TempDir) {
     let mut vars = vec![
-        ("PHIGUARD_DEFAULT_MODEL", "rampart"),
+        ("PHIGUARD_DEFAULT_MODEL", "phiguard-deid"),
         ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
     ];
     vars.extend_from_slice(env);

@@ -1,4 +1,4 @@
-//! int8 against f32 on the real bundled model (`models/rampart`) and the corpus sample notes.
+//! int8 against f32 on the real bundled model (`models/phiguard-deid`) and the corpus sample notes.
 //!
 //! On a CPU with AVX-512 VNNI, `Precision::Int8` really runs the int8 kernels (the logits
 //! differ from f32) and stays close: the top label of nearly every token is the same, and
@@ -23,7 +23,7 @@ fn load(precision: Precision) -> Result<TokenClassifier, Box<dyn std::error::Err
         ..ClassifierOptions::default()
     };
     Ok(TokenClassifier::load_with(
-        &root().join("models/rampart"),
+        &root().join("models/phiguard-deid"),
         &Device::Cpu,
         options,
     )?)

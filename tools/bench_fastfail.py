@@ -24,9 +24,10 @@ What it measures, on this machine, with the same load tool (wrk) for both peers:
      answering every request with the bytes phiguard sent for the same request; phiguard's
      share of its requests per second is what everything besides HTTP costs a refused
      request (goal: at least 0.67). `--no-openmed` runs phiguard and the floor only.
-2. Resident memory (`VmRSS` of `/proc/<pid>/status`) of an idle phiguard (bundled Rampart
-   model not loaded yet), of the same process after one request that loads Rampart, and of
-   an idle OpenMed service started with its own launcher (`python -m openmed.service.logging`).
+2. Resident memory (`VmRSS` of `/proc/<pid>/status`) of an idle phiguard (bundled
+   phiguard-deid model not loaded yet), of the same process after one request that loads
+   phiguard-deid, and of an idle OpenMed service started with its own launcher
+   (`python -m openmed.service.logging`).
 
 Output: a Markdown report on stdout and in `docs/bench-fastfail.md`.
 
@@ -634,7 +635,7 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         lines.append(f"| {label.split(' | ')[0]} | {label.split(' | ')[1]} | {v['VmRSS'] / 1024:.1f} | {v['VmHWM'] / 1024:.1f} |")
     lines += [
         "",
-        f"The first request that loaded Rampart took {first_ms:.0f} ms (load + inference)." if first_ms else "",
+        f"The first request that loaded phiguard-deid took {first_ms:.0f} ms (load + inference)." if first_ms else "",
         "OpenMed was installed with the `service` extra only, as pinned in",
         "`tools/requirements-bench.txt`; it has no `transformers`/`torch`, which OpenMed needs",
         "to serve any model (`openmed[hf]`), so its idle figure is a lower bound for a working",
@@ -663,7 +664,7 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         "",
         "# memory",
         "PHIGUARD_HOME=<tmp>/home PHIGUARD_PORT=0 PHIGUARD_AUTH_TOKEN=bench PHIGUARD_ADMIN_TOKEN=benchadmin \\",
-        "  PHIGUARD_LOG_LEVEL=off PHIGUARD_DEFAULT_MODEL=rampart target/release/phiguard serve",
+        "  PHIGUARD_LOG_LEVEL=off PHIGUARD_DEFAULT_MODEL=phiguard-deid target/release/phiguard serve",
         "OPENMED_SERVICE_LOG_LEVEL=off tools/.venv-openmed/bin/python -m openmed.service.logging \\",
         "  --host 127.0.0.1 --port PORT --workers 1",
         "```",
@@ -761,18 +762,18 @@ def main() -> int:
 
 
 def memory(work: Path, rss: dict[str, dict]) -> float:
-    """Idle and loaded phiguard, idle OpenMed; returns the first Rampart request's ms."""
-    print("memory: phiguard idle, then after one Rampart request", file=sys.stderr)
-    pm = start_phiguard("phiguard-rss", work, PHIGUARD_DEFAULT_MODEL="rampart")
+    """Idle and loaded phiguard, idle OpenMed; returns the first phiguard-deid request's ms."""
+    print("memory: phiguard idle, then after one phiguard-deid request", file=sys.stderr)
+    pm = start_phiguard("phiguard-rss", work, PHIGUARD_DEFAULT_MODEL="phiguard-deid")
     time.sleep(2)
     rss["phiguard serve | idle, bundled model not loaded"] = rss_kib(pm.popen.pid)
     t0 = time.monotonic()
     r = request(pm.port, "POST", PATH, BODY, HEADERS, timeout=120)
     first_ms = (time.monotonic() - t0) * 1000
     if r.status != 200:
-        raise BenchError(f"phiguard with rampart answered {r.status} ({r.code})")
+        raise BenchError(f"phiguard with phiguard-deid answered {r.status} ({r.code})")
     time.sleep(1)
-    rss["phiguard serve | after 1 request (Rampart loaded)"] = rss_kib(pm.popen.pid)
+    rss["phiguard serve | after 1 request (phiguard-deid loaded)"] = rss_kib(pm.popen.pid)
     stop(pm)
     print("memory: OpenMed idle", file=sys.stderr)
     om_idle = start_openmed_plain(work)

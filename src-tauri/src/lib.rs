@@ -89,7 +89,7 @@ pub fn run(options: Options) -> Result<()> {
             // The bundled model ships as a resource of the desktop bundle (tauri.conf.json),
             // wherever the OS put the app; the server finds it there before any other place.
             if let Ok(resources) = app.path().resource_dir() {
-                phiguard::models::bundle::use_dir(resources.join("models/rampart"));
+                phiguard::models::bundle::use_dir(resources.join("models/phiguard-deid"));
             }
             let handle = app.handle().clone();
             let autostart = app.autolaunch().is_enabled().unwrap_or(false);

@@ -69,7 +69,7 @@ pub struct ServiceView {
     pub light: Light,
     /// Why the last start failed, when it did.
     pub problem: Option<Problem>,
-    /// One line about the breakers: "all 2 breakers closed", "rampart open (12 s)", ….
+    /// One line about the breakers: "all 2 breakers closed", "phiguard-deid open (12 s)", ….
     pub breakers: String,
 }
 
@@ -359,9 +359,9 @@ mod tests {
 
     summary! {
         summary_none: [] => "breakers: no model loaded yet";
-        summary_one_closed: [("rampart", Closed)] => "breakers: 1 closed";
+        summary_one_closed: [("phiguard-deid", Closed)] => "breakers: 1 closed";
         summary_all_closed: [("a", Closed), ("b", Closed)] => "breakers: all 2 closed";
-        summary_open_counts_down: [("rampart", Open, 12)] => "breakers: rampart open (12 s)";
+        summary_open_counts_down: [("phiguard-deid", Open, 12)] => "breakers: phiguard-deid open (12 s)";
         summary_mixed: [("a", HalfOpen), ("b", Closed), ("c", ForcedOpen), ("d", Disabled)]
             => "breakers: a half-open, c forced open, d disabled; 1 closed";
     }

@@ -25,9 +25,17 @@ pub(super) fn list() -> Result<(), Failure> {
 }
 
 pub(super) fn pull(id: &str) -> Result<(), Failure> {
+    let catalog = catalog()?;
+    if let Some(build) = catalog.get(id).and_then(|e| e.build.as_deref()) {
+        // The person at the terminal typed the name: showing the way to build it is the
+        // answer they need (the service's pull answers with the error alone).
+        return Err(Failure::runtime(format!(
+            "{id} is built on this machine, not downloaded; from a phiguard checkout run\n  {build}\n  phiguard models import DIR --id {id}"
+        )));
+    }
     let store = store()?;
     let require_pinned = Settings::load(&Home::from_env())?.get(keys::MODELS_REQUIRE_PINNED);
-    let d = Downloader::from_env(catalog()?)
+    let d = Downloader::from_env(catalog)
         .map_err(err)?
         .with_require_pinned(require_pinned);
     let rt = runtime()?;

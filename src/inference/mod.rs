@@ -3,7 +3,7 @@
 //! token predictions into PHI spans.
 //!
 //! # Why our own BERT forward
-//! BERT is the bundled default (Rampart) and the family most requests hit, so [`bert`]
+//! BERT is the family of the bundled default (phiguard-deid, fine-tuned from Rampart) and the family most requests hit, so [`bert`]
 //! is written for the CPU this service usually runs on: one fused QKV matmul with the
 //! 1/√d scale folded into the query rows at load, an additive padding mask, and fused
 //! element-wise kernels ([`phiguard_kernels`]: bias+GELU, bias+residual+LayerNorm, mask+softmax) that

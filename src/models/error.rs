@@ -31,6 +31,13 @@ pub enum ModelError {
     #[error("the bundled model is read-only")]
     BundledReadOnly,
 
+    /// Returned when a pull names a catalog entry that is built on this machine (its
+    /// `build` command, then `phiguard models import`), not downloaded.
+    #[error(
+        "this model is not downloaded: build it with the catalog's build command and import it"
+    )]
+    BuildLocally,
+
     /// Returned when a second download of the same model starts while one is running.
     #[error("a download of this model is already running")]
     Busy,
@@ -329,6 +336,10 @@ pub enum CatalogProblem {
     /// Returned when the bundled entry's id has an `org/` part.
     #[error("the bundled model has a plain id")]
     BundledId,
+    /// Returned when an entry with a `build` command is also bundled or pinned (it is built
+    /// on the machine, neither shipped nor fetched).
+    #[error("a model built locally is neither bundled nor pinned")]
+    BuildNotFetched,
     /// Returned when a downloadable entry's id has no `org/` part.
     #[error("a downloadable model has an org/name id")]
     DownloadId,

@@ -648,13 +648,13 @@ mod tests {
         ));
 
         // The bundled model is in the catalog but read-only: the pull starts and fails.
-        let outcome = manager.start(&d, &store, "rampart", ())?.run().await;
+        let outcome = manager.start(&d, &store, "phiguard-deid", ())?.run().await;
         assert!(
             matches!(outcome, Err(ModelError::BundledReadOnly)),
             "{outcome:?}"
         );
         assert_eq!(
-            manager.get("rampart").map(|d| d.state),
+            manager.get("phiguard-deid").map(|d| d.state),
             Some(DownloadState::Failed)
         );
 

@@ -23,7 +23,7 @@ pub(crate) const SCHEMA: u32 = 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelSource {
-    /// Ships with phiguard (`models/rampart`); read-only.
+    /// Ships with phiguard (`models/phiguard-deid`); read-only.
     Bundled,
     /// Copied from a local folder by `import`.
     Imported,

@@ -5,7 +5,7 @@
 //! * [`Catalog`]: the models phiguard knows (`models/catalog.toml`, embedded), with family,
 //!   size, labels, licence, revision and files. It is the allow-list for downloads.
 //! * [`Store`]: the folder of installed models (`Home::models_dir()`), each with a
-//!   manifest of sha256 checksums, plus the bundled Rampart model found (or unpacked from
+//!   manifest of sha256 checksums, plus the bundled model (phiguard-deid) found (or unpacked from
 //!   the binary) by [`bundle`]. `import` copies a local folder in after validating it; `verify`
 //!   re-hashes; `remove` deletes (never the bundled model). [`verify_before_load`] re-checks
 //!   a model's files against its manifest (the bundled model: against the checksums built

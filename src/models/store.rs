@@ -27,7 +27,7 @@ use super::manifest::{parse_sha256sums, sha256_file, Manifest, ManifestFile, SCH
 use super::validate::{validate_dir, OPTIONAL_FILES, REQUIRED_FILES};
 
 /// Id of the model that ships with phiguard.
-pub const BUNDLED_ID: &str = "rampart";
+pub const BUNDLED_ID: &str = "phiguard-deid";
 
 /// Environment variable that points at the bundled model folder.
 pub const BUNDLED_DIR_ENV: &str = "PHIGUARD_BUNDLED_MODEL_DIR";

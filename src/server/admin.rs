@@ -757,7 +757,7 @@ mod tests {
             tray: TrayState::Amber,
             degraded_fallback: true,
             breakers: vec![BreakerStatus::from(&BreakerSnapshot {
-                key: "rampart".into(),
+                key: "phiguard-deid".into(),
                 state: BreakerState::HalfOpen,
                 consecutive_failures: 3,
                 retry_after_seconds: 0,
@@ -802,7 +802,7 @@ mod tests {
         let want = json!({
             "state": "serving", "address": "127.0.0.1:8080", "uptime_seconds": 12.5,
             "version": "0.1.0", "tray": "amber", "degraded_fallback": true,
-            "breakers": [{"key": "rampart", "model_id": "rampart", "state": "half_open",
+            "breakers": [{"key": "phiguard-deid", "model_id": "phiguard-deid", "state": "half_open",
                           "consecutive_failures": 3, "retry_after_seconds": 0, "failure_rate": 62.5}],
             "admission": {"depth": {"interactive": 2, "bulk": 7}, "shedding": false,
                           "high_watermark": 100, "low_watermark": 50},
@@ -855,7 +855,7 @@ mod tests {
         let mut s = crate::settings::Settings::defaults();
         s.apply(&[
             ("server.port".into(), "9123".into()),
-            ("models.default".into(), "rampart".into()),
+            ("models.default".into(), "phiguard-deid".into()),
         ])
         .map_err(|e| format!("{e:?}"))?;
         let list = settings_list(&s);
@@ -880,7 +880,7 @@ mod tests {
             (BreakerState::Disabled, BreakerState::ForcedOpen),
         ] {
             let t = BreakerTransition {
-                key: Arc::from("rampart"),
+                key: Arc::from("phiguard-deid"),
                 from,
                 to,
             };

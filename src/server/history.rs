@@ -241,7 +241,7 @@ mod tests {
             BTreeMap::new(),
         );
         assert!(h.samples().is_empty());
-        let breakers = BTreeMap::from([("rampart".to_string(), BreakerStateName::Open)]);
+        let breakers = BTreeMap::from([("phiguard-deid".to_string(), BreakerStateName::Open)]);
         h.record(
             6_000,
             totals(60, 11, 5, 12, &[(0.1, 60), (INF, 60)]),

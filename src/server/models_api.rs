@@ -413,8 +413,8 @@ mod tests {
 
     fn installed(license: Option<&str>) -> Installed {
         Installed {
-            id: "rampart".into(),
-            dir: "models/rampart".into(),
+            id: "phiguard-deid".into(),
+            dir: "models/phiguard-deid".into(),
             family: "bert".into(),
             size_bytes: 1234,
             labels: vec!["NAME".into(), "DATE".into()],
@@ -438,6 +438,7 @@ mod tests {
             labels: vec!["NAME".into()],
             bundled: false,
             verified: true,
+            build: None,
             description: "small".into(),
         }
     }
@@ -459,13 +460,13 @@ mod tests {
     fn models_list_serialises_to_the_documented_json() -> serde_json::Result<()> {
         let (m, e) = (installed(None), entry());
         let list = ModelsList {
-            default: "rampart".into(),
+            default: "phiguard-deid".into(),
             installed: vec![InstalledModel::from(&m)],
             catalog: vec![CatalogModel::new(&e, false)],
             downloads: vec![download(DownloadState::Running)],
         };
         let want = json!({
-            "default": "rampart",
+            "default": "phiguard-deid",
             "installed": [json!({"id": m.id, "family": m.family, "size_bytes": m.size_bytes, "labels": m.labels,
                                  "canonical_labels": ["PERSON", "DATE"],
                                  "license": m.license, "source": m.source})],
@@ -484,7 +485,7 @@ mod tests {
     #[test]
     fn models_list_reads_back() -> serde_json::Result<()> {
         let list = ModelsList {
-            default: "rampart".into(),
+            default: "phiguard-deid".into(),
             installed: vec![InstalledModel::from(&installed(Some("mit")))],
             catalog: vec![CatalogModel::new(&entry(), true)],
             downloads: vec![download(DownloadState::Done)],
@@ -502,7 +503,7 @@ mod tests {
     /// The action answers, against the `json!` the handlers built before these types.
     #[test]
     fn model_action_answers_serialise_to_the_documented_json() -> serde_json::Result<()> {
-        let id = "rampart";
+        let id = "phiguard-deid";
         let pull = PullStarted {
             id: id.into(),
             state: DownloadState::Running,

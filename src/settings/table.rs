@@ -246,7 +246,7 @@ settings! {
     CLUSTER_REPLICAS: Int = restart(d("cluster.replicas", "PHIGUARD_CLUSTER_REPLICAS", None, Kind::Int { min: 1, max: 10_000 }, "1",
         "expected replicas; each falls back to admissions / replicas while Redis is unreachable")),
     // models
-    MODELS_DEFAULT: Text = d("models.default", "PHIGUARD_DEFAULT_MODEL", None, Kind::Str, "rampart",
+    MODELS_DEFAULT: Text = d("models.default", "PHIGUARD_DEFAULT_MODEL", None, Kind::Str, "phiguard-deid",
         "model that serves requests naming no installed model"),
     MODELS_ALIASES: Items = d("models.aliases", "PHIGUARD_MODEL_ALIASES", None, Kind::List,
         "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1=default",
@@ -268,8 +268,8 @@ settings! {
     MODELS_REQUIRE_PINNED: Flag = d("models.require_pinned", "PHIGUARD_MODELS_REQUIRE_PINNED", None, Kind::Bool, "false",
         "refuse to download catalog models that pin no commit and sha256 per file (off: they are checked against the hub's own checksums and recorded as unpinned)"),
     MODELS_LABEL_THRESHOLDS: Items = d("models.label_thresholds", "PHIGUARD_LABEL_THRESHOLDS", None, Kind::List,
-        "CITY=0.8,STREET_ADDRESS=0.8,ZIPCODE=0.8",
-        "minimum model confidence per label, LABEL=0.4,… (labels not listed keep every model span)"),
+        "CITY=0.5,STREET_ADDRESS=0.5,ZIPCODE=0.5",
+        "minimum model confidence per label, LABEL=0.4,… (labels not listed keep every model span); the default suits the bundled phiguard-deid (chosen on the openmed source: 0.8 cost it 2 points of character recall there), Rampart's spread-out scores want 0.8"),
     // de-identification
     DEID_ALLOW_TERMS: Items = none("none", d("deid.allow_terms", "PHIGUARD_ALLOW_TERMS", None, Kind::List, "",
         "terms never masked (a clinic's drug or device names, staff roles): words, case-insensitive, or /regex/; at most 256")),

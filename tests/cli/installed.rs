@@ -36,7 +36,7 @@ fn a_copied_binary_serves_the_bundled_model_offline() {
     // And it verifies against its shipped checksums.
     let mut c = command(&exe, tmp.path());
     c.current_dir(tmp.path())
-        .args(["models", "verify", "rampart"]);
+        .args(["models", "verify", "phiguard-deid"]);
     let out = run(c, None);
     assert!(out.status.success(), "verify failed: {}", stderr(&out));
 }

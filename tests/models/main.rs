@@ -690,7 +690,7 @@ fn import_then_verify_detects_a_changed_byte_then_remove() -> TestResult {
         Err(ModelError::NotInstalled)
     ));
     assert!(matches!(
-        store.remove("rampart"),
+        store.remove("phiguard-deid"),
         Err(ModelError::BundledReadOnly)
     ));
     Ok(())
@@ -752,9 +752,9 @@ fn a_tampered_weights_file_is_refused_at_load() -> TestResult {
 
     // The bundled model (the checkout's, unpacked or shipped) is checked against the sums
     // built into phiguard; this measures what that costs per load.
-    let bundled = spec("rampart")?;
+    let bundled = spec("phiguard-deid")?;
     let started = Instant::now();
-    phiguard::models::verify_before_load("rampart", bundled.dir.as_deref().ok_or("no dir")?)?;
+    phiguard::models::verify_before_load("phiguard-deid", bundled.dir.as_deref().ok_or("no dir")?)?;
     eprintln!("verifying the bundled model took {:?}", started.elapsed());
     Ok(())
 }
@@ -890,16 +890,16 @@ async fn a_partial_of_another_file_version_is_discarded_not_resumed() -> TestRes
 
 #[test]
 fn the_bundled_model_when_shipped_is_listed_and_verifies() -> TestResult {
-    // The store's view of the checkout's `models/rampart`, wherever `bundle::locate` finds it.
+    // The store's view of the checkout's `models/phiguard-deid`, wherever `bundle::locate` finds it.
     let tmp = tempfile::tempdir()?;
     let dir = phiguard::models::bundle::locate(tmp.path()).ok_or("no bundled model")?;
     let store = Store::with_bundled(tmp.path().join("models"), Some(dir))?;
     let all = store.installed()?;
-    assert_eq!(all[0].id, "rampart");
+    assert_eq!(all[0].id, "phiguard-deid");
     assert_eq!(all[0].source, ModelSource::Bundled);
     assert_eq!(all[0].family, "bert");
     assert_eq!(all[0].license.as_deref(), Some("CC-BY-4.0"));
-    assert!(store.verify("rampart")?.ok());
+    assert!(store.verify("phiguard-deid")?.ok());
     Ok(())
 }
 
