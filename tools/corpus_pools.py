@@ -332,3 +332,18 @@ RELATIONS = ["wife", "husband", "daughter", "son", "mother", "father", "sister",
 SPECIALTIES = ["cardiology", "neurology", "gastroenterology", "oncology", "endocrinology",
                "nephrology", "pulmonology", "rheumatology", "orthopaedics", "psychiatry",
                "physical therapy", "wound care", "palliative care", "social work"]
+
+# PHI-free short texts (gen_corpus.py --phi-free): symptoms, genes and the words around them.
+SYMPTOMS = [
+    "nausea", "vomiting", "rash", "cough", "fever", "chills", "dyspnea", "chest pain", "headache",
+    "dizziness", "fatigue", "diarrhea", "constipation", "abdominal pain", "palpitations",
+    "ankle edema", "pruritus", "myalgia", "arthralgia", "syncope", "insomnia", "night sweats",
+    "hemoptysis", "dysuria", "hematuria", "weight loss", "blurred vision", "tinnitus", "wheezing",
+    "heartburn", "back pain", "numbness", "tremor", "confusion", "anorexia", "sore throat",
+]
+
+GENES = ["EGFR", "KRAS", "BRAF", "BRCA1", "BRCA2", "TP53", "ALK", "HER2", "PIK3CA", "NRAS", "IDH1",
+         "JAK2", "FLT3", "NPM1", "MLH1", "MSH2", "APC", "CFTR", "HFE", "MTHFR"]
+
+AMINO_ACIDS = ["Ala", "Arg", "Asn", "Asp", "Cys", "Gln", "Glu", "Gly", "His", "Ile", "Leu", "Lys",
+               "Met", "Phe", "Pro", "Ser", "Thr", "Trp", "Tyr", "Val"]

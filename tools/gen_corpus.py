@@ -23,6 +23,11 @@ Labelling conventions (so a reader of the figures knows what was asked for):
   fingerprint, retinal scan) and other unique codes (study, trial, badge) are ID_NUM too.
 - Hard negatives stay unlabelled: drugs, doses, diseases and eponyms (Parkinson, Hodgkin,
   Crohn), signs, scores, lab values, vitals (132/84 looks like a date), codes, device makes.
+- With --phi-free N, N short texts with no PHI at all follow the notes (note type
+  `phi_free`, no gold spans): one clinical sentence, question or coded line each (symptoms,
+  drugs, diseases and eponyms, signs, labs, staging, gene variants), so that a model trained
+  on the notes also sees short text in which nothing is a name. They come from their own
+  random stream: the notes are the same with or without them.
 
 Usage:
     python3 tools/gen_corpus.py --split dev --count 300 --seed 1 > tests/fixtures/corpus/dev.jsonl
@@ -530,6 +535,75 @@ def rare_identifier_line(g, n):
     n.line(template, *[getattr(g, k)() for k in kinds])
 
 
+def tnm(g):
+    """A TNM stage ("pT2 N1 M0", "ypT3a N0", "cT4b N2 M1")."""
+    t = g.c(["1", "1a", "1b", "1c", "2", "2a", "2b", "3", "3a", "3b", "4", "4a", "4b", "is", "X"])
+    parts = [f"{g.c(['c', 'p', 'yp', ''])}T{t}", f"N{g.c(['0', '1', '1a', '2', '2b', '3', 'X'])}"]
+    if g.chance(0.7):
+        parts.append(f"M{g.c(['0', '1', '1a', '1b', 'X'])}")
+    return " ".join(parts)
+
+
+def variant(g):
+    """A gene variant in HGVS-like notation ("c.1799T>A", "p.Gly12Asp", "p.Phe508del")."""
+    bases = "ACGT"
+    pos = g.r.randint(2, 4000)
+    return g.c([
+        f"c.{pos}{g.c(bases)}>{g.c(bases)}",
+        f"c.{pos}_{pos + g.r.randint(1, 4)}del{''.join(g.c(bases) for _ in range(g.r.randint(1, 3)))}",
+        f"c.{pos}+{g.r.randint(1, 6)}{g.c(bases)}>{g.c(bases)}",
+        f"p.{g.c(P.AMINO_ACIDS)}{g.r.randint(2, 900)}{g.c(P.AMINO_ACIDS)}",
+        f"p.{g.c(P.AMINO_ACIDS)}{g.r.randint(2, 900)}{g.c(['del', 'fs', 'Ter', 'dup'])}",
+    ])
+
+
+def cap(s):
+    return s[:1].upper() + s[1:]
+
+
+def phi_free_text(g):
+    """One short text with no PHI: a clinical sentence, a question or a coded line."""
+    sym, drug = g.c(P.SYMPTOMS), g.c(P.DRUGS)[0]
+    disease, subject = g.c(P.DISEASES), g.c(["The patient", "Patient", "Pt", "He", "She", "They",
+                                             "The child", f"Her {g.c(P.RELATIONS)}",
+                                             f"His {g.c(P.RELATIONS)}"])
+    text = g.c([
+        f"{subject} {g.c(['denies', 'reports', 'endorses', 'complains of', 'developed', 'notes'])} {sym}.",
+        f"{subject} {g.c(['denies', 'reports'])} {sym} and {g.c(P.SYMPTOMS)} on {drug}.",
+        f"{sym.capitalize()} {g.c(['improved', 'resolved', 'worsened', 'recurred'])} after {drug}.",
+        f"{sym.capitalize()} for {g.r.randint(2, 14)} {g.c(['days', 'weeks', 'hours'])}.",
+        f"No {sym} or {g.c(P.SYMPTOMS)}.",
+        f"{cap(disease)} {g.c(['ruled out', 'suspected', 'confirmed', 'in remission', 'not excluded'])}.",
+        f"History of {disease}.",
+        f"{g.c(['Continue', 'Start', 'Stop', 'Hold'])} {drug}.",
+        f"Can {drug} cause {sym}?",
+        f"Is {sym} after the {g.c(P.IMAGING)} a concern?",
+        f"What is the usual dose of {drug} in {disease}?",
+        f"{cap(g.c(P.SIGNS))}.",
+        f"{g.c(P.SCORES)}.",
+        f"{g.labs()}.",
+        g.vitals(),
+        f"{g.c(P.IMAGING)}: {g.c(P.FINDINGS)}.",
+        f"Refer to {g.c(P.SPECIALTIES)}.",
+        f"Staged as {tnm(g)}.",
+        tnm(g),
+        f"{g.c(P.GENES)} {variant(g)} {g.c(['detected', 'not detected', 'of uncertain significance'])}"
+        f"{g.c(['', ' by NGS', ' by PCR', ' by FISH'])}.",
+        variant(g),
+        f"{g.c(P.CODES)}",
+    ])
+    return text.lower() if g.chance(0.1) else text
+
+
+def phi_free(split, count, seed, id_prefix):
+    g = Gen(split, seed)
+    # Its own stream: the notes drawn from `seed` are the same with or without these texts.
+    g.r = random.Random(f"{split}:{seed}:phi-free")
+    for i in range(count):
+        yield {"id": f"{id_prefix}-free-{i:04d}", "note_type": "phi_free", "split": split,
+               "text": phi_free_text(g), "gold_spans": []}
+
+
 def generate(split, count, seed, id_prefix=None, rare_identifiers=0.0):
     g = Gen(split, seed)
     id_prefix = id_prefix or split
@@ -554,10 +628,14 @@ def main(argv=None):
     ap.add_argument("--rare-identifiers", type=float, default=0.0, metavar="P",
                     help="share of notes that also name a photograph, a biometric identifier or "
                          "another unique code (Safe Harbor categories 16-18, as ID_NUM); default 0")
+    ap.add_argument("--phi-free", type=int, default=0, metavar="N",
+                    help="also write N short texts without PHI (note type phi_free) after the notes")
     args = ap.parse_args(argv)
     out = open(args.out, "w", encoding="utf-8", newline="\n") if args.out else sys.stdout
     try:
         for doc in generate(args.split, args.count, args.seed, args.id_prefix, args.rare_identifiers):
+            out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        for doc in phi_free(args.split, args.phi_free, args.seed, args.id_prefix or args.split):
             out.write(json.dumps(doc, ensure_ascii=False) + "\n")
     finally:
         if args.out:

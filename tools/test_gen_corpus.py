@@ -59,5 +59,26 @@ class RareIdentifiers(unittest.TestCase):
         self.assertTrue(20 <= share <= 90, share)
 
 
+class PhiFree(unittest.TestCase):
+    def test_texts_have_no_spans_unique_ids_and_no_pool_names(self):
+        docs = list(gen_corpus.phi_free("dev", 300, 5, "x"))
+        self.assertEqual(len({d["id"] for d in docs}), 300)
+        names = {n for n, *_ in gen_corpus.P.FIRST_NAMES} | set(gen_corpus.P.LAST_NAMES)
+        for d in docs:
+            self.assertEqual(d["gold_spans"], [])
+            self.assertEqual(d["note_type"], "phi_free")
+            self.assertTrue(d["text"].strip())
+            words = set(d["text"].replace(".", " ").replace(",", " ").split())
+            self.assertFalse(words & names, d["text"])
+
+    def test_the_notes_do_not_change(self):
+        # Their own random stream: asking for them leaves the notes of a seed as they were.
+        before = list(gen_corpus.generate("dev", 20, 4, "x"))
+        list(gen_corpus.phi_free("dev", 50, 4, "x"))
+        self.assertEqual(before, list(gen_corpus.generate("dev", 20, 4, "x")))
+        self.assertEqual(list(gen_corpus.phi_free("dev", 10, 4, "x")),
+                         list(gen_corpus.phi_free("dev", 10, 4, "x")))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -317,12 +317,11 @@ mod tests {
     #[test]
     fn the_metrics_count_model_routes_only() {
         let m = super::super::metrics::Metrics::new();
-        m.set_model_routes(["/pii/deidentify".to_string()]);
-        m.observe("/health", 200, Duration::from_millis(1));
-        m.observe("/admin/status", 200, Duration::from_millis(1));
-        m.observe("/pii/deidentify", 200, Duration::from_millis(40));
-        m.observe("/pii/deidentify", 503, Duration::from_millis(2));
-        m.observe("/pii/deidentify", 429, Duration::from_millis(1));
+        m.observe("/health", false, 200, Duration::from_millis(1));
+        m.observe("/admin/status", false, 200, Duration::from_millis(1));
+        m.observe("/pii/deidentify", true, 200, Duration::from_millis(40));
+        m.observe("/pii/deidentify", true, 503, Duration::from_millis(2));
+        m.observe("/pii/deidentify", true, 429, Duration::from_millis(1));
         let t = m.model_totals();
         assert_eq!((t.requests, t.errors, t.rate_limited), (3, 1, 1));
         assert_eq!(t.latency.last(), Some(&(f64::INFINITY, 3)));

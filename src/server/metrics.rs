@@ -3,9 +3,7 @@
 //! priorities, shed reasons, breaker states. Gauges that mirror guard and registry state are
 //! recomputed at scrape time.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use prometheus::core::Collector as _;
@@ -30,10 +28,9 @@ const LATENCY_BUCKETS: &[f64] = &[
 
 /// Requests to the model routes (the admission group), apart from the per-route families:
 /// the dashboard's rates and latency chart count the work users send, not `/health`
-/// probes or its own admin calls.
+/// probes or its own admin calls. Which routes those are is the router's list, decided once
+/// per request by the request context and passed to [`Metrics::observe`].
 struct ModelTraffic {
-    /// The routes that count, set once by the router ([`Metrics::set_model_routes`]).
-    routes: OnceLock<HashSet<String>>,
     requests: AtomicU64,
     errors: AtomicU64,
     rate_limited: AtomicU64,
@@ -151,7 +148,6 @@ impl Metrics {
         ));
         Metrics {
             model: ModelTraffic {
-                routes: OnceLock::new(),
                 requests: AtomicU64::new(0),
                 errors: AtomicU64::new(0),
                 rate_limited: AtomicU64::new(0),
@@ -175,13 +171,9 @@ impl Metrics {
         &self.registry
     }
 
-    /// Names the model routes (route templates); the first call wins.
-    pub fn set_model_routes(&self, routes: impl IntoIterator<Item = String>) {
-        let _ = self.model.routes.set(routes.into_iter().collect());
-    }
-
-    /// Records one finished request.
-    pub fn observe(&self, route: &str, status: u16, elapsed: Duration) {
+    /// Records one finished request; `model_route` says whether `route` is one of the model
+    /// routes, which the dashboard's counts and latency chart take alone.
+    pub fn observe(&self, route: &str, model_route: bool, status: u16, elapsed: Duration) {
         // `StatusCode::as_str` is a static string: no allocation per request for the label.
         let code = axum::http::StatusCode::from_u16(status).ok();
         let fallback;
@@ -197,7 +189,7 @@ impl Metrics {
             .with_label_values(&[route])
             .observe(elapsed.as_secs_f64());
         let m = &self.model;
-        if m.routes.get().is_some_and(|r| r.contains(route)) {
+        if model_route {
             m.requests.fetch_add(1, Ordering::Relaxed);
             if status >= 500 {
                 m.errors.fetch_add(1, Ordering::Relaxed);

@@ -158,8 +158,14 @@ pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -
         .and_then(|()| cross_site(st, &req))
         .and_then(|()| authorize(st, &req, route));
     let caller = gate.as_ref().ok().cloned().flatten();
-    let admit = (req.method() == Method::POST && front.model_routes.iter().any(|r| r == route))
-        .then(|| st.clone());
+    // Decided once: the metrics count model routes apart, and their `POST`s pass admission.
+    let model_route = front.model_routes.iter().any(|r| r == route);
+    let admit = (model_route && req.method() == Method::POST).then(|| {
+        let token = caller
+            .as_ref()
+            .map_or_else(|| Arc::from(""), |c| Arc::clone(&c.token_id));
+        (st.clone(), token)
+    });
     let handled = async move {
         match gate {
             Ok(caller) => {
@@ -167,7 +173,7 @@ pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -
                     req.extensions_mut().insert(caller);
                 }
                 match admit {
-                    Some(st) => admission(State(st), req, next).await,
+                    Some((st, token)) => admission(st, token, req, next).await,
                     None => next.run(req).await,
                 }
             }
@@ -185,7 +191,8 @@ pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -
     let elapsed = started.elapsed();
     if count {
         st.metrics.inflight.dec();
-        st.metrics.observe(route, resp.status().as_u16(), elapsed);
+        st.metrics
+            .observe(route, model_route, resp.status().as_u16(), elapsed);
     }
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
@@ -534,10 +541,11 @@ impl Drop for HeldAdmission {
     }
 }
 
-/// The gate of model routes: the body is read first (within the body timeout, holding
-/// nothing), then: not while draining, rate limits, then priority admission. A client that
-/// stalls mid-upload therefore never holds an admission slot.
-pub async fn admission(State(st): State<AppState>, req: Request, next: Next) -> Response {
+/// The gate of model routes, run by [`context`] for their `POST`s with the caller's token id
+/// (`""` without auth): the body is read first (within the body timeout, holding nothing),
+/// then: not while draining, rate limits, then priority admission. A client that stalls
+/// mid-upload therefore never holds an admission slot.
+pub async fn admission(st: AppState, token: Arc<str>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
     match read_body(&parts, body).await {
         // Kept aside for the handler's `Body` extractor, which takes it without a second
@@ -556,10 +564,6 @@ pub async fn admission(State(st): State<AppState>, req: Request, next: Next) -> 
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    let token = req
-        .extensions()
-        .get::<Caller>()
-        .map_or_else(|| Arc::from(""), |c| Arc::clone(&c.token_id));
     if let Err(e) = st.engine.guard().check_rate(&token) {
         return ApiError::from_guard(GuardError::<()>::RateLimited {
             retry_after: e.retry_after,

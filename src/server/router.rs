@@ -158,8 +158,7 @@ pub fn api_doc() -> utoipa::openapi::OpenApi {
 pub fn app(st: AppState, max_body: usize) -> Router {
     // Admission runs inside `context`, for the `POST`s of the model routes (one layer fewer).
     let (mut router, doc, model_paths) = documented().split(|model| model);
-    let model_routes: std::sync::Arc<[String]> = model_paths.clone().into();
-    st.metrics.set_model_routes(model_paths);
+    let model_routes: std::sync::Arc<[String]> = model_paths.into();
     let doc = std::sync::Arc::new(doc);
     if crate::engine::Faults::ENABLED {
         router = router.route(
