@@ -122,7 +122,6 @@ def run_torch(notes: list[str], threads: int, model_dir: Path) -> dict:
 
 
 def run_onnx(notes: list[str], threads: int, model_dir: Path, engine: str, onnx_path: str) -> dict:
-    import numpy as np
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
@@ -136,14 +135,8 @@ def run_onnx(notes: list[str], threads: int, model_dir: Path, engine: str, onnx_
     load = time.perf_counter() - t0
 
     def run(batch: list[str]) -> None:
-        encs = [tok.encode(n) for n in batch]
-        width = max(len(e.ids) for e in encs)
-        ids = np.zeros((len(encs), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for i, e in enumerate(encs):
-            ids[i, : len(e.ids)] = e.ids
-            mask[i, : len(e.ids)] = 1
-        logits = sess.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+        # The padded batch the export's own check builds (tools/export_onnx.py).
+        logits = sess.run(None, export_onnx.batch_inputs(tok, batch))[0]
         logits.argmax(-1)
 
     run(notes[:4])
