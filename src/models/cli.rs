@@ -14,7 +14,8 @@ use super::manager::{DownloadInfo, DownloadManager, DownloadObserver};
 use super::store::{FileStatus, Installed, ModelSource, Store};
 
 /// A table of the catalog and the installed models: id, status (`bundled`, `installed`,
-/// `imported`, `partial`, `available`, `missing`), family, parameters, size and licence.
+/// `imported`, `partial`, `available`, `build` for an entry built on the machine, `missing`),
+/// family, parameters, size and licence.
 ///
 /// # Errors
 /// [`super::ModelError::Io`] if the store cannot be listed.
@@ -27,6 +28,7 @@ pub fn list(store: &Store, catalog: &Catalog) -> Result<String> {
             (Some(_), true) => "bundled",
             (None, true) => "missing",
             (Some(_), false) => "installed",
+            (None, false) if e.build.is_some() => "build",
             (None, false) if store.partial_dir(&e.id).is_ok_and(|d| d.is_dir()) => "partial",
             (None, false) => "available",
         };

@@ -40,3 +40,37 @@ fn a_copied_binary_serves_the_bundled_model_offline() {
     let out = run(c, None);
     assert!(out.status.success(), "verify failed: {}", stderr(&out));
 }
+
+/// Rampart stays in the catalog but is built on the machine: a pull refuses before any
+/// network (the hub endpoint is a closed loopback port) and says how to build and import it.
+#[test]
+fn pulling_rampart_prints_how_to_build_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut c = command(&super::binary(), tmp.path());
+    c.env("HF_ENDPOINT", "http://127.0.0.1:9")
+        .args(["models", "pull", "rampart"]);
+    let out = run(c, None);
+    assert!(!out.status.success(), "a pull of rampart succeeded");
+    let err = stderr(&out);
+    assert!(err.contains("tools/convert_rampart.py --out DIR"), "{err}");
+    assert!(
+        err.contains("phiguard models import DIR --id rampart"),
+        "{err}"
+    );
+
+    // The listing says it is built here, and the bundled model is bundled.
+    let mut c = command(&super::binary(), tmp.path());
+    c.args(["models", "list"]);
+    let out = run(c, None);
+    let list = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("phiguard-deid") && l.contains("bundled")),
+        "{list}"
+    );
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("rampart ") && l.contains(" build ")),
+        "{list}"
+    );
+}
