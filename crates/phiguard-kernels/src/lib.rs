@@ -42,7 +42,10 @@ fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, op: &'static str) -> CResult<&'a
 pub fn fast_exp(x: f32) -> f32 {
     const SHIFTER: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer.
     let x = x.clamp(-87.0, 88.0);
-    let k = (x * std::f32::consts::LOG2_E + SHIFTER) - SHIFTER;
+    // `shifted` holds k = round(x / ln 2) in its low mantissa bits: its bit pattern is
+    // SHIFTER's plus k (|k| ≤ 127 ≪ 2^22).
+    let shifted = x * std::f32::consts::LOG2_E + SHIFTER;
+    let k = shifted - SHIFTER;
     // Cephes' two-part ln 2 keeps the reduction exact.
     let r = x - k * 0.693_359_4 - k * -2.121_944_4e-4;
     let p = 1.0
@@ -50,7 +53,15 @@ pub fn fast_exp(x: f32) -> f32 {
             + r * (0.5
                 + r * (0.166_666_67
                     + r * (0.041_666_668 + r * (0.008_333_334 + r * 0.001_388_888_9)))));
-    let bits = ((k as i32 + 127) as u32) << 23;
+    // 2^k as the exponent field k + 127, taken from `shifted`'s bits with integer
+    // arithmetic. Not `k as i32`: Rust's float-to-int cast saturates and maps NaN to 0,
+    // which LLVM cannot vectorize, so every caller's loop (GELU, softmax) ran it one lane at
+    // a time. The two give the same bits for every x (k + 127 lies in 1..=254).
+    let bits = shifted
+        .to_bits()
+        .wrapping_sub(SHIFTER.to_bits())
+        .wrapping_add(127)
+        << 23;
     p * f32::from_bits(bits)
 }
 
@@ -315,6 +326,44 @@ mod tests {
 
     fn max_diff(a: &Tensor, b: &Tensor) -> candle_core::Result<f32> {
         (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
+    }
+
+    /// The exponent taken from the shifter's bits equals the float-to-int cast it replaced,
+    /// bit for bit, over the whole clamped range and beyond it.
+    #[test]
+    fn exp_scale_bits_match_the_cast() {
+        fn by_cast(x: f32) -> f32 {
+            const SHIFTER: f32 = 12_582_912.0;
+            let x = x.clamp(-87.0, 88.0);
+            let k = (x * std::f32::consts::LOG2_E + SHIFTER) - SHIFTER;
+            let r = x - k * 0.693_359_4 - k * -2.121_944_4e-4;
+            let p = 1.0
+                + r * (1.0
+                    + r * (0.5
+                        + r * (0.166_666_67
+                            + r * (0.041_666_668 + r * (0.008_333_334 + r * 0.001_388_888_9)))));
+            p * f32::from_bits(((k as i32 + 127) as u32) << 23)
+        }
+        let mut x = -100.0f32;
+        while x < 100.0 {
+            assert_eq!(fast_exp(x).to_bits(), by_cast(x).to_bits(), "exp({x})");
+            x += 0.000_977;
+        }
+        for x in [
+            -87.0f32,
+            88.0,
+            -86.99,
+            87.99,
+            0.0,
+            -0.0,
+            f32::MIN,
+            f32::MAX,
+            -1e30,
+            1e30,
+        ] {
+            assert_eq!(fast_exp(x).to_bits(), by_cast(x).to_bits(), "exp({x})");
+        }
+        assert!(fast_exp(f32::NAN).is_nan());
     }
 
     #[test]
