@@ -359,21 +359,22 @@ impl BertForTokenClassification {
             vb.clone()
         };
         let embeddings = Embeddings::load(body.pp("embeddings"), cfg)?;
-        // The layers load on threads of their own (as many as there are cores): each
-        // layer's transpose and quantization is independent CPU work, and on a two-core
-        // machine it was a third of `phiguard deid`'s start-up. The order is kept.
+        // The layers load on threads of their own (as many as there are cores), each a run
+        // of consecutive layers, joined in order: each layer's transpose and quantization is
+        // independent CPU work, and on a two-core machine it was a third of `phiguard deid`'s
+        // start-up.
         let n = cfg.num_hidden_layers;
         let threads = std::thread::available_parallelism().map_or(1, |c| c.get().min(n.max(1)));
-        let mut loaded: Vec<(usize, Result<Layer>)> = std::thread::scope(|s| {
+        let per_thread = n.div_ceil(threads).max(1);
+        let layers = std::thread::scope(|s| {
             let body = &body;
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
+            let handles: Vec<_> = (0..n)
+                .step_by(per_thread)
+                .map(|first| {
                     s.spawn(move || {
-                        (t..n)
-                            .step_by(threads)
+                        (first..(first + per_thread).min(n))
                             .map(|i| {
-                                let vb = body.pp(format!("encoder.layer.{i}"));
-                                (i, Layer::load(vb, cfg, precision))
+                                Layer::load(body.pp(format!("encoder.layer.{i}")), cfg, precision)
                             })
                             .collect::<Vec<_>>()
                     })
@@ -382,13 +383,10 @@ impl BertForTokenClassification {
             handles
                 .into_iter()
                 .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-        loaded.sort_by_key(|(i, _)| *i);
-        let layers = loaded
-            .into_iter()
-            .map(|(_, layer)| layer)
-            .collect::<Result<Vec<_>>>()?;
+                .collect::<Vec<_>>()
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?;
         let classifier = Dense::load(
             vb.pp("classifier"),
             cfg.hidden_size,

@@ -37,15 +37,17 @@ fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, op: &'static str) -> CResult<&'a
     }
 }
 
-/// e^x with a relative error below 2e-7 for x in [-87, 88]; clamps outside.
+/// 1.5 * 2^23: adding it rounds to an integer.
+const EXP_SHIFTER: f32 = 12_582_912.0;
+
+/// The reduction and polynomial of [`fast_exp`]: `shifted` holds k = round(x / ln 2) in its
+/// low mantissa bits (its bit pattern is [`EXP_SHIFTER`]'s plus k, |k| ≤ 127 ≪ 2^22), and
+/// p ≈ e^(x − k ln 2); e^x = p · 2^k.
 #[inline(always)]
-pub fn fast_exp(x: f32) -> f32 {
-    const SHIFTER: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer.
+fn exp_parts(x: f32) -> (f32, f32, f32) {
     let x = x.clamp(-87.0, 88.0);
-    // `shifted` holds k = round(x / ln 2) in its low mantissa bits: its bit pattern is
-    // SHIFTER's plus k (|k| ≤ 127 ≪ 2^22).
-    let shifted = x * std::f32::consts::LOG2_E + SHIFTER;
-    let k = shifted - SHIFTER;
+    let shifted = x * std::f32::consts::LOG2_E + EXP_SHIFTER;
+    let k = shifted - EXP_SHIFTER;
     // Cephes' two-part ln 2 keeps the reduction exact.
     let r = x - k * 0.693_359_4 - k * -2.121_944_4e-4;
     let p = 1.0
@@ -53,13 +55,20 @@ pub fn fast_exp(x: f32) -> f32 {
             + r * (0.5
                 + r * (0.166_666_67
                     + r * (0.041_666_668 + r * (0.008_333_334 + r * 0.001_388_888_9)))));
+    (shifted, k, p)
+}
+
+/// e^x with a relative error below 2e-7 for x in [-87, 88]; clamps outside.
+#[inline(always)]
+pub fn fast_exp(x: f32) -> f32 {
+    let (shifted, _, p) = exp_parts(x);
     // 2^k as the exponent field k + 127, taken from `shifted`'s bits with integer
     // arithmetic. Not `k as i32`: Rust's float-to-int cast saturates and maps NaN to 0,
     // which LLVM cannot vectorize, so every caller's loop (GELU, softmax) ran it one lane at
     // a time. The two give the same bits for every x (k + 127 lies in 1..=254).
     let bits = shifted
         .to_bits()
-        .wrapping_sub(SHIFTER.to_bits())
+        .wrapping_sub(EXP_SHIFTER.to_bits())
         .wrapping_add(127)
         << 23;
     p * f32::from_bits(bits)
@@ -333,15 +342,7 @@ mod tests {
     #[test]
     fn exp_scale_bits_match_the_cast() {
         fn by_cast(x: f32) -> f32 {
-            const SHIFTER: f32 = 12_582_912.0;
-            let x = x.clamp(-87.0, 88.0);
-            let k = (x * std::f32::consts::LOG2_E + SHIFTER) - SHIFTER;
-            let r = x - k * 0.693_359_4 - k * -2.121_944_4e-4;
-            let p = 1.0
-                + r * (1.0
-                    + r * (0.5
-                        + r * (0.166_666_67
-                            + r * (0.041_666_668 + r * (0.008_333_334 + r * 0.001_388_888_9)))));
+            let (_, k, p) = exp_parts(x);
             p * f32::from_bits(((k as i32 + 127) as u32) << 23)
         }
         let mut x = -100.0f32;
