@@ -476,3 +476,226 @@ async fn per_request_fallback_with_degraded_mode_off() {
     assert_eq!(healthy_model(&api).await, key);
     server.shutdown().await;
 }
+
+// The door (`src/server/door.rs`): while a model's breaker is open, its refusals are answered
+// in front of the router. Each must be the answer the router gives, and everything the door
+// does not decide must reach the router as before.
+
+/// The value of the Prometheus sample `name{labels}` in `/metrics` (0 when absent).
+async fn sample(api: &Api, name: &str, labels: &str) -> f64 {
+    let text = api
+        .http
+        .get(format!("{}/metrics", api.base))
+        .send()
+        .await
+        .expect("request")
+        .text()
+        .await
+        .expect("text");
+    assert!(text.contains(name), "no {name} in /metrics");
+    let series = format!("{name}{labels} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(series.as_str()))
+        .map_or(0.0, |v| v.trim().parse().expect("a number"))
+}
+
+/// The headers of an answer by name, without the per-request ones and CORS's own.
+fn shape(r: &reqwest::Response) -> Vec<String> {
+    let mut names: Vec<String> = r
+        .headers()
+        .keys()
+        .map(|k| k.as_str().to_string())
+        .filter(|k| k != "date" && !k.starts_with("access-control-"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_door_refuses_as_the_router_does_and_passes_everything_else() {
+    let (server, _dir) = start(&[("PHIGUARD_METRICS_ENABLED", "true")]).await;
+    let api = Api::new(&server);
+    let own_origin = api.base.clone();
+    api.faults(serde_json::json!({"infer": "fail"})).await;
+    let mut sent = 0;
+    while api.breaker_state("rules").await != "open" {
+        sent += 1;
+        assert!(sent <= 20, "the breaker did not open after {sent} requests");
+        api.post("/pii/deidentify", note_body(None)).await;
+    }
+    let attempts = api.attempts().await;
+    let before = sample(
+        &api,
+        "openmed_service_request_total",
+        r#"{route="/pii/deidentify",status_code="503"}"#,
+    )
+    .await;
+
+    // The same refusal by the door (no Origin) and by the router (a browser on the server's
+    // own origin, which the door leaves to the router for its CORS headers).
+    let id = "0b9c3c4e-1f2a-4d3b-9e8f-7a6b5c4d3e2f";
+    let door = api
+        .http
+        .post(format!("{}/pii/deidentify", api.base))
+        .bearer_auth(TOKEN)
+        .header("x-request-id", id)
+        .json(&note_body(None))
+        .send()
+        .await
+        .expect("request");
+    let router = api
+        .http
+        .post(format!("{}/pii/deidentify", api.base))
+        .bearer_auth(TOKEN)
+        .header("origin", own_origin.as_str())
+        .header("x-request-id", id)
+        .json(&note_body(None))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        (door.status().as_u16(), router.status().as_u16()),
+        (503, 503)
+    );
+    assert_eq!(shape(&door), shape(&router));
+    for h in [
+        "content-type",
+        "cache-control",
+        "x-content-type-options",
+        "vary",
+        "x-request-id",
+    ] {
+        assert_eq!(door.headers().get(h), router.headers().get(h), "{h}");
+    }
+    let retry = |r: &reqwest::Response| -> u64 {
+        r.headers()["retry-after"]
+            .to_str()
+            .expect("ascii")
+            .parse()
+            .expect("whole seconds")
+    };
+    assert!((1..=30).contains(&retry(&door)) && retry(&door).abs_diff(retry(&router)) <= 1);
+    let door: serde_json::Value = door.json().await.expect("json");
+    let router: serde_json::Value = router.json().await.expect("json");
+    assert_eq!(door["error"]["code"], "circuit_breaker_open", "{door}");
+    assert_eq!(door["error"]["request_id"], id, "{door}");
+    assert_eq!(door["error"]["message"], router["error"]["message"]);
+    assert_eq!(
+        door["error"]["details"]["state"],
+        router["error"]["details"]["state"]
+    );
+    // Counted as the router counts it, and no backend attempt.
+    let after = sample(
+        &api,
+        "openmed_service_request_total",
+        r#"{route="/pii/deidentify",status_code="503"}"#,
+    )
+    .await;
+    assert_eq!(after - before, 2.0);
+    assert_eq!(api.attempts().await, attempts, "an open breaker fails fast");
+
+    // The checks before it, answered by the door as the request context answers them; a
+    // wrong token counts once against its address, not twice.
+    let failures = sample(&api, "phiguard_auth_failures_total", "").await;
+    let post = |token: Option<&str>, host: Option<&str>, body: serde_json::Value| {
+        let mut r = api
+            .http
+            .post(format!("{}/pii/extract", api.base))
+            .body(body.to_string())
+            .header("content-type", "application/json");
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        if let Some(h) = host {
+            r = r.header("host", h);
+        }
+        r.send()
+    };
+    let r = post(None, None, note_body(None)).await.expect("request");
+    assert_eq!(r.status(), 401);
+    assert!(r.headers().get("www-authenticate").is_some());
+    let r = post(Some("not-the-token"), None, note_body(None))
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 401);
+    assert_eq!(
+        sample(&api, "phiguard_auth_failures_total", "").await - failures,
+        1.0
+    );
+    let r = post(Some(TOKEN), Some("evil.example"), note_body(None))
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 400);
+    let r = post(
+        Some(TOKEN),
+        None,
+        serde_json::json!({"text": NOTE, "model_name": 7}),
+    )
+    .await
+    .expect("request");
+    assert_eq!(
+        r.status(),
+        422,
+        "a malformed model_name is the router's to judge"
+    );
+
+    // What the door does not decide reaches the router, body and all.
+    let r = api
+        .http
+        .post(format!("{}/pii/extract", api.base))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body("{\"text\": ")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(r.status(), 422, "not JSON");
+    let r = api
+        .post(
+            "/pii/extract",
+            serde_json::json!({"text": NOTE, "model_name": "no-such-model"}),
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "model_not_served", "{body}");
+    assert_degraded(
+        api.post("/pii/deidentify", note_body(Some("rules"))).await,
+        "fallback=rules at the door",
+    )
+    .await;
+    let r = api.post("/analyze", note_body(None)).await;
+    assert_eq!(r.status(), 503, "/analyze is refused at the door too");
+    assert_eq!(api.attempts().await, attempts);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_door_leaves_the_half_open_probe_to_the_call() {
+    let (server, _dir) = start(&[("PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS", "1")]).await;
+    let api = Api::new(&server);
+    api.faults(serde_json::json!({"infer": "fail"})).await;
+    let mut sent = 0;
+    while api.breaker_state("rules").await != "open" {
+        sent += 1;
+        assert!(sent <= 20, "the breaker did not open after {sent} requests");
+        api.post("/pii/deidentify", note_body(None)).await;
+    }
+    let r = api.post("/pii/deidentify", note_body(None)).await;
+    assert_eq!(r.status(), 503);
+    api.faults(serde_json::json!({"infer": "ok"})).await;
+    // Once the recovery time has passed, the first request is the probe: the door must not
+    // have taken its slot, so it reaches the model, succeeds and closes the breaker.
+    let mut waited = 0;
+    let status = loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        waited += 1;
+        let r = api.post("/pii/deidentify", note_body(None)).await;
+        if r.status() != 503 || waited >= 40 {
+            break r.status();
+        }
+    };
+    assert_eq!(status, 200, "the probe after the recovery time");
+    assert_eq!(api.breaker_state("rules").await, "closed");
+    server.shutdown().await;
+}

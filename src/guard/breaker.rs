@@ -152,6 +152,11 @@ impl BreakerState {
     pub(crate) fn index(self) -> usize {
         self as usize
     }
+
+    /// Closed or disabled: every call is let through without asking the clock.
+    fn lets_calls_through(self) -> bool {
+        matches!(self, BreakerState::Closed | BreakerState::Disabled)
+    }
 }
 
 impl fmt::Display for BreakerState {
@@ -203,16 +208,27 @@ pub struct BreakerSnapshot {
     pub failure_rate: Option<f64>,
 }
 
-/// Breaker-wide shared parts: the counters and the listener.
+/// Breaker-wide shared parts: the counters, the listener, and how many breakers may refuse.
 #[derive(Default)]
 pub(crate) struct BreakerHooks {
     pub(crate) stats: Arc<GuardStats>,
     pub(crate) listener: RwLock<Option<BreakerListener>>,
+    /// Breakers that left closed or disabled, less those that came back: a hint that lets the
+    /// server skip looking for a refusal while every breaker lets calls through. Transitions
+    /// are counted after the lock is released, so two of one breaker may be counted in the
+    /// other order and the count may be off for a moment; nothing may rely on it being exact.
+    pub(crate) not_flowing: std::sync::atomic::AtomicIsize,
 }
 
 impl BreakerHooks {
     fn fire(&self, t: Option<BreakerTransition>) {
         if let Some(t) = t {
+            use std::sync::atomic::Ordering::Relaxed;
+            match (t.from.lets_calls_through(), t.to.lets_calls_through()) {
+                (true, false) => _ = self.not_flowing.fetch_add(1, Relaxed),
+                (false, true) => _ = self.not_flowing.fetch_sub(1, Relaxed),
+                _ => {}
+            }
             self.stats.record_transition(t.to);
             let listener = self.listener.read().clone();
             if let Some(l) = listener {
@@ -378,13 +394,36 @@ impl CircuitBreaker {
     /// time, rounded up, at least 1 s), forced open, or half-open with every probe slot
     /// taken (retry after 1 s).
     pub fn try_acquire_permission(self: &Arc<Self>) -> Result<BreakerPermit, BreakerError> {
+        let (res, now) = self.decide(true);
+        res.map(|(probe, record, epoch)| BreakerPermit {
+            breaker: Arc::clone(self),
+            epoch,
+            probe,
+            record,
+            started: now,
+            settled: false,
+        })
+    }
+
+    /// The refusal [`try_acquire_permission`](Self::try_acquire_permission) would answer
+    /// now, without taking a permit or a half-open probe slot; `None` when it would permit.
+    /// For a caller that answers a refusal before doing the work a call needs (the server's
+    /// door); a call that goes on must still ask for its permit.
+    pub fn refusal(&self) -> Option<BreakerError> {
+        self.decide(false).0.err()
+    }
+
+    /// What a call asking now is told: `(probe, record, epoch)` or the refusal, and the time
+    /// read, if any. `take` reserves the half-open probe slot a permitted probe uses.
+    #[allow(clippy::type_complexity)]
+    fn decide(&self, take: bool) -> (Result<(bool, bool, u64), BreakerError>, Option<Instant>) {
         let (res, t, now) = {
             let mut g = self.inner.lock();
             // The clock is read only when the state or the slow-call rule needs it, which
             // keeps the closed-state fast path free of clock reads.
-            let flowing = matches!(g.state, BreakerState::Closed | BreakerState::Disabled);
-            let now = (!flowing || g.cfg.slow_call_duration_threshold.is_some())
-                .then(|| self.clock.now());
+            let now = (!g.state.lets_calls_through()
+                || g.cfg.slow_call_duration_threshold.is_some())
+            .then(|| self.clock.now());
             let t = now.and_then(|now| g.refresh(&self.key, now));
             let res = match g.state {
                 BreakerState::Closed => Ok((false, true)),
@@ -393,7 +432,9 @@ impl CircuitBreaker {
                     if g.half_open_in_flight + g.half_open_successes
                         < g.cfg.permitted_calls_in_half_open_state =>
                 {
-                    g.half_open_in_flight += 1;
+                    if take {
+                        g.half_open_in_flight += 1;
+                    }
                     Ok((true, true))
                 }
                 state => Err(BreakerError::CallNotPermitted {
@@ -404,14 +445,7 @@ impl CircuitBreaker {
             (res.map(|(probe, record)| (probe, record, g.epoch)), t, now)
         };
         self.hooks.fire(t);
-        res.map(|(probe, record, epoch)| BreakerPermit {
-            breaker: Arc::clone(self),
-            epoch,
-            probe,
-            record,
-            started: now,
-            settled: false,
-        })
+        (res, now)
     }
 
     /// Applies a verdict (`Some((failed, started))`) or a release (`None`) from a permit.

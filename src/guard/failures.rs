@@ -127,12 +127,12 @@ impl FailureLimiter {
         if !cfg.active() {
             return Ok(());
         }
-        let now = self.clock.now();
         let mut peers = self.peers.lock();
         let Some(b) = peers.get_mut(&peer_key(peer)) else {
+            // A peer that never failed (nearly every request): no clock read.
             return Ok(());
         };
-        b.refill(cfg.rps(), cfg.burst, now);
+        b.refill(cfg.rps(), cfg.burst, self.clock.now());
         match b.wait(cfg.rps()) {
             d if d.is_zero() => Ok(()),
             d => Err(d),

@@ -265,18 +265,7 @@ impl Guard {
         let permit = if enabled {
             match self.breakers.get(key).try_acquire_permission() {
                 Ok(p) => Some(p),
-                Err(BreakerError::CallNotPermitted { state, retry_after }) => {
-                    bump(&self.stats.breaker_rejected);
-                    tracing::debug!(
-                        model = key,
-                        state = state.as_str(),
-                        "breaker refused the call"
-                    );
-                    return Err(GuardError::BreakerOpen {
-                        state,
-                        retry_after_seconds: retry_after.as_secs(),
-                    });
-                }
+                Err(refused) => return Err(self.breaker_refused(key, refused)),
             }
         } else {
             None
@@ -307,6 +296,41 @@ impl Guard {
             }
         }
         outcome
+    }
+
+    /// The refusal [`call`](Self::call) would answer for `key` now because of its breaker,
+    /// counted as `call` counts it, without taking a permit or a probe slot; `None` when a
+    /// call would go on (or with resilience off). For the server's door, which refuses a
+    /// request for a failing model before reading all of it; a request that goes on takes
+    /// its permit in `call` as usual.
+    pub fn refusal<E>(&self, key: &str) -> Option<GuardError<E>> {
+        if !self.resilience_enabled.load(Ordering::Relaxed) {
+            return None;
+        }
+        let refused = self.breakers.peek(key)?.refusal()?;
+        bump(&self.stats.calls);
+        Some(self.breaker_refused(key, refused))
+    }
+
+    /// Counts and logs a breaker's refusal of a call to `key`.
+    fn breaker_refused<E>(&self, key: &str, refused: BreakerError) -> GuardError<E> {
+        let BreakerError::CallNotPermitted { state, retry_after } = refused;
+        bump(&self.stats.breaker_rejected);
+        tracing::debug!(
+            model = key,
+            state = state.as_str(),
+            "breaker refused the call"
+        );
+        GuardError::BreakerOpen {
+            state,
+            retry_after_seconds: retry_after.as_secs(),
+        }
+    }
+
+    /// Whether some model's breaker may refuse calls now: while none can, looking for a
+    /// refusal before a call is wasted work. A hint (see [`BreakerRegistry::may_refuse`]).
+    pub fn may_refuse(&self) -> bool {
+        self.resilience_enabled.load(Ordering::Relaxed) && self.breakers.may_refuse()
     }
 
     /// The retry loop. Also says whether any attempt was made.

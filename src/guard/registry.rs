@@ -45,6 +45,7 @@ impl BreakerRegistry {
             hooks: Arc::new(BreakerHooks {
                 stats,
                 listener: RwLock::new(None),
+                not_flowing: Default::default(),
             }),
             cfg: RwLock::new(cfg),
             map: RwLock::new(HashMap::new()),
@@ -67,6 +68,21 @@ impl BreakerRegistry {
             ))
         });
         Arc::clone(b)
+    }
+
+    /// The breaker for `key` if one exists (a key never called has no breaker, and would
+    /// permit).
+    pub fn peek(&self, key: &str) -> Option<Arc<CircuitBreaker>> {
+        self.map.read().get(key).cloned()
+    }
+
+    /// Whether some breaker may refuse calls now (one is open, forced open or half-open). A
+    /// hint, exact except for a moment around a transition: see [`BreakerHooks`].
+    pub fn may_refuse(&self) -> bool {
+        self.hooks
+            .not_flowing
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0
     }
 
     /// Sets (or clears) the transition listener.

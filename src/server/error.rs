@@ -368,13 +368,60 @@ impl ApiError {
 
     /// The envelope of this error.
     pub fn envelope(&self, request_id: Option<&str>) -> ErrorEnvelope {
+        let details = match self {
+            ApiError::BreakerOpen {
+                state,
+                retry_after_seconds,
+            } => Some(Details::Breaker {
+                state,
+                retry_after_seconds: *retry_after_seconds,
+            }),
+            _ => Some(self.details())
+                .filter(|d| !d.is_null())
+                .map(Details::Value),
+        };
         ErrorEnvelope {
             error: ErrorBody {
                 code: self.code(),
                 message: self.message(),
-                details: Some(self.details()).filter(|d| !d.is_null()),
+                details,
                 request_id: request_id.map(str::to_string),
             },
+        }
+    }
+}
+
+/// An envelope's `details`. The refusal a failing model's callers get by the thousand a
+/// second (`circuit_breaker_open`) is written straight from its two fields; every other
+/// error builds a `Value` (a map, its keys and values allocated), which its rarity affords.
+/// Both serialize alike: the same keys in the same order.
+#[derive(Clone, Debug)]
+pub enum Details {
+    /// Any details.
+    Value(Value),
+    /// `{"state", "retry_after_seconds"}` of `circuit_breaker_open`.
+    Breaker {
+        /// `open` or `half_open`.
+        state: &'static str,
+        /// Whole seconds.
+        retry_after_seconds: u64,
+    },
+}
+
+impl serde::Serialize for Details {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Details::Value(v) => v.serialize(s),
+            Details::Breaker {
+                state,
+                retry_after_seconds,
+            } => {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("state", state)?;
+                m.serialize_entry("retry_after_seconds", retry_after_seconds)?;
+                m.end()
+            }
         }
     }
 }
@@ -395,7 +442,8 @@ pub struct ErrorBody {
     #[schema(value_type = String)]
     pub message: Cow<'static, str>,
     /// Field problems, or numbers and closed-vocabulary values; null when none.
-    pub details: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub details: Option<Details>,
     /// The request id (also the `X-Request-ID` header).
     pub request_id: Option<String>,
 }
@@ -492,7 +540,19 @@ impl IntoResponse for ApiError {
         });
         let in_request = scoped.is_ok();
         let envelope = scoped.unwrap_or_else(|_| self.envelope(None));
-        let mut resp = (status, axum::Json(envelope)).into_response();
+        // Written into one buffer sized for a typical envelope (axum's `Json` starts at 128
+        // bytes and grows twice for most); serializing this struct cannot fail.
+        let mut body = Vec::with_capacity(256);
+        let _ = serde_json::to_writer(&mut body, &envelope);
+        let mut resp = (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response();
         let headers = resp.headers_mut();
         if let Some(secs) = self.retry_after() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
@@ -529,6 +589,24 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_breaker_details_serialize_as_their_value_form() {
+        for (state, secs) in [("open", 30), ("half_open", 1), ("open", u64::MAX)] {
+            let e = ApiError::BreakerOpen {
+                state,
+                retry_after_seconds: secs,
+            };
+            let typed = serde_json::to_string(&e.envelope(Some("id"))).expect("typed");
+            let mut as_value = e.envelope(Some("id"));
+            as_value.error.details = Some(Details::Value(e.details()));
+            let value = serde_json::to_string(&as_value).expect("value");
+            assert_eq!(typed, value);
+            assert!(typed.contains(&format!(
+                r#""details":{{"state":"{state}","retry_after_seconds":{secs}}}"#
+            )));
+        }
+    }
 
     #[test]
     fn every_design_row_maps_to_its_status_and_code() {

@@ -12,8 +12,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ConnectInfo;
-use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -21,7 +19,6 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
-use tower::ServiceExt;
 
 use super::error::ApiError;
 
@@ -44,15 +41,26 @@ pub(crate) struct ConnMetrics {
     pub refused: prometheus::IntCounter,
 }
 
-/// Serves `router` on `listener` until `stop` resolves, then stops accepting and waits for the
-/// open connections to finish their requests (the caller bounds that wait).
-pub(crate) async fn serve(
+/// Serves `app` (the router, behind the door in the server) on `listener` until `stop`
+/// resolves, then stops accepting and waits for the open connections to finish their
+/// requests (the caller bounds that wait). `app` gives each connection its service, given
+/// the peer's address.
+pub(crate) async fn serve<S>(
     listener: TcpListener,
-    router: Router,
+    app: impl Fn(std::net::SocketAddr) -> S,
     limits: ConnLimits,
     metrics: ConnMetrics,
     stop: impl std::future::Future<Output = ()>,
-) {
+) where
+    S: tower::Service<
+            axum::http::Request<Incoming>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -80,13 +88,7 @@ pub(crate) async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let svc = router
-            .clone()
-            .map_request(move |mut req: axum::http::Request<Incoming>| {
-                req.extensions_mut().insert(ConnectInfo(peer));
-                req
-            });
-        let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc));
+        let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app(peer)));
         let conn = graceful.watch(conn);
         let open = metrics.open.clone();
         open.inc();
@@ -121,17 +123,19 @@ async fn refuse(mut stream: TcpStream) {
 #[cfg(test)]
 fn peer_of(req: &axum::http::Request<axum::body::Body>) -> Option<std::net::SocketAddr> {
     req.extensions()
-        .get::<ConnectInfo<std::net::SocketAddr>>()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|c| c.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::extract::ConnectInfo;
     use tokio::io::AsyncReadExt;
+    use tower::ServiceExt;
 
     async fn start(limits: ConnLimits) -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>) {
-        let router = Router::new().route(
+        let router = axum::Router::new().route(
             "/",
             axum::routing::get(|req: axum::http::Request<axum::body::Body>| async move {
                 peer_of(&req)
@@ -146,7 +150,15 @@ mod tests {
             open: prometheus::IntGauge::new("open", "open").expect("gauge"),
             refused: prometheus::IntCounter::new("refused", "refused").expect("counter"),
         };
-        tokio::spawn(serve(listener, router, limits, metrics, async {
+        let app = move |peer| {
+            router
+                .clone()
+                .map_request(move |mut req: axum::http::Request<Incoming>| {
+                    req.extensions_mut().insert(ConnectInfo(peer));
+                    req
+                })
+        };
+        tokio::spawn(serve(listener, app, limits, metrics, async {
             let _ = rx.await;
         }));
         (addr, tx)

@@ -51,6 +51,17 @@ pub struct ModelTotals {
     pub latency: Vec<(f64, u64)>,
 }
 
+/// A model route's request series for status `503`, resolved once: the door answers that
+/// status by the thousand a second, and a labelled lookup (hashing the labels under the
+/// family's lock) per answer was a measurable share of it.
+#[derive(Clone)]
+pub struct RouteSeries {
+    /// The route template.
+    pub route: &'static str,
+    unavailable: IntCounter,
+    duration: Histogram,
+}
+
 /// The metric families.
 pub struct Metrics {
     model: ModelTraffic,
@@ -171,6 +182,15 @@ impl Metrics {
         &self.registry
     }
 
+    /// One model route's series for its `503`s, looked up once (see [`RouteSeries`]).
+    pub fn unavailable_series(&self, route: &'static str) -> RouteSeries {
+        RouteSeries {
+            route,
+            unavailable: self.requests.with_label_values(&[route, "503"]),
+            duration: self.duration.with_label_values(&[route]),
+        }
+    }
+
     /// Records one finished request; `model_route` says whether `route` is one of the model
     /// routes, which the dashboard's counts and latency chart take alone.
     pub fn observe(&self, route: &str, model_route: bool, status: u16, elapsed: Duration) {
@@ -188,6 +208,19 @@ impl Metrics {
         self.duration
             .with_label_values(&[route])
             .observe(elapsed.as_secs_f64());
+        self.observe_model(model_route, status, elapsed);
+    }
+
+    /// [`observe`](Self::observe) for a `503` of `series`' model route, without looking its
+    /// series up by label.
+    pub fn observe_unavailable(&self, series: &RouteSeries, elapsed: Duration) {
+        series.unavailable.inc();
+        series.duration.observe(elapsed.as_secs_f64());
+        self.observe_model(true, 503, elapsed);
+    }
+
+    /// The dashboard's model-route counts and latency.
+    fn observe_model(&self, model_route: bool, status: u16, elapsed: Duration) {
         let m = &self.model;
         if model_route {
             m.requests.fetch_add(1, Ordering::Relaxed);

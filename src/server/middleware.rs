@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::guard::{AdmissionPermit, GuardError, Priority};
 use crate::secrets::Scope;
-use crate::settings::keys;
+use crate::settings::{keys, Settings};
 
 tokio::task_local! {
     /// The request being handled: its id, for error envelopes, and the code of the error
@@ -38,7 +38,7 @@ pub struct RequestScope {
 }
 
 impl RequestScope {
-    fn new(id: Arc<str>) -> Self {
+    pub(super) fn new(id: Arc<str>) -> Self {
         Self {
             id,
             error: std::cell::Cell::new(""),
@@ -123,6 +123,16 @@ pub struct Front {
     pub model_routes: Arc<[String]>,
 }
 
+impl Front {
+    /// The body rules in force under `settings` (the timeout is a live setting).
+    pub(super) fn body_rules(&self, settings: &Settings) -> BodyRules {
+        BodyRules {
+            limit: self.max_body,
+            timeout: Duration::from_secs_f64(settings.get(keys::SERVER_BODY_TIMEOUT_SECONDS)),
+        }
+    }
+}
+
 /// Request id (echoed when well-formed, else a fresh UUID), access log and request metrics,
 /// and the `Cache-Control: no-store` / `X-Content-Type-Options: nosniff` headers on every
 /// response that does not set its own; inside them the trusted-Host, cross-site and auth
@@ -134,29 +144,19 @@ pub struct Front {
 /// clones the stack below it on every request, and the access log wants the caller anyway.
 pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -> Response {
     let st = &front.st;
-    req.extensions_mut().insert(BodyRules {
-        limit: front.max_body,
-        timeout: Duration::from_secs_f64(st.settings().get(keys::SERVER_BODY_TIMEOUT_SECONDS)),
-    });
-    let id = req
-        .headers()
-        .get("x-request-id")
-        .and_then(valid_request_id)
-        .unwrap_or_else(new_request_id);
+    // One snapshot of the live settings for the request's own checks.
+    let settings = st.settings();
+    req.extensions_mut().insert(front.body_rules(&settings));
     let route = Route::of(&req);
     let route = route.as_str();
     let method = req.method().clone();
     let started = Instant::now();
-    let count = route != "/metrics";
-    if count {
-        st.metrics.inflight.inc();
-    }
+    let id = begin(st, req.headers(), route);
     // Every event of this request, in the guard and on the inference workers too, is logged
     // inside this span, so it carries the request id.
     let span = tracing::info_span!(target: "phiguard::request", "request", request_id = %id);
-    let gate = trusted_host(st, &req)
-        .and_then(|()| cross_site(st, &req))
-        .and_then(|()| authorize(st, &req, route));
+    let gate = gate(st, &settings, &req, route, peer_of(&req));
+    drop(settings);
     let caller = gate.as_ref().ok().cloned().flatten();
     // Decided once: the metrics count model routes apart, and their `POST`s pass admission.
     let model_route = front.model_routes.iter().any(|r| r == route);
@@ -188,36 +188,116 @@ pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -
     let mut resp = (&mut scoped).await;
     let recorded = scoped.take_value().map_or("", |r| r.error.get());
     let _in_request = span.enter();
-    let elapsed = started.elapsed();
-    if count {
-        st.metrics.inflight.dec();
-        st.metrics
-            .observe(route, model_route, resp.status().as_u16(), elapsed);
-    }
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        resp.headers_mut().insert("x-request-id", v);
-    }
-    set_safety_headers(resp.headers_mut());
-    // An error answered outside the request's task (none today) still carries its code.
-    let code = match recorded {
-        "" => resp.extensions().get::<ErrorCode>().map_or("", |c| c.0),
-        c => c,
+    let answered = Answered {
+        id: &id,
+        route,
+        model_route,
+        method: &method,
+        started,
+        caller: caller.as_ref().map_or("", |c| &*c.token_id),
+        error: recorded,
+        series: None,
     };
-    let caller = caller.as_ref().map_or("", |c| &*c.token_id);
-    let status = resp.status().as_u16();
-    // The dashboard polls these every few seconds: at info they would fill the log it shows.
-    let polled = matches!(route, "/admin/logs" | "/admin/history") && status < 400;
-    if status >= 500 {
-        tracing::warn!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
-            status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
-    } else if polled || method == axum::http::Method::OPTIONS {
-        tracing::debug!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
-            status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
-    } else {
-        tracing::info!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
-            status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
-    }
+    answered.close(st, &mut resp);
     resp
+}
+
+/// A request that began: its id, and the inflight gauge counted (but for `/metrics`). What
+/// [`context`] and the door (`door.rs`) do first with every request they answer.
+pub(super) fn begin(st: &AppState, headers: &HeaderMap, route: &str) -> Arc<str> {
+    if route != "/metrics" {
+        st.metrics.inflight.inc();
+    }
+    headers
+        .get("x-request-id")
+        .and_then(valid_request_id)
+        .unwrap_or_else(new_request_id)
+}
+
+/// What is known of a request once its answer is ready: the fields of its access log line
+/// and its request metrics.
+pub(super) struct Answered<'a> {
+    /// The request id.
+    pub id: &'a str,
+    /// The route template (or `unknown`).
+    pub route: &'a str,
+    /// Whether the route is a model route.
+    pub model_route: bool,
+    /// The method.
+    pub method: &'a Method,
+    /// When [`begin`] ran.
+    pub started: Instant,
+    /// The caller's token id, `""` when none.
+    pub caller: &'a str,
+    /// The error code the answer recorded, `""` when none.
+    pub error: &'static str,
+    /// The route's `503` series when the caller holds them (the door).
+    pub series: Option<&'a super::metrics::RouteSeries>,
+}
+
+impl Answered<'_> {
+    /// Finishes the answer to a request [`begin`] counted: the request metrics, the
+    /// `X-Request-Id` and safety headers, and the access log line.
+    pub(super) fn close(self, st: &AppState, resp: &mut Response) {
+        let Answered {
+            id,
+            route,
+            model_route,
+            method,
+            started,
+            caller,
+            error,
+            series,
+        } = self;
+        let elapsed = started.elapsed();
+        let status = resp.status().as_u16();
+        if route != "/metrics" {
+            st.metrics.inflight.dec();
+            match series {
+                Some(series) if status == 503 && series.route == route => {
+                    st.metrics.observe_unavailable(series, elapsed);
+                }
+                _ => st.metrics.observe(route, model_route, status, elapsed),
+            }
+        }
+        if let Ok(v) = HeaderValue::from_str(id) {
+            resp.headers_mut().insert("x-request-id", v);
+        }
+        set_safety_headers(resp.headers_mut());
+        // An error answered outside the request's task (none today) still carries its code.
+        let code = match error {
+            "" => resp.extensions().get::<ErrorCode>().map_or("", |c| c.0),
+            c => c,
+        };
+        // The dashboard polls these every few seconds: at info they would fill the log it
+        // shows.
+        let polled = matches!(route, "/admin/logs" | "/admin/history") && status < 400;
+        if status >= 500 {
+            tracing::warn!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
+                status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
+        } else if polled || method == Method::OPTIONS {
+            tracing::debug!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
+                status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
+        } else {
+            tracing::info!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
+                status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
+        }
+    }
+}
+
+/// The checks every request passes before its route runs, in this order: trusted Host,
+/// cross-site, auth (see each). The [`Caller`] of a route that needs one.
+/// `peer` is the connection's address, for the failed-authentication limit.
+pub(super) fn gate<B>(
+    st: &AppState,
+    settings: &Settings,
+    req: &axum::http::Request<B>,
+    route: &str,
+    peer: Option<std::net::IpAddr>,
+) -> Result<Option<Caller>, ApiError> {
+    trusted_host(settings, req)?;
+    cross_site(st, settings, req)?;
+    authorize(st, settings, req, route, peer)
 }
 
 /// Host patterns: exact names, or `*.domain` for subdomains (ASCII case-insensitive).
@@ -252,7 +332,7 @@ fn strip_port(host: &str) -> &str {
 ///
 /// Probes and `/metrics` are exempt: kubelets and Prometheus address pods by IP, and these
 /// routes carry no patient data.
-fn trusted_host(st: &AppState, req: &Request) -> Result<(), ApiError> {
+fn trusted_host<B>(settings: &Settings, req: &axum::http::Request<B>) -> Result<(), ApiError> {
     if matches!(
         req.uri().path(),
         "/health" | "/livez" | "/readyz" | "/metrics"
@@ -266,7 +346,7 @@ fn trusted_host(st: &AppState, req: &Request) -> Result<(), ApiError> {
         .map(strip_port)
         .or_else(|| req.uri().host());
     match host {
-        Some(h) if host_allowed(h, st.settings().get(keys::SECURITY_TRUSTED_HOSTS)) => Ok(()),
+        Some(h) if host_allowed(h, settings.get(keys::SECURITY_TRUSTED_HOSTS)) => Ok(()),
         _ => Err(ApiError::BadRequest {
             message: "Invalid host header",
             reason: "Invalid host header",
@@ -357,7 +437,11 @@ fn json_or_empty(headers: &HeaderMap) -> bool {
 /// tokens): a request whose `Origin` is not allowed (403 `origin_not_allowed`), and a
 /// state-changing request whose body is not declared JSON (415 `unsupported_media_type`).
 /// Requests without `Origin` (curl, SDKs, the desktop shell's own calls) pass the first check.
-fn cross_site(st: &AppState, req: &Request) -> Result<(), ApiError> {
+fn cross_site<B>(
+    st: &AppState,
+    settings: &Settings,
+    req: &axum::http::Request<B>,
+) -> Result<(), ApiError> {
     if let Some(origin) = req.headers().get(header::ORIGIN) {
         let host = req
             .headers()
@@ -367,7 +451,7 @@ fn cross_site(st: &AppState, req: &Request) -> Result<(), ApiError> {
             origin_allowed(
                 o,
                 host,
-                st.settings().get(keys::SECURITY_CORS_ORIGINS),
+                settings.get(keys::SECURITY_CORS_ORIGINS),
                 st.desktop,
             )
         });
@@ -426,7 +510,13 @@ pub fn query_token(query: &str) -> Option<String> {
 /// open routes. A peer address that has spent its failed authentications
 /// (`security.auth_failure_*`) gets 429 `rate_limited` before its token is compared; a wrong
 /// token counts against it, a missing one does not.
-fn authorize(st: &AppState, req: &Request, route: &str) -> Result<Option<Caller>, ApiError> {
+fn authorize<B>(
+    st: &AppState,
+    settings: &Settings,
+    req: &axum::http::Request<B>,
+    route: &str,
+    peer: Option<std::net::IpAddr>,
+) -> Result<Option<Caller>, ApiError> {
     // The dashboard's static files are open (the page asks for the admin token); nested
     // services carry no route template, so the path decides.
     let path = req.uri().path();
@@ -455,8 +545,7 @@ fn authorize(st: &AppState, req: &Request, route: &str) -> Result<Option<Caller>
         let Some(token) = token else {
             return Err(ApiError::AuthRequired);
         };
-        let peer = peer_of(req);
-        let limit = failure_config(st);
+        let limit = failure_config(settings);
         if let Some(ip) = peer {
             if let Err(wait) = st.failed_auth.check(ip, &limit) {
                 st.metrics.auth_refused.inc();
@@ -494,8 +583,7 @@ fn peer_of(req: &Request) -> Option<std::net::IpAddr> {
 }
 
 /// The failed-authentication limit in force, read live from the settings.
-fn failure_config(st: &AppState) -> crate::guard::FailureConfig {
-    let s = st.settings();
+fn failure_config(s: &Settings) -> crate::guard::FailureConfig {
     crate::guard::FailureConfig {
         burst: u32::try_from(s.get(keys::SECURITY_AUTH_FAILURE_BURST)).unwrap_or(0),
         per_minute: s.get(keys::SECURITY_AUTH_FAILURES_PER_MINUTE),
@@ -621,15 +709,23 @@ async fn read_body(
 ) -> Result<Bytes, ApiError> {
     // The router attaches the rules to every request; a request without them (a router built
     // some other way) gets axum's own default limit of 2 MiB and 30 s.
-    let BodyRules { limit, timeout } =
-        parts
-            .extensions
-            .get::<BodyRules>()
-            .copied()
-            .unwrap_or(BodyRules {
-                limit: 2 * 1024 * 1024,
-                timeout: Duration::from_secs(30),
-            });
+    let rules = parts
+        .extensions
+        .get::<BodyRules>()
+        .copied()
+        .unwrap_or(BodyRules {
+            limit: 2 * 1024 * 1024,
+            timeout: Duration::from_secs(30),
+        });
+    read_body_within(rules, body).await
+}
+
+/// Reads `body` whole within `rules`: 408 `request_timeout` past the timeout, 413
+/// `payload_too_large` over the limit, 400 when the body breaks off.
+pub(super) async fn read_body_within(
+    BodyRules { limit, timeout }: BodyRules,
+    body: axum::body::Body,
+) -> Result<Bytes, ApiError> {
     let Ok(read) = tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await else {
         return Err(ApiError::RequestTimeout {
             timeout_seconds: timeout.as_secs_f64(),

@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod api;
 pub mod audit;
+mod door;
 pub mod error;
 pub mod fhir;
 pub mod front;
@@ -38,7 +39,8 @@ use tokio::task::JoinHandle;
 
 pub use admin::{BreakerStateName, BreakerStatus, Status, TrayState};
 pub use error::ApiError;
-pub use router::{api_doc, app};
+pub use router::api_doc;
+use router::app;
 pub use state::{AppState, Phase};
 
 use crate::deid::{HashKey, SealKey};
@@ -274,7 +276,7 @@ impl Server {
         };
         let task = tokio::spawn(listen::serve(
             listener,
-            router,
+            move |peer| router.at(peer),
             limits,
             conn_metrics,
             async move {

@@ -2,6 +2,9 @@
 //!
 //! # Order
 //! Requests pass the layers top to bottom (outermost first):
+//! 0. the door (`door.rs`), in front of the router: while a model's breaker is open, a
+//!    request for that model is refused there (after the Host, cross-site and auth checks
+//!    and the body's read, as below), without the router, validation or admission;
 //! 1. panic catcher — a panic anywhere becomes a 500 `internal_error` envelope;
 //! 2. CORS — only the configured exact origins (and the webview's in the desktop app); it
 //!    answers preflights itself and adds its headers to every other answer, refusals of the
@@ -154,8 +157,9 @@ pub fn api_doc() -> utoipa::openapi::OpenApi {
     documented().split(|model| model).1
 }
 
-/// Builds the application router over `st`; `max_body` is the request body limit.
-pub fn app(st: AppState, max_body: usize) -> Router {
+/// Builds the application over `st`, the router behind the door; `max_body` is the request
+/// body limit.
+pub(super) fn app(st: AppState, max_body: usize) -> super::door::Door {
     // Admission runs inside `context`, for the `POST`s of the model routes (one layer fewer).
     let (mut router, doc, model_paths) = documented().split(|model| model);
     let model_routes: std::sync::Arc<[String]> = model_paths.into();
@@ -194,12 +198,13 @@ pub fn app(st: AppState, max_body: usize) -> Router {
     let stack = tower::ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(cors(&st))
-        .layer(mw(front, middleware::context));
-    router
+        .layer(mw(front.clone(), middleware::context));
+    let router = router
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(stack)
-        .with_state(st)
+        .with_state(st);
+    super::door::Door::new(front, router)
 }
 
 /// Where the dashboard files are: `PHIGUARD_UI_DIR`, beside the executable, or the source
