@@ -481,6 +481,17 @@ async fn per_request_fallback_with_degraded_mode_off() {
 // in front of the router. Each must be the answer the router gives, and everything the door
 // does not decide must reach the router as before.
 
+/// Fails the backend and sends requests until the rules' breaker opens (20 at most).
+async fn open_rules_breaker(api: &Api) {
+    api.faults(serde_json::json!({"infer": "fail"})).await;
+    let mut sent = 0;
+    while api.breaker_state("rules").await != "open" {
+        sent += 1;
+        assert!(sent <= 20, "the breaker did not open after {sent} requests");
+        api.post("/pii/deidentify", note_body(None)).await;
+    }
+}
+
 /// The value of the Prometheus sample `name{labels}` in `/metrics` (0 when absent).
 async fn sample(api: &Api, name: &str, labels: &str) -> f64 {
     let text = api
@@ -516,13 +527,7 @@ async fn the_door_refuses_as_the_router_does_and_passes_everything_else() {
     let (server, _dir) = start(&[("PHIGUARD_METRICS_ENABLED", "true")]).await;
     let api = Api::new(&server);
     let own_origin = api.base.clone();
-    api.faults(serde_json::json!({"infer": "fail"})).await;
-    let mut sent = 0;
-    while api.breaker_state("rules").await != "open" {
-        sent += 1;
-        assert!(sent <= 20, "the breaker did not open after {sent} requests");
-        api.post("/pii/deidentify", note_body(None)).await;
-    }
+    open_rules_breaker(&api).await;
     let attempts = api.attempts().await;
     let before = sample(
         &api,
@@ -674,13 +679,7 @@ async fn the_door_refuses_as_the_router_does_and_passes_everything_else() {
 async fn the_door_leaves_the_half_open_probe_to_the_call() {
     let (server, _dir) = start(&[("PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS", "1")]).await;
     let api = Api::new(&server);
-    api.faults(serde_json::json!({"infer": "fail"})).await;
-    let mut sent = 0;
-    while api.breaker_state("rules").await != "open" {
-        sent += 1;
-        assert!(sent <= 20, "the breaker did not open after {sent} requests");
-        api.post("/pii/deidentify", note_body(None)).await;
-    }
+    open_rules_breaker(&api).await;
     let r = api.post("/pii/deidentify", note_body(None)).await;
     assert_eq!(r.status(), 503);
     api.faults(serde_json::json!({"infer": "ok"})).await;
@@ -697,5 +696,37 @@ async fn the_door_leaves_the_half_open_probe_to_the_call() {
     };
     assert_eq!(status, 200, "the probe after the recovery time");
     assert_eq!(api.breaker_state("rules").await, "closed");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_door_keeps_the_rate_limits_before_the_breaker() {
+    // A burst of 6 per token, refilled too slowly to matter: the requests that open the
+    // breaker take 3 of them.
+    let (server, _dir) = start(&[
+        ("PHIGUARD_TOKEN_RATE_LIMIT_RPS", "0.001"),
+        ("PHIGUARD_TOKEN_RATE_LIMIT_BURST", "6"),
+    ])
+    .await;
+    let api = Api::new(&server);
+    open_rules_breaker(&api).await;
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let r = api.post("/pii/deidentify", note_body(None)).await;
+        let status = r.status().as_u16();
+        let body: serde_json::Value = r.json().await.expect("json");
+        let want = if status == 429 {
+            "rate_limited"
+        } else {
+            "circuit_breaker_open"
+        };
+        assert_eq!(body["error"]["code"], want, "{body}");
+        statuses.push(status);
+    }
+    assert_eq!(
+        statuses,
+        [503, 503, 503, 429, 429, 429],
+        "each refusal took a token"
+    );
     server.shutdown().await;
 }

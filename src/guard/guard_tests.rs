@@ -462,29 +462,33 @@ fn refusal_answers_as_call_would_without_taking_the_probe() {
     let (clock, g) = guard_with(cfg);
     // No breaker yet, then a closed one: nothing to refuse, nothing counted.
     assert!(!g.may_refuse());
-    assert!(g.refusal::<TestErr>("m").is_none());
+    assert!(g.refusal("m").is_none());
     let _ = call_with(&clock, &g, &long(&clock), Ok(1));
-    assert!(g.refusal::<TestErr>("m").is_none());
-    let before = g.stats();
-    // Open: refused with the time left, counted as a refused call.
+    assert!(g.refusal("m").is_none());
+    // Open: refused with the time left; asking counts nothing, answering counts a refused
+    // call.
     let _ = call_with(&clock, &g, &long(&clock), Err(TestErr::Infra));
+    let before = g.stats();
     assert!(g.may_refuse());
     clock.advance(Duration::from_millis(10_500));
     let left = cfg.breaker.recovery_timeout.as_secs() - 10;
+    let refused = g.refusal("m").expect("open");
+    assert_eq!(g.stats(), before, "asking counts nothing");
     assert!(matches!(
-        g.refusal::<TestErr>("m"),
-        Some(GuardError::BreakerOpen {
+        g.refused_call::<TestErr>("m", refused),
+        GuardError::BreakerOpen {
             state: BreakerState::Open,
             retry_after_seconds,
-        }) if retry_after_seconds == left
+        } if retry_after_seconds == left
     ));
-    assert!(g.refusal::<TestErr>("other").is_none(), "per key");
+    assert!(g.refusal("other").is_none(), "per key");
     let after = g.stats();
     assert_eq!(after.breaker_rejected - before.breaker_rejected, 1);
+    assert_eq!(after.calls - before.calls, 1);
     // Half-open: asking leaves the probe slot to the call, however often it is asked.
     clock.advance(cfg.breaker.recovery_timeout);
     for _ in 0..3 {
-        assert!(g.refusal::<TestErr>("m").is_none());
+        assert!(g.refusal("m").is_none());
     }
     let (r, n) = call_with(&clock, &g, &long(&clock), Ok(7));
     assert!(matches!((r, n), (Ok(7), 1)), "the probe");
@@ -492,9 +496,9 @@ fn refusal_answers_as_call_would_without_taking_the_probe() {
     assert!(!g.may_refuse(), "every breaker lets calls through again");
     // Forced open refuses; with resilience off nothing does.
     g.force_open_breaker("m");
-    assert!(g.refusal::<TestErr>("m").is_some());
+    assert!(g.refusal("m").is_some());
     cfg.resilience_enabled = false;
     g.update_config(cfg).expect("valid");
     assert!(!g.may_refuse());
-    assert!(g.refusal::<TestErr>("m").is_none());
+    assert!(g.refusal("m").is_none());
 }

@@ -299,17 +299,23 @@ impl Guard {
     }
 
     /// The refusal [`call`](Self::call) would answer for `key` now because of its breaker,
-    /// counted as `call` counts it, without taking a permit or a probe slot; `None` when a
-    /// call would go on (or with resilience off). For the server's door, which refuses a
-    /// request for a failing model before reading all of it; a request that goes on takes
-    /// its permit in `call` as usual.
-    pub fn refusal<E>(&self, key: &str) -> Option<GuardError<E>> {
+    /// without taking a permit or a probe slot and without counting it; `None` when a call
+    /// would go on (or with resilience off). For the server's door, which answers a request
+    /// for a failing model without calling; it counts each refusal it answers with
+    /// [`refused_call`](Self::refused_call). A request that goes on takes its permit in
+    /// `call` as usual.
+    pub fn refusal(&self, key: &str) -> Option<BreakerError> {
         if !self.resilience_enabled.load(Ordering::Relaxed) {
             return None;
         }
-        let refused = self.breakers.peek(key)?.refusal()?;
+        self.breakers.peek(key)?.refusal()
+    }
+
+    /// Counts, and logs, a call to `key` that the caller answered with the breaker's
+    /// `refused` ([`refusal`](Self::refusal)) instead of calling, as `call` counts its own.
+    pub fn refused_call<E>(&self, key: &str, refused: BreakerError) -> GuardError<E> {
         bump(&self.stats.calls);
-        Some(self.breaker_refused(key, refused))
+        self.breaker_refused(key, refused)
     }
 
     /// Counts and logs a breaker's refusal of a call to `key`.

@@ -163,6 +163,10 @@ struct RateInner {
 /// Per-token and global token buckets.
 pub struct RateLimiter {
     clock: Arc<dyn Clock>,
+    /// Whether either limit is on (both are off by default): read without the lock, which
+    /// every model request would otherwise take to learn that there is nothing to check.
+    /// Written under the lock with the config.
+    active: std::sync::atomic::AtomicBool,
     inner: Mutex<RateInner>,
 }
 
@@ -182,6 +186,7 @@ impl RateLimiter {
         let now = clock.now();
         Self {
             clock,
+            active: (cfg.token_active() || cfg.global_active()).into(),
             inner: Mutex::new(RateInner {
                 cfg,
                 global: Bucket::full(cfg.global_burst, now),
@@ -197,6 +202,9 @@ impl RateLimiter {
     /// [`RateLimited`] naming the bucket that is empty (the per-token one first) and the
     /// time until it has a token.
     pub fn check(&self, key: &str) -> Result<(), RateLimited> {
+        if !self.active.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(());
+        }
         let now = self.clock.now();
         let mut g = self.inner.lock();
         let RateInner { cfg, global, keys } = &mut *g;
@@ -258,6 +266,10 @@ impl RateLimiter {
         if !cfg.token_active() {
             g.keys.clear();
         }
+        self.active.store(
+            cfg.token_active() || cfg.global_active(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         g.cfg = cfg;
         while g.keys.len() > cfg.max_keys {
             let RateInner { keys, .. } = &mut *g;

@@ -19,7 +19,10 @@
 //! 2. the body, read within the same limit and timeout (408 / 413 / 400);
 //! 3. the body's `model_name` and `fallback` only, read by the same field readers as the
 //!    typed request (every other field is skipped, not built), the model they resolve to,
-//!    and that model's breaker, asked without taking a permit.
+//!    and that model's breaker, asked without taking a permit;
+//! 4. when it refuses, the rate limits (per token, global, and the cluster's window), which
+//!    come before the breaker in the router too: 429 over them, each refusal taking its
+//!    token as it would there.
 //!
 //! When the breaker refuses and the request did not ask for degraded mode, the answer is
 //! the handler's: the same `503` envelope and `Retry-After`, the same request id and safety
@@ -29,10 +32,11 @@
 //! body already read, and is answered there exactly as before.
 //!
 //! # What differs
-//! A refused request skips rate limits, admission and validation: a request whose model is
-//! refused is told `503` (retry later) even if its body would fail validation, and the
-//! refusal takes no rate-limit token (it costs the service nearly nothing). The guard's own
-//! order puts the breaker before the bulkhead and the retries for the same reason.
+//! A refused request skips admission (the priority queue: a refusal holds no slot) and
+//! validation: a request whose model is refused is told `503` (retry later) even if its body
+//! would fail validation. The guard's own order puts the breaker before the bulkhead and the
+//! retries for the same reason: an answer that costs the model nothing should cost the
+//! service little.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -163,8 +167,10 @@ struct Named {
 
 /// What the door decided for a request whose body it read.
 enum Verdict {
-    /// Answer this (a refusal of the checks, the body or the breaker).
+    /// Answer this (the body could not be read).
     Refuse(ApiError),
+    /// The breaker of this model refuses: answer that, after the rate limits.
+    Breaker(String, crate::guard::BreakerError),
     /// Let the router answer; the body is read.
     Pass(Bytes),
 }
@@ -193,13 +199,18 @@ impl Door {
             Err(e) => Verdict::Refuse(e),
         };
         let req = Request::from_parts(parts, axum::body::Body::empty());
-        match verdict {
-            Verdict::Pass(bytes) => self.pass(req, Some(bytes)).await,
-            Verdict::Refuse(e) => {
-                let caller = caller.as_ref().map_or("", |c| &*c.token_id);
-                self.refused(route, &req, started, Some(caller), e)
-            }
-        }
+        let caller = caller.as_ref().map_or("", |c| &*c.token_id);
+        let refused = match verdict {
+            Verdict::Pass(bytes) => return self.pass(req, Some(bytes)).await,
+            Verdict::Refuse(e) => e,
+            // The rate limits come before the breaker (as in the router): a caller over its
+            // rate is told 429, and a refusal takes its token, as it would there.
+            Verdict::Breaker(id, refused) => match middleware::rate_limits(st, caller).await {
+                Err(limited) => limited,
+                Ok(()) => ApiError::from_guard(st.engine.guard().refused_call::<()>(&id, refused)),
+            },
+        };
+        self.refused(route, &req, started, Some(caller), refused)
     }
 
     /// The breaker's refusal of the model `body` names, if it refuses and the request did not
@@ -222,8 +233,8 @@ impl Door {
         let Ok(id) = st.engine.resolve(named.model_name.as_deref()) else {
             return Verdict::Pass(body);
         };
-        match st.engine.guard().refusal::<()>(&id) {
-            Some(refused) => Verdict::Refuse(ApiError::from_guard(refused)),
+        match st.engine.guard().refusal(&id) {
+            Some(refused) => Verdict::Breaker(id, refused),
             None => Verdict::Pass(body),
         }
     }

@@ -544,16 +544,16 @@ impl IntoResponse for ApiError {
         // bytes and grows twice for most); serializing this struct cannot fail.
         let mut body = Vec::with_capacity(256);
         let _ = serde_json::to_writer(&mut body, &envelope);
-        let mut resp = (
-            status,
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            body,
-        )
-            .into_response();
+        let mut resp = Response::new(axum::body::Body::from(body));
+        *resp.status_mut() = status;
         let headers = resp.headers_mut();
+        // Room for what this and the request context add (type, Retry-After, the
+        // request id, caching, sniffing, CORS's Vary, the auth challenge): one allocation.
+        headers.reserve(8);
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         if let Some(secs) = self.retry_after() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }

@@ -652,21 +652,8 @@ pub async fn admission(st: AppState, token: Arc<str>, req: Request, next: Next) 
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
-    if let Err(e) = st.engine.guard().check_rate(&token) {
-        return ApiError::from_guard(GuardError::<()>::RateLimited {
-            retry_after: e.retry_after,
-            scope: e.scope,
-        })
-        .into_response();
-    }
-    if let Some(cluster) = &st.cluster {
-        if let Err(r) = cluster.try_admit(&token).await {
-            return ApiError::RateLimited {
-                retry_after: r.retry_after.as_secs_f64(),
-                key: "cluster",
-            }
-            .into_response();
-        }
+    if let Err(e) = rate_limits(&st, &token).await {
+        return e.into_response();
     }
     let permit = match st.engine.guard().admit(priority).await {
         Ok(p) => p,
@@ -681,6 +668,27 @@ pub async fn admission(st: AppState, token: Arc<str>, req: Request, next: Next) 
     let resp = next.run(req).await;
     drop(held);
     resp
+}
+
+/// The rate limits of a model request from the caller with token id `token` (`""` without
+/// auth): the per-token and global buckets, then the cluster-wide window when one is
+/// configured → 429 `rate_limited`. Each takes its token from the request it lets through.
+pub(super) async fn rate_limits(st: &AppState, token: &str) -> Result<(), ApiError> {
+    if let Err(e) = st.engine.guard().check_rate(token) {
+        return Err(ApiError::from_guard(GuardError::<()>::RateLimited {
+            retry_after: e.retry_after,
+            scope: e.scope,
+        }));
+    }
+    if let Some(cluster) = &st.cluster {
+        if let Err(r) = cluster.try_admit(token).await {
+            return Err(ApiError::RateLimited {
+                retry_after: r.retry_after.as_secs_f64(),
+                key: "cluster",
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The body rules in force, attached to every request by [`context`]: the size limit
