@@ -442,7 +442,7 @@ pub struct ErrorBody {
     #[schema(value_type = String)]
     pub message: Cow<'static, str>,
     /// Field problems, or numbers and closed-vocabulary values; null when none.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<serde_json::Value>)]
     pub details: Option<Details>,
     /// The request id (also the `X-Request-ID` header).
     pub request_id: Option<String>,
