@@ -188,7 +188,7 @@ pub fn build_engine(
         }
     }
     let rules: Arc<dyn crate::detect::Recognizer> =
-        Arc::new(crate::detect::Layered::service_rules());
+        Arc::new(crate::detect::DeferredRules::service_rules());
     let loader = opts
         .loader
         .unwrap_or_else(|| crate::engine::loader::default_loader(settings));

@@ -17,6 +17,14 @@
 //!
 //! Only x86-64 with `avx512f`, `avx512bw` and `avx512vnni` has this path;
 //! [`Int8Weights::new`] returns `None` elsewhere and the caller keeps f32.
+//!
+//! # AMX
+//! Where the CPU also has AMX-INT8 (Sapphire Rapids and later) and Linux grants the process
+//! the tile registers, the integer products run on the tile unit instead (module `amx`):
+//! one `tdpbusd` multiplies a 16 × 64 block of activations by a 64 × 16 block of weights,
+//! 16 times the work of a `vpdpbusd`. The weights keep the one packing: a tile of them is 16
+//! of the VNNI path's lanes read at a stride. The integer sums are exact either way and the
+//! two paths share the dequantizing epilogue, so they give the same bits.
 
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape};
 
@@ -175,6 +183,29 @@ impl Int8Weights {
         );
         let m = x.len() / self.k;
         let mut out = vec![0f32; m * self.n];
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if amx::usable(self.k) {
+            let rows = m.div_ceil(amx::BLOCK_ROWS) * amx::BLOCK_ROWS;
+            // Row-major u8, the rows past `m` zero (the tiles read whole blocks of rows).
+            let mut a = vec![0u8; rows * self.k];
+            let mut row_scale = vec![0f32; m];
+            let mut row_min = vec![0f32; m];
+            #[allow(unsafe_code)]
+            // SAFETY: `usable` held: the CPU has AVX-512 VNNI and AMX-INT8 and the process
+            // was granted the tile state; `a` holds whole blocks of rows of `k` bytes.
+            unsafe {
+                vnni::quantize_rows(x, self.k, &mut a, &mut row_scale, &mut row_min);
+                amx::gemm(self, &a, &row_scale, &row_min, &mut out);
+            }
+            return out;
+        }
+        self.matmul_vnni(x, m, out)
+    }
+
+    /// [`matmul`](Self::matmul) on the AVX-512 VNNI path alone (the AMX path's reference).
+    fn matmul_vnni(&self, x: &[f32], m: usize, mut out: Vec<f32>) -> Vec<f32> {
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (x, m);
         #[cfg(target_arch = "x86_64")]
         {
             let steps = self.k / BLOCK_K;
@@ -229,42 +260,68 @@ mod vnni {
             .zip(min.iter_mut())
             .enumerate()
         {
-            let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
-            let mut chunks = xr.chunks_exact(LANES);
-            for c in &mut chunks {
-                let v = load(c);
-                lo = _mm512_min_ps(lo, v);
-                hi = _mm512_max_ps(hi, v);
-            }
-            let (mut l, mut h) = (_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
-            for &v in chunks.remainder() {
-                l = l.min(v);
-                h = h.max(v);
-            }
-            let step = (h - l) / 255.0;
-            if step > 0.0 && step.is_finite() {
-                let inv = 1.0 / step;
-                let (lv, iv, half) = (_mm512_set1_ps(l), _mm512_set1_ps(inv), _mm512_set1_ps(0.5));
-                let mut out = q.chunks_exact_mut(LANES);
-                let mut ins = xr.chunks_exact(LANES);
-                for (o, c) in (&mut out).zip(&mut ins) {
-                    let t = _mm512_fmadd_ps(_mm512_sub_ps(load(c), lv), iv, half);
-                    let b: [u8; 16] =
-                        bytemuck::cast(_mm512_cvtusepi32_epi8(_mm512_cvttps_epu32(t)));
-                    o.copy_from_slice(&b);
-                }
-                for (o, &v) in out.into_remainder().iter_mut().zip(ins.remainder()) {
-                    *o = ((v - l) * inv + 0.5) as u8;
-                }
-                (*s, *mn) = (step, l);
-            } else {
-                q.fill(0);
-                (*s, *mn) = (0.0, 0.0);
-            }
+            (*s, *mn) = quantize_row(xr, &mut q);
             let tile = &mut a[(r / TILE_M) * steps..][..steps];
             for (slot, b) in tile.iter_mut().zip(q.chunks_exact(BLOCK_K)) {
                 slot[r % TILE_M] = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             }
+        }
+    }
+
+    /// Quantizes each row of `x: [m, k]` as [`quantize`] does, into the first `m` rows of
+    /// the row-major `a: [.., k]` (the AMX path's layout).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) fn quantize_rows(
+        x: &[f32],
+        k: usize,
+        a: &mut [u8],
+        scale: &mut [f32],
+        min: &mut [f32],
+    ) {
+        for (((xr, q), s), mn) in x
+            .chunks_exact(k)
+            .zip(a.chunks_exact_mut(k))
+            .zip(scale.iter_mut())
+            .zip(min.iter_mut())
+        {
+            (*s, *mn) = quantize_row(xr, q);
+        }
+    }
+
+    /// One row to u8 in `q` (as long as `xr`); returns its `(scale, min)`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    fn quantize_row(xr: &[f32], q: &mut [u8]) -> (f32, f32) {
+        let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+        let mut chunks = xr.chunks_exact(LANES);
+        for c in &mut chunks {
+            let v = load(c);
+            lo = _mm512_min_ps(lo, v);
+            hi = _mm512_max_ps(hi, v);
+        }
+        let (mut l, mut h) = (_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi));
+        for &v in chunks.remainder() {
+            l = l.min(v);
+            h = h.max(v);
+        }
+        let step = (h - l) / 255.0;
+        if step > 0.0 && step.is_finite() {
+            let inv = 1.0 / step;
+            let (lv, iv, half) = (_mm512_set1_ps(l), _mm512_set1_ps(inv), _mm512_set1_ps(0.5));
+            let mut out = q.chunks_exact_mut(LANES);
+            let mut ins = xr.chunks_exact(LANES);
+            for (o, c) in (&mut out).zip(&mut ins) {
+                let t = _mm512_fmadd_ps(_mm512_sub_ps(load(c), lv), iv, half);
+                let b: [u8; 16] = bytemuck::cast(_mm512_cvtusepi32_epi8(_mm512_cvttps_epu32(t)));
+                o.copy_from_slice(&b);
+            }
+            for (o, &v) in out.into_remainder().iter_mut().zip(ins.remainder()) {
+                *o = ((v - l) * inv + 0.5) as u8;
+            }
+            (step, l)
+        } else {
+            q.fill(0);
+            (0.0, 0.0)
         }
     }
 
@@ -301,24 +358,47 @@ mod vnni {
                     if c0 >= n {
                         break;
                     }
-                    let sw = load(&w.scale[c0..c0 + BLOCK_N]);
-                    let cs = load(&w.col_sum[c0..c0 + BLOCK_N]);
+                    let (sw, cs) = column_block(w, c0);
                     for (i, acc_row) in acc.iter().enumerate() {
                         let row = rt * TILE_M + i;
                         if row >= m {
                             break;
                         }
-                        let y = _mm512_fmadd_ps(
-                            _mm512_cvtepi32_ps(acc_row[v]),
-                            _mm512_set1_ps(s_x[row]),
-                            _mm512_mul_ps(cs, _mm512_set1_ps(min_x[row])),
-                        );
-                        let r: [f32; 16] = bytemuck::cast(_mm512_mul_ps(y, sw));
-                        out[row * n + c0..][..BLOCK_N].copy_from_slice(&r);
+                        let y = dequantize(acc_row[v], s_x[row], min_x[row], sw, cs);
+                        out[row * n + c0..][..BLOCK_N].copy_from_slice(&y);
                     }
                 }
             }
         }
+    }
+
+    /// The weight scales and column sums of the 16 columns from `c0`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn column_block(w: &Int8Weights, c0: usize) -> (__m512, __m512) {
+        (
+            load(&w.scale[c0..c0 + BLOCK_N]),
+            load(&w.col_sum[c0..c0 + BLOCK_N]),
+        )
+    }
+
+    /// Sixteen integer sums of one row back to f32: `s_w · (s_x · acc + min_x · Σ q_w)`.
+    /// Both paths call this, so they round alike.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn dequantize(
+        acc: __m512i,
+        s_x: f32,
+        min_x: f32,
+        sw: __m512,
+        cs: __m512,
+    ) -> [f32; BLOCK_N] {
+        let y = _mm512_fmadd_ps(
+            _mm512_cvtepi32_ps(acc),
+            _mm512_set1_ps(s_x),
+            _mm512_mul_ps(cs, _mm512_set1_ps(min_x)),
+        );
+        bytemuck::cast(_mm512_mul_ps(y, sw))
     }
 
     #[inline]
@@ -326,6 +406,234 @@ mod vnni {
     fn load(xs: &[f32]) -> __m512 {
         let a: [f32; 16] = xs.try_into().expect("16 lanes");
         bytemuck::cast(a)
+    }
+}
+
+/// The integer products on AMX tiles (see the module's doc). Linux only: it is where the
+/// process must ask for the tile state, and where this has been run.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod amx {
+    use std::arch::asm;
+    use std::arch::x86_64::__m512i;
+    use std::sync::OnceLock;
+
+    use super::vnni::{column_block, dequantize};
+    use super::{Int8Weights, BLOCK_K, BLOCK_N, TILE_V};
+
+    /// K values in one tile row of activations, and in one tile of weights (16 rows of 4).
+    const TILE_K: usize = 64;
+    /// Rows of a tile.
+    const TILE_ROWS: usize = 16;
+    /// Rows multiplied together: two tiles of activations against each tile of weights.
+    pub(super) const BLOCK_ROWS: usize = 2 * TILE_ROWS;
+    /// Bytes of one lane of the packed weights (16 columns × 4 K values).
+    const LANE_BYTES: usize = BLOCK_N * BLOCK_K;
+
+    /// `arch_prctl` request for permission to use an extended state component, and the
+    /// component of the tile registers' data (Linux's `ARCH_REQ_XCOMP_PERM`,
+    /// `XFEATURE_XTILEDATA`).
+    const ARCH_REQ_XCOMP_PERM: libc::c_ulong = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_ulong = 18;
+
+    /// Whether the AMX path runs a product with `k` inputs: the CPU has AMX-INT8 and the
+    /// VNNI path's features (the quantizer and the epilogue are shared), the kernel granted
+    /// this process the tile state (asked once), and `k` is whole tiles.
+    pub(super) fn usable(k: usize) -> bool {
+        static GRANTED: OnceLock<bool> = OnceLock::new();
+        k.is_multiple_of(TILE_K)
+            && *GRANTED.get_or_init(|| {
+                // CPUID leaf 7: EDX bit 24 is AMX-TILE, bit 25 AMX-INT8.
+                let leaf = std::arch::x86_64::__cpuid_count(7, 0);
+                let has = leaf.edx & (1 << 24) != 0 && leaf.edx & (1 << 25) != 0;
+                has && Int8Weights::supported() && {
+                    #[allow(unsafe_code)]
+                    // SAFETY: a plain system call with integer arguments; it changes only
+                    // which state components this process may use.
+                    let r = unsafe {
+                        libc::syscall(
+                            libc::SYS_arch_prctl,
+                            ARCH_REQ_XCOMP_PERM,
+                            XFEATURE_XTILEDATA,
+                        )
+                    };
+                    r == 0
+                }
+            })
+    }
+
+    /// Palette 1 with tiles 0–7 all 16 rows of 64 bytes: tiles 0–3 accumulate (i32), 4–5
+    /// hold activations (u8), 6–7 weights (i8, four K values per column).
+    #[repr(C, align(64))]
+    struct TileConfig([u8; 64]);
+
+    impl TileConfig {
+        fn full() -> TileConfig {
+            let mut c = [0u8; 64];
+            c[0] = 1; // palette
+            for t in 0..8 {
+                c[16 + 2 * t..18 + 2 * t].copy_from_slice(&(TILE_K as u16).to_le_bytes());
+                c[48 + t] = TILE_ROWS as u8;
+            }
+            TileConfig(c)
+        }
+    }
+
+    /// Four tiles of i32 sums, stored from the tile registers for the epilogue.
+    #[repr(C, align(64))]
+    struct Sums([[[i32; BLOCK_N]; TILE_ROWS]; 4]);
+
+    /// `out[m, n]` from the row-major quantized activations `a: [rows, k]` (`rows` whole
+    /// blocks of [`BLOCK_ROWS`], those past `m` zero), with the same epilogue as the VNNI
+    /// path.
+    ///
+    /// # Safety
+    /// [`usable`]`(w.k)` returned true (the CPU has every feature used here and the process
+    /// holds the tile state).
+    #[allow(unsafe_code)]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn gemm(
+        w: &Int8Weights,
+        a: &[u8],
+        s_x: &[f32],
+        min_x: &[f32],
+        out: &mut [f32],
+    ) {
+        let (k, n, m) = (w.k, w.n, s_x.len());
+        let steps = k / BLOCK_K;
+        let blocks = n / BLOCK_N;
+        let rows = a.len() / k;
+        // Every tile load below stays inside these: the activations' rows are whole blocks,
+        // and the weights hold `TILE_V` lanes for every (column tile, K step).
+        assert!(
+            k.is_multiple_of(TILE_K)
+                && rows.is_multiple_of(BLOCK_ROWS)
+                && rows >= m
+                && a.len() == rows * k
+                && min_x.len() == m
+                && out.len() == m * n
+                && w.packed.len() == n.div_ceil(BLOCK_N * TILE_V) * steps,
+            "int8 amx: shapes do not match"
+        );
+        let base = w.packed.as_ptr().cast::<u8>();
+        // Weight tile of block `j` (16 columns) at K chunk 0: lane (j / 3, step 0, j % 3);
+        // its 16 rows are the next 16 K steps, `TILE_V` lanes apart; chunks are 16 steps.
+        let b_at =
+            |j: usize| base.wrapping_add(((j / TILE_V) * steps * TILE_V + j % TILE_V) * LANE_BYTES);
+        let (b_stride, b_chunk) = (TILE_V * LANE_BYTES, TILE_ROWS * TILE_V * LANE_BYTES);
+        let chunks = k / TILE_K;
+        let cfg = TileConfig::full();
+        let mut sums = Sums([[[0; BLOCK_N]; TILE_ROWS]; 4]);
+        let c = sums.0.as_mut_ptr().cast::<u8>();
+        let c_stride = BLOCK_N * 4;
+        // SAFETY (every block below): the process holds the tile state (`usable`); loads
+        // read 16 rows of 64 bytes at the given stride, which the assert above keeps inside
+        // `a` (rows `r0..r0 + 32`, bytes `64c..64c + 64` of each) and `w.packed` (steps
+        // `16c..16c + 16` of lane `j`); stores write the four tiles of `sums`. The compiler
+        // allocates no tile register, so naming them in the templates clobbers nothing of
+        // its own.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly)) };
+        for r0 in (0..rows.min(m.div_ceil(BLOCK_ROWS) * BLOCK_ROWS)).step_by(BLOCK_ROWS) {
+            let a0 = a[r0 * k..].as_ptr();
+            let a1 = a[(r0 + TILE_ROWS) * k..].as_ptr();
+            for j in (0..blocks).step_by(2) {
+                let pair = j + 1 < blocks;
+                if pair {
+                    unsafe {
+                        asm!(
+                            "tilezero tmm0",
+                            "tilezero tmm1",
+                            "tilezero tmm2",
+                            "tilezero tmm3",
+                            "2:",
+                            "tileloadd tmm4, [{a0} + {sa}*1]",
+                            "tileloadd tmm5, [{a1} + {sa}*1]",
+                            "tileloadd tmm6, [{b0} + {sb}*1]",
+                            "tileloadd tmm7, [{b1} + {sb}*1]",
+                            "tdpbusd tmm0, tmm4, tmm6",
+                            "tdpbusd tmm1, tmm4, tmm7",
+                            "tdpbusd tmm2, tmm5, tmm6",
+                            "tdpbusd tmm3, tmm5, tmm7",
+                            "add {a0}, {ka}",
+                            "add {a1}, {ka}",
+                            "add {b0}, {kb}",
+                            "add {b1}, {kb}",
+                            "dec {left}",
+                            "jnz 2b",
+                            "tilestored [{c0} + {sc}*1], tmm0",
+                            "tilestored [{c1} + {sc}*1], tmm1",
+                            "tilestored [{c2} + {sc}*1], tmm2",
+                            "tilestored [{c3} + {sc}*1], tmm3",
+                            a0 = inout(reg) a0 => _,
+                            a1 = inout(reg) a1 => _,
+                            b0 = inout(reg) b_at(j) => _,
+                            b1 = inout(reg) b_at(j + 1) => _,
+                            left = inout(reg) chunks => _,
+                            sa = in(reg) k,
+                            sb = in(reg) b_stride,
+                            ka = const TILE_K,
+                            kb = in(reg) b_chunk,
+                            c0 = in(reg) c,
+                            c1 = in(reg) c.wrapping_add(1024),
+                            c2 = in(reg) c.wrapping_add(2048),
+                            c3 = in(reg) c.wrapping_add(3072),
+                            sc = in(reg) c_stride,
+                            options(nostack),
+                        );
+                    }
+                } else {
+                    unsafe {
+                        asm!(
+                            "tilezero tmm0",
+                            "tilezero tmm2",
+                            "2:",
+                            "tileloadd tmm4, [{a0} + {sa}*1]",
+                            "tileloadd tmm5, [{a1} + {sa}*1]",
+                            "tileloadd tmm6, [{b0} + {sb}*1]",
+                            "tdpbusd tmm0, tmm4, tmm6",
+                            "tdpbusd tmm2, tmm5, tmm6",
+                            "add {a0}, {ka}",
+                            "add {a1}, {ka}",
+                            "add {b0}, {kb}",
+                            "dec {left}",
+                            "jnz 2b",
+                            "tilestored [{c0} + {sc}*1], tmm0",
+                            "tilestored [{c2} + {sc}*1], tmm2",
+                            a0 = inout(reg) a0 => _,
+                            a1 = inout(reg) a1 => _,
+                            b0 = inout(reg) b_at(j) => _,
+                            left = inout(reg) chunks => _,
+                            sa = in(reg) k,
+                            sb = in(reg) b_stride,
+                            ka = const TILE_K,
+                            kb = in(reg) b_chunk,
+                            c0 = in(reg) c,
+                            c2 = in(reg) c.wrapping_add(2048),
+                            sc = in(reg) c_stride,
+                            options(nostack),
+                        );
+                    }
+                }
+                // Tiles 0 and 2 are block j (rows 0–15, 16–31), tiles 1 and 3 block j + 1.
+                for (tile, sums) in sums.0.iter().enumerate() {
+                    let jj = j + tile % 2;
+                    if jj >= blocks {
+                        continue;
+                    }
+                    let c0 = jj * BLOCK_N;
+                    let (sw, cs) = column_block(w, c0);
+                    for (i, acc) in sums.iter().enumerate() {
+                        let row = r0 + (tile / 2) * TILE_ROWS + i;
+                        if row >= m {
+                            break;
+                        }
+                        let acc: __m512i = bytemuck::cast(*acc);
+                        let y = dequantize(acc, s_x[row], min_x[row], sw, cs);
+                        out[row * n + c0..][..BLOCK_N].copy_from_slice(&y);
+                    }
+                }
+            }
+        }
+        unsafe { asm!("tilerelease", options(nostack, nomem)) };
     }
 }
 
@@ -441,6 +749,38 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Where the CPU has AMX, its products are the VNNI path's bit for bit (the integer sums
+    /// are exact and the epilogue is shared), on row counts that leave partial blocks and
+    /// column counts with an odd number of 16-column blocks.
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn amx_gives_the_vnni_path_bits() {
+        if !Int8Weights::supported() || !amx::usable(64) {
+            eprintln!("skipped: this CPU or kernel has no AMX-INT8");
+            return;
+        }
+        let mut seed = 11;
+        for (m, k, n) in [
+            (1, 64, 16),
+            (17, 384, 112),
+            (33, 1536, 384),
+            (64, 384, 1152),
+            (5, 128, 48),
+            (40, 64, 32),
+        ] {
+            let w: Vec<f32> = (0..k * n).map(|_| lcg(&mut seed) * 0.1).collect();
+            let x: Vec<f32> = (0..m * k).map(|_| lcg(&mut seed) * 3.0).collect();
+            let q = Int8Weights::new(&w, k, n).expect("supported shape");
+            let amx: Vec<u32> = q.matmul(&x).iter().map(|v| v.to_bits()).collect();
+            let vnni: Vec<u32> = q
+                .matmul_vnni(&x, m, vec![0.0; m * n])
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            assert_eq!(amx, vnni, "m{m} k{k} n{n}");
         }
     }
 
