@@ -145,7 +145,10 @@ mod tests {
     fn deferred_rules_answer_as_the_inline_rules() -> Result<(), RecognizerError> {
         let text = "Seen by Dr. Maria Lopez on 03/14/2024, MRN 4455667, phone 617-555-0142.";
         let inline = Layered::service_rules().detect_batch(&[text])?;
-        assert!(!inline[0].is_empty(), "the rules find something in the text");
+        assert!(
+            !inline[0].is_empty(),
+            "the rules find something in the text"
+        );
         let deferred = std::sync::Arc::new(DeferredRules::service_rules());
         let answers: Vec<_> = (0..4)
             .map(|_| {

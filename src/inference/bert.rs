@@ -125,8 +125,30 @@ impl Dense {
     /// `x @ Wᵀ` without the bias; `x: [m, in]`.
     fn matmul(&self, x: &Tensor) -> Result<Tensor> {
         match &self.weight {
-            Weight::Int8(q) => Ok(x.contiguous()?.apply_op1_no_bwd(&Int8Matmul(q))?),
+            Weight::Int8(q) => Ok(x.contiguous()?.apply_op1_no_bwd(&Int8Matmul {
+                weights: q,
+                gelu_bias: None,
+            })?),
             Weight::F32(w) => Ok(x.matmul(w)?),
+        }
+    }
+
+    /// `gelu(x @ Wᵀ + b)` (the erf form): on the CPU in one pass with the int8 product, or
+    /// fused after the f32 one.
+    fn bias_gelu(&self, x: &Tensor) -> Result<Tensor> {
+        if let Weight::Int8(q) = &self.weight {
+            return Ok(x.contiguous()?.apply_op1_no_bwd(&Int8Matmul {
+                weights: q,
+                gelu_bias: Some(&self.bias_host),
+            })?);
+        }
+        let y = self.matmul(x)?;
+        if y.device().is_cpu() {
+            Ok(y.apply_op1_no_bwd(&BiasGelu {
+                bias: &self.bias_host,
+            })?)
+        } else {
+            Ok(y.broadcast_add(&self.bias)?.gelu_erf()?)
         }
     }
 
@@ -323,14 +345,7 @@ impl Layer {
         let attn = self
             .attn_norm
             .bias_residual(&self.attn_out.matmul(ctx)?, &self.attn_out, x)?;
-        let inter = self.intermediate.matmul(&attn)?;
-        let inter = if inter.device().is_cpu() {
-            inter.apply_op1_no_bwd(&BiasGelu {
-                bias: &self.intermediate.bias_host,
-            })?
-        } else {
-            inter.broadcast_add(&self.intermediate.bias)?.gelu_erf()?
-        };
+        let inter = self.intermediate.bias_gelu(&attn)?;
         self.out_norm
             .bias_residual(&self.output.matmul(&inter)?, &self.output, &attn)
     }

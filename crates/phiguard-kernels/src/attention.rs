@@ -80,6 +80,9 @@ impl pulp::WithSimd for AttentionKernel<'_, '_> {
         let mut k = vec![0f32; longest * d];
         let mut v = vec![0f32; longest * d];
         let mut scores = vec![0f32; longest * longest];
+        // 1 / Σ exp of each score row: applied to the context's `d` columns after `· V`
+        // rather than to the row's `len` probabilities before it.
+        let mut inv_sums = vec![0f32; longest];
         let mut start = 0;
         for &n in self.op.lens {
             if n == 0 {
@@ -117,12 +120,12 @@ impl pulp::WithSimd for AttentionKernel<'_, '_> {
                     },
                     n,
                 );
-                for row in s.chunks_exact_mut(n) {
+                for (row, inv) in s.chunks_exact_mut(n).zip(&mut inv_sums) {
                     let max = lane_max(row);
-                    let inv = 1.0 / exp_sum(row, max);
-                    row.iter_mut().for_each(|x| *x *= inv);
+                    *inv = 1.0 / exp_sum(row, max);
                 }
-                // Context = P · V: [n, n] × [n, d], into this head's columns of the output.
+                // Context = E · V: [n, n] × [n, d] (E the unnormalised exponentials), into this
+                // head's columns of the output, then each row times its 1 / Σ.
                 let out = &mut self.out[start * h + head * d..][..(n - 1) * h + d];
                 matmul(
                     out,
@@ -139,6 +142,11 @@ impl pulp::WithSimd for AttentionKernel<'_, '_> {
                     },
                     h,
                 );
+                for (i, &inv) in inv_sums[..n].iter().enumerate() {
+                    for o in &mut out[i * h..][..d] {
+                        *o *= inv;
+                    }
+                }
             }
             start += n;
         }

@@ -177,12 +177,26 @@ impl Int8Weights {
     /// # Panics
     /// When `x.len()` is not a multiple of `k`.
     pub fn matmul(&self, x: &[f32]) -> Vec<f32> {
+        self.product(x, None)
+    }
+
+    /// `gelu(x @ Wᵀ + bias)` (the erf form, exactly as [`crate::BiasGelu`] computes it) in
+    /// one pass: each block of the product goes through the GELU as it is written, so the
+    /// `[m, n]` product is not written, read back and written again.
+    ///
+    /// # Panics
+    /// When `x.len()` is not a multiple of `k` or `bias` is not `n` long.
+    pub fn matmul_bias_gelu(&self, x: &[f32], bias: &[f32]) -> Vec<f32> {
+        assert_eq!(bias.len(), self.n, "int8 matmul: bias is not [n]");
+        self.product(x, Some(bias))
+    }
+
+    fn product(&self, x: &[f32], gelu_bias: Option<&[f32]>) -> Vec<f32> {
         assert!(
             x.len().is_multiple_of(self.k),
             "int8 matmul: x is not [m, k]"
         );
         let m = x.len() / self.k;
-        let mut out = vec![0f32; m * self.n];
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if amx::usable(self.k) {
             let rows = m.div_ceil(amx::BLOCK_ROWS) * amx::BLOCK_ROWS;
@@ -190,22 +204,28 @@ impl Int8Weights {
             let mut a = vec![0u8; rows * self.k];
             let mut row_scale = vec![0f32; m];
             let mut row_min = vec![0f32; m];
-            #[allow(unsafe_code)]
-            // SAFETY: `usable` held: the CPU has AVX-512 VNNI and AMX-INT8 and the process
-            // was granted the tile state; `a` holds whole blocks of rows of `k` bytes.
-            unsafe {
-                vnni::quantize_rows(x, self.k, &mut a, &mut row_scale, &mut row_min);
-                amx::gemm(self, &a, &row_scale, &row_min, &mut out);
-            }
-            return out;
+            return self.filled(m, gelu_bias, |out| {
+                #[allow(unsafe_code)]
+                // SAFETY: `usable` held: the CPU has AVX-512 VNNI and AMX-INT8 and the
+                // process was granted the tile state; `a` holds whole blocks of rows.
+                unsafe {
+                    vnni::quantize_rows(x, self.k, &mut a, &mut row_scale, &mut row_min);
+                    amx::gemm(self, &a, &row_scale, &row_min, out);
+                }
+            });
         }
-        self.matmul_vnni(x, m, out)
+        self.product_vnni(x, m, gelu_bias)
     }
 
-    /// [`matmul`](Self::matmul) on the AVX-512 VNNI path alone (the AMX path's reference).
-    fn matmul_vnni(&self, x: &[f32], m: usize, mut out: Vec<f32>) -> Vec<f32> {
+    /// [`product`](Self::product) on the AVX-512 VNNI path alone (the AMX path's
+    /// reference).
+    fn product_vnni(&self, x: &[f32], m: usize, gelu_bias: Option<&[f32]>) -> Vec<f32> {
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = (x, m);
+        {
+            // No `Int8Weights` exists off x86-64 (`new` returns `None`).
+            let _ = (x, gelu_bias);
+            vec![0.0; m * self.n]
+        }
         #[cfg(target_arch = "x86_64")]
         {
             let steps = self.k / BLOCK_K;
@@ -213,15 +233,83 @@ impl Int8Weights {
             let mut a = vec![[0i32; TILE_M]; m.div_ceil(TILE_M) * steps];
             let mut row_scale = vec![0f32; m];
             let mut row_min = vec![0f32; m];
-            #[allow(unsafe_code)]
-            // SAFETY: an `Int8Weights` exists only when `supported()` held at construction:
-            // the CPU has every feature `vnni::quantize` and `vnni::gemm` are compiled for.
-            unsafe {
-                vnni::quantize(x, self.k, &mut a, &mut row_scale, &mut row_min);
-                vnni::gemm(self, &a, &row_scale, &row_min, &mut out);
-            }
+            self.filled(m, gelu_bias, |out| {
+                #[allow(unsafe_code)]
+                // SAFETY: an `Int8Weights` exists only when `supported()` held at
+                // construction: the CPU has every feature `vnni::quantize` and `vnni::gemm`
+                // are compiled for.
+                unsafe {
+                    vnni::quantize(x, self.k, &mut a, &mut row_scale, &mut row_min);
+                    vnni::gemm(self, &a, &row_scale, &row_min, out);
+                }
+            })
+        }
+    }
+
+    /// The `[m, n]` result `write` fills through a [`Sink`], allocated without being zeroed
+    /// first (zeroing it cost about 3 % of a `deid` run: these are the largest buffers of a
+    /// forward pass, and the allocator hands them back recycled, so `calloc` must clear them).
+    #[cfg(target_arch = "x86_64")]
+    fn filled(
+        &self,
+        m: usize,
+        gelu_bias: Option<&[f32]>,
+        write: impl FnOnce(&mut Sink),
+    ) -> Vec<f32> {
+        let len = m * self.n;
+        let mut out = Vec::with_capacity(len);
+        let mut sink = Sink {
+            out: &mut out.spare_capacity_mut()[..len],
+            n: self.n,
+            gelu_bias,
+            written: 0,
+        };
+        write(&mut sink);
+        // Both gemms visit every (row < m, 16-column block < n) once and write it whole;
+        // the count checks that at run time, so no element is left uninitialised.
+        assert_eq!(
+            sink.written, len,
+            "int8 matmul: the product was not written whole"
+        );
+        #[allow(unsafe_code)]
+        // SAFETY: the `len` elements were initialised through `Sink::put` (above).
+        unsafe {
+            out.set_len(len);
         }
         out
+    }
+}
+
+/// Where the gemms write a product: the rows of the uninitialised result, and the GELU of
+/// [`Int8Weights::matmul_bias_gelu`] applied on the way.
+#[cfg(target_arch = "x86_64")]
+struct Sink<'a> {
+    out: &'a mut [std::mem::MaybeUninit<f32>],
+    n: usize,
+    gelu_bias: Option<&'a [f32]>,
+    /// Elements written, for the check in [`Int8Weights::filled`].
+    written: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Sink<'_> {
+    /// Writes the 16 columns from `c0` of `row`.
+    #[inline(always)]
+    fn put(&mut self, row: usize, c0: usize, y: [f32; BLOCK_N]) {
+        let dst = &mut self.out[row * self.n + c0..][..BLOCK_N];
+        match self.gelu_bias {
+            Some(bias) => {
+                for ((o, v), &b) in dst.iter_mut().zip(y).zip(&bias[c0..c0 + BLOCK_N]) {
+                    o.write(crate::gelu(v + b));
+                }
+            }
+            None => {
+                for (o, v) in dst.iter_mut().zip(y) {
+                    o.write(v);
+                }
+            }
+        }
+        self.written += BLOCK_N;
     }
 }
 
@@ -234,7 +322,7 @@ mod vnni {
         _mm512_setzero_ps, _mm512_setzero_si512, _mm512_sub_ps,
     };
 
-    use super::{Int8Weights, BLOCK_K, BLOCK_N, TILE_M, TILE_V};
+    use super::{Int8Weights, Sink, BLOCK_K, BLOCK_N, TILE_M, TILE_V};
 
     /// Lanes of the min/max reductions and of the quantizing loop (one register).
     const LANES: usize = 16;
@@ -327,13 +415,13 @@ mod vnni {
 
     /// `out[m, n] = s_w · (s_x · Σ q_x·q_w + min_x · Σ q_w)`, one 8 × 48 register tile at a
     /// time (rows past `m` are zeros in `a` and are not stored; columns past `n` neither).
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
     pub(super) fn gemm(
         w: &Int8Weights,
         a: &[[i32; TILE_M]],
         s_x: &[f32],
         min_x: &[f32],
-        out: &mut [f32],
+        out: &mut Sink,
     ) {
         let (k, n, m) = (w.k, w.n, s_x.len());
         let steps = k / BLOCK_K;
@@ -365,7 +453,7 @@ mod vnni {
                             break;
                         }
                         let y = dequantize(acc_row[v], s_x[row], min_x[row], sw, cs);
-                        out[row * n + c0..][..BLOCK_N].copy_from_slice(&y);
+                        out.put(row, c0, y);
                     }
                 }
             }
@@ -418,7 +506,7 @@ mod amx {
     use std::sync::OnceLock;
 
     use super::vnni::{column_block, dequantize};
-    use super::{Int8Weights, BLOCK_K, BLOCK_N, TILE_V};
+    use super::{Int8Weights, Sink, BLOCK_K, BLOCK_N, TILE_V};
 
     /// K values in one tile row of activations, and in one tile of weights (16 rows of 4).
     const TILE_K: usize = 64;
@@ -490,13 +578,13 @@ mod amx {
     /// [`usable`]`(w.k)` returned true (the CPU has every feature used here and the process
     /// holds the tile state).
     #[allow(unsafe_code)]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
     pub(super) unsafe fn gemm(
         w: &Int8Weights,
         a: &[u8],
         s_x: &[f32],
         min_x: &[f32],
-        out: &mut [f32],
+        out: &mut Sink,
     ) {
         let (k, n, m) = (w.k, w.n, s_x.len());
         let steps = k / BLOCK_K;
@@ -510,7 +598,7 @@ mod amx {
                 && rows >= m
                 && a.len() == rows * k
                 && min_x.len() == m
-                && out.len() == m * n
+                && out.out.len() == m * n
                 && w.packed.len() == n.div_ceil(BLOCK_N * TILE_V) * steps,
             "int8 amx: shapes do not match"
         );
@@ -628,7 +716,7 @@ mod amx {
                         }
                         let acc: __m512i = bytemuck::cast(*acc);
                         let y = dequantize(acc, s_x[row], min_x[row], sw, cs);
-                        out[row * n + c0..][..BLOCK_N].copy_from_slice(&y);
+                        out.put(row, c0, y);
                     }
                 }
             }
@@ -637,8 +725,12 @@ mod amx {
     }
 }
 
-/// `x @ Wᵀ` through [`Int8Weights`] as a candle op: `x: [.., k]` f32 → `[.., n]`.
-pub struct Int8Matmul<'a>(pub &'a Int8Weights);
+/// `x @ Wᵀ` through [`Int8Weights`] as a candle op: `x: [.., k]` f32 → `[.., n]`; with
+/// `gelu_bias`, `gelu(x @ Wᵀ + bias)` ([`Int8Weights::matmul_bias_gelu`]).
+pub struct Int8Matmul<'a> {
+    pub weights: &'a Int8Weights,
+    pub gelu_bias: Option<&'a [f32]>,
+}
 
 impl CustomOp1 for Int8Matmul<'_> {
     fn name(&self) -> &'static str {
@@ -647,15 +739,20 @@ impl CustomOp1 for Int8Matmul<'_> {
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> CResult<(CpuStorage, Shape)> {
         let x = crate::f32_slice(s, l, self.name())?;
+        let w = self.weights;
         let dims = l.shape().dims();
-        if dims.last() != Some(&self.0.k) {
-            candle_core::bail!("int8-matmul: input width does not match the weight")
+        if dims.last() != Some(&w.k) || self.gelu_bias.is_some_and(|b| b.len() != w.n) {
+            candle_core::bail!("int8-matmul: input width or bias does not match the weight")
         }
         let mut out_dims = dims.to_vec();
         if let Some(last) = out_dims.last_mut() {
-            *last = self.0.n;
+            *last = w.n;
         }
-        Ok((CpuStorage::F32(self.0.matmul(x)), Shape::from(out_dims)))
+        let y = match self.gelu_bias {
+            Some(bias) => w.matmul_bias_gelu(x, bias),
+            None => w.matmul(x),
+        };
+        Ok((CpuStorage::F32(y), Shape::from(out_dims)))
     }
 }
 
@@ -776,11 +873,46 @@ mod tests {
             let q = Int8Weights::new(&w, k, n).expect("supported shape");
             let amx: Vec<u32> = q.matmul(&x).iter().map(|v| v.to_bits()).collect();
             let vnni: Vec<u32> = q
-                .matmul_vnni(&x, m, vec![0.0; m * n])
+                .product_vnni(&x, m, None)
                 .iter()
                 .map(|v| v.to_bits())
                 .collect();
             assert_eq!(amx, vnni, "m{m} k{k} n{n}");
+        }
+    }
+
+    /// The fused GELU gives the bits of the product followed by `gelu(v + bias)`, on both
+    /// paths (`k` a multiple of 64 takes AMX where there is one; `k = 8` takes VNNI).
+    #[test]
+    fn the_fused_gelu_is_gelu_of_the_product() {
+        if !Int8Weights::supported() {
+            eprintln!("skipped: this CPU has no AVX-512 VNNI");
+            return;
+        }
+        let mut seed = 5;
+        for (m, k, n) in [(37, 384, 1536), (3, 8, 48), (33, 64, 80)] {
+            let w: Vec<f32> = (0..k * n).map(|_| lcg(&mut seed) * 0.1).collect();
+            let x: Vec<f32> = (0..m * k).map(|_| lcg(&mut seed) * 2.0).collect();
+            let bias: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
+            let q = Int8Weights::new(&w, k, n).expect("supported shape");
+            let want: Vec<u32> = q
+                .matmul(&x)
+                .chunks_exact(n)
+                .flat_map(|row| row.iter().zip(&bias).map(|(&v, &b)| crate::gelu(v + b)))
+                .map(f32::to_bits)
+                .collect();
+            let fused: Vec<u32> = q
+                .matmul_bias_gelu(&x, &bias)
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            assert_eq!(fused, want, "m{m} k{k} n{n}");
+            let vnni: Vec<u32> = q
+                .product_vnni(&x, m, Some(&bias))
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            assert_eq!(vnni, want, "m{m} k{k} n{n}, VNNI");
         }
     }
 

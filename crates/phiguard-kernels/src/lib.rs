@@ -46,15 +46,20 @@ const EXP_SHIFTER: f32 = 12_582_912.0;
 #[inline(always)]
 fn exp_parts(x: f32) -> (f32, f32, f32) {
     let x = x.clamp(-87.0, 88.0);
-    let shifted = x * std::f32::consts::LOG2_E + EXP_SHIFTER;
+    let shifted = x.mul_add(std::f32::consts::LOG2_E, EXP_SHIFTER);
     let k = shifted - EXP_SHIFTER;
     // Cephes' two-part ln 2 keeps the reduction exact.
-    let r = x - k * 0.693_359_4 - k * -2.121_944_4e-4;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (0.166_666_67
-                    + r * (0.041_666_668 + r * (0.008_333_334 + r * 0.001_388_888_9)))));
+    let r = k.mul_add(2.121_944_4e-4, k.mul_add(-0.693_359_4, x));
+    // Fused multiply-adds (Horner): one instruction a step inside the SIMD kernels, which
+    // are compiled with FMA (on a CPU without it, `mul_add` is a library call: correct,
+    // slower, and no kernel here runs there without the scalar fallback anyway).
+    let p = 0.001_388_888_9f32
+        .mul_add(r, 0.008_333_334)
+        .mul_add(r, 0.041_666_668)
+        .mul_add(r, 0.166_666_67)
+        .mul_add(r, 0.5)
+        .mul_add(r, 1.0)
+        .mul_add(r, 1.0);
     (shifted, k, p)
 }
 
@@ -84,6 +89,13 @@ pub fn fast_erf(x: f32) -> f32 {
             + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
     let y = 1.0 - poly * fast_exp(-a * a);
     y.copysign(x)
+}
+
+/// GELU, the erf form: `x/2 · (1 + erf(x/√2))`. One definition for [`BiasGelu`] and the
+/// int8 product's fused epilogue, so the two give the same bits.
+#[inline(always)]
+pub(crate) fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + fast_erf(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
 /// `gelu(x + bias)` (the erf form), `x: [.., n]`, `bias: [n]`.
@@ -129,8 +141,7 @@ impl pulp::WithSimd for GeluKernel<'_> {
         let n = self.bias.len();
         for (o_row, x_row) in self.out.chunks_exact_mut(n).zip(self.x.chunks_exact(n)) {
             for ((o, &v), &b) in o_row.iter_mut().zip(x_row).zip(self.bias) {
-                let v = v + b;
-                *o = 0.5 * v * (1.0 + fast_erf(v * std::f32::consts::FRAC_1_SQRT_2));
+                *o = gelu(v + b);
             }
         }
     }
@@ -254,7 +265,9 @@ fn lane_max(xs: &[f32]) -> f32 {
     let mut chunks = xs.chunks_exact(LANES);
     for c in &mut chunks {
         for (a, &v) in acc.iter_mut().zip(c) {
-            *a = a.max(v);
+            // A compare and select, one `vmaxps`: `f32::max`'s NaN rule costs two more
+            // instructions a lane, and a NaN score makes the row NaN through `exp` anyway.
+            *a = if v > *a { v } else { *a };
         }
     }
     let tail = chunks
