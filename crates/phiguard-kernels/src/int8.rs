@@ -15,7 +15,7 @@
 //! - `Σ_k x·w ≈ s_w[n] · (s_x[m] · Σ_k q_x·q_w + min_x[m] · Σ_k q_w[k, n])`, the integer sum
 //!   exact in i32 (at most 255 · 127 · K, below 2³¹ for K ≤ 65,000).
 //!
-//! Only x86-64 with `avx512f`, `avx512bw` and `avx512vnni` has this path;
+//! Only x86-64 with `avx512f`, `avx512bw`, `avx512vnni` and `fma` has this path;
 //! [`Int8Weights::new`] returns `None` elsewhere and the caller keeps f32.
 //!
 //! # AMX
@@ -92,6 +92,8 @@ impl Int8Weights {
             std::arch::is_x86_feature_detected!("avx512f")
                 && std::arch::is_x86_feature_detected!("avx512bw")
                 && std::arch::is_x86_feature_detected!("avx512vnni")
+                // The fused GELU's multiply-adds (every AVX-512 CPU has FMA; checked anyway).
+                && std::arch::is_x86_feature_detected!("fma")
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
