@@ -3,9 +3,9 @@
 //! recognizers under model ids.
 //!
 //! The loader checks a model's files against their recorded sha256 before candle reads them
-//! ([`crate::models::verify_before_load`]): a changed weights file is a load failure, which
-//! the registry reports and the guard counts like any other, never a model that quietly
-//! answers differently.
+//! ([`crate::models::verify_before_load`]) and builds the model from the very weight bytes
+//! that were hashed: a changed weights file is a load failure, which the registry reports
+//! and the guard counts like any other, never a model that quietly answers differently.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,13 +25,14 @@ struct CandleLoader {
 impl Loader for CandleLoader {
     fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, LoadError> {
         let dir = spec.dir.as_ref().ok_or(LoadError::NoFolder)?;
-        crate::models::verify_before_load(&spec.id, dir)?;
+        let weights = crate::models::verify_before_load(&spec.id, dir)?;
         let device = crate::inference::parse_device(&self.device).and_then(|d| d.open())?;
         let options = ClassifierOptions {
             precision: self.precision,
             ..ClassifierOptions::default()
         };
-        let model = crate::inference::TokenClassifier::load_with(dir, &device, options)?;
+        let model =
+            crate::inference::TokenClassifier::load_verified(dir, &device, options, weights)?;
         crate::memory::release_freed_heap();
         Ok(Arc::new(model))
     }

@@ -182,14 +182,7 @@ impl TokenClassifier {
     /// # Errors
     /// As [`TokenClassifier::load`].
     pub fn load_with(dir: &Path, device: &Device, options: ClassifierOptions) -> Result<Self> {
-        let config_text = std::fs::read_to_string(dir.join("config.json")).map_err(|source| {
-            InferenceError::Io {
-                file: "config.json",
-                source,
-            }
-        })?;
-        let cfg = LoadedConfig::parse(&config_text)?;
-        let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"))?;
+        let (cfg, tokenizer) = Self::read_config(dir)?;
         let entries = std::fs::read_dir(dir).map_err(|source| InferenceError::Io {
             file: "model directory",
             source,
@@ -220,6 +213,38 @@ impl TokenClassifier {
             VarBuilder::from_tensors(tensors, DType::F32, device)
         };
         Self::from_parts(cfg, tokenizer, vb, device, options)
+    }
+
+    /// Loads from `dir`'s `config.json` and `tokenizer.json` and the given bytes of its one
+    /// weights file: the bytes [`verify_before_load`](crate::models::verify_before_load)
+    /// hashed, so that what was checked is what runs (the service's loader).
+    ///
+    /// # Errors
+    /// As [`load_with`](Self::load_with).
+    pub fn load_verified(
+        dir: &Path,
+        device: &Device,
+        options: ClassifierOptions,
+        weights: crate::models::VerifiedWeights,
+    ) -> Result<Self> {
+        let (cfg, tokenizer) = Self::read_config(dir)?;
+        // Tensors are converted to f32 one by one as the model asks for them, so the f16
+        // copy never exists in full next to the f32 one.
+        let vb = VarBuilder::from_buffered_safetensors(weights.into_bytes(), DType::F32, device)?;
+        Self::from_parts(cfg, tokenizer, vb, device, options)
+    }
+
+    /// The model's `config.json` and tokenizer.
+    fn read_config(dir: &Path) -> Result<(LoadedConfig, TextTokenizer)> {
+        let config_text = std::fs::read_to_string(dir.join("config.json")).map_err(|source| {
+            InferenceError::Io {
+                file: "config.json",
+                source,
+            }
+        })?;
+        let cfg = LoadedConfig::parse(&config_text)?;
+        let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"))?;
+        Ok((cfg, tokenizer))
     }
 
     pub(crate) fn from_parts(

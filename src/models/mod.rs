@@ -49,6 +49,6 @@ pub use manager::{
 };
 pub use manifest::{Manifest, ManifestFile, ModelSource};
 pub use store::{
-    verify_before_load, FileCheck, FileStatus, Installed, Store, VerifyReport, BUNDLED_DIR_ENV,
-    BUNDLED_ID,
+    verify_before_load, FileCheck, FileStatus, Installed, Store, VerifiedWeights, VerifyReport,
+    BUNDLED_DIR_ENV, BUNDLED_ID,
 };

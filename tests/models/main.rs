@@ -696,6 +696,29 @@ fn import_then_verify_detects_a_changed_byte_then_remove() -> TestResult {
     Ok(())
 }
 
+/// The loader builds the model from the weight bytes it verified: a weights file that was
+/// never recorded, dropped into the installed folder afterwards, is not read (a loader
+/// that read every `*.safetensors` of the folder failed on this one).
+#[test]
+fn an_unrecorded_weights_file_beside_the_model_is_not_loaded() -> TestResult {
+    use phiguard::engine::loader::{default_loader, installed_specs};
+    use phiguard::settings::{Home, Settings};
+
+    let tmp = tempfile::tempdir()?;
+    let home = Home::at(tmp.path());
+    let store = Store::with_bundled(home.models_dir(), None)?;
+    let m = store.import(&fixture_dir(), Some("local/tiny-bert"))?;
+    std::fs::write(m.dir.join("extra.safetensors"), b"not a safetensors file")?;
+    let spec = installed_specs(&home)
+        .into_iter()
+        .find(|s| s.id == "local/tiny-bert")
+        .ok_or("local/tiny-bert is not listed")?;
+    default_loader(&Settings::defaults())
+        .load(&spec)
+        .map_err(|e| format!("load with an unrecorded file beside it: {e}"))?;
+    Ok(())
+}
+
 #[test]
 fn a_tampered_weights_file_is_refused_at_load() -> TestResult {
     use phiguard::engine::loader::{default_loader, installed_specs};
