@@ -344,9 +344,23 @@ def start_phiguard(name: str, workdir: Path, **extra: str) -> Proc:
     return p
 
 
-def start_floor(workdir: Path, envelope: Path) -> Proc:
+# Headers hyper writes itself, for the floor as for phiguard.
+HYPER_HEADERS = ("date", "content-length")
+
+
+def floor_headers(resp: "Resp") -> list[str]:
+    """phiguard's response headers as floor503's `--header` arguments (the request id
+    keeps its length; hyper adds `date` and `content-length` to both)."""
+    args = []
+    for k, v in resp.headers.items():
+        if k not in HYPER_HEADERS:
+            args += ["--header", f"{k}: {v}"]
+    return args
+
+
+def start_floor(workdir: Path, envelope: Path, headers: list[str]) -> Proc:
     """The HTTP floor (examples/floor503.rs): bare axum answering phiguard's 503 bytes."""
-    p = start("floor", [str(FLOOR), "--body-file", str(envelope), "--retry-after", RECOVERY_SECONDS],
+    p = start("floor", [str(FLOOR), "--body-file", str(envelope), "--retry-after", RECOVERY_SECONDS, *headers],
               dict(os.environ), workdir, ROOT)
 
     def port():
@@ -564,7 +578,9 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         "with `503 circuit_breaker_open`: phiguard and OpenMed because the model's circuit",
         "breaker is open, the *axum floor* (`examples/floor503.rs`, a bare axum handler on",
         "the same tokio runtime) because that is all it does, with the very bytes phiguard",
-        "sent. The floor is what HTTP costs on this machine; phiguard's share of it is the",
+        "sent: " + ("its body, content type and `Retry-After` (`--floor-body-only`)." if args.floor_body_only
+                    else "its status, headers (the request id a fixed one of the same length) and body."),
+        "The floor is what HTTP costs on this machine; phiguard's share of it is the",
         "cost of everything else a refused request goes through. Same wrk command",
         f"(`-t{args.threads} -c{args.connections} -d{args.duration}s`) and Lua script for every peer, runs interleaved.",
         "wrk runs on the same cores as the server under test, and the machine is shared with",
@@ -656,7 +672,8 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         "PHIGUARD_HOME=<tmp>/home PHIGUARD_PORT=0 PHIGUARD_AUTH_TOKEN=bench PHIGUARD_ADMIN_TOKEN=benchadmin \\",
         "  PHIGUARD_FAULTS=infer=fail PHIGUARD_LOG_LEVEL=off PHIGUARD_DEFAULT_MODEL=rules \\",
         f"  PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS={RECOVERY_SECONDS} target/release/phiguard serve",
-        f"target/release/examples/floor503 --body-file <tmp>/envelope.json --retry-after {RECOVERY_SECONDS}",
+        f"target/release/examples/floor503 --body-file <tmp>/envelope.json --retry-after {RECOVERY_SECONDS}"
+        + ("" if args.floor_body_only else " --header 'NAME: VALUE' ...   # each header phiguard sent but date, content-length"),
         f"OPENMED_SERVICE_LOG_LEVEL=off OPENMED_SERVICE_CIRCUIT_BREAKER_RECOVERY_TIMEOUT_SECONDS={RECOVERY_SECONDS} \\",
         "  tools/.venv-openmed/bin/python <tmp>/om_failing_launcher.py PORT   # uvicorn, 1 worker, access log off",
         f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s --timeout 5s -s <tmp>/post.lua "
@@ -696,6 +713,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2, help="runs per peer, interleaved (default 2)")
     ap.add_argument("--rebuild", action="store_true", help="run the release build even if the binary exists")
     ap.add_argument("--out", default="docs/bench-fastfail.md", help="report path, relative to the repo")
+    ap.add_argument("--floor-body-only", action="store_true",
+                    help="the floor sends phiguard's body with only content-type and Retry-After "
+                         "(the earlier floor), not all of phiguard's headers")
     ap.add_argument("--no-openmed", action="store_true",
                     help="phiguard and the axum floor only (no OpenMed venv, no memory section)")
     args = ap.parse_args()
@@ -731,8 +751,9 @@ def main() -> int:
             opened = {"phiguard": open_breaker(pg.port)}
             # The floor sends the very bytes phiguard sends for this request.
             envelope = work / "envelope.json"
-            envelope.write_text(request(pg.port, "POST", PATH, BODY, HEADERS).body)
-            fl = start_floor(work, envelope)
+            refused = request(pg.port, "POST", PATH, BODY, HEADERS)
+            envelope.write_text(refused.body)
+            fl = start_floor(work, envelope, [] if args.floor_body_only else floor_headers(refused))
             peers = [("phiguard", pg), ("axum floor", fl)]
             if not args.no_openmed:
                 om = start_openmed_failing(work)
