@@ -201,7 +201,7 @@ impl Int8Weights {
         let m = x.len() / self.k;
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if amx::usable(self.k) {
-            let rows = m.div_ceil(amx::BLOCK_ROWS) * amx::BLOCK_ROWS;
+            let rows = m.div_ceil(amx::TILE_ROWS) * amx::TILE_ROWS;
             // Row-major u8, the rows past `m` zero (the tiles read whole blocks of rows).
             let mut a = vec![0u8; rows * self.k];
             let mut row_scale = vec![0f32; m];
@@ -512,10 +512,12 @@ mod amx {
 
     /// K values in one tile row of activations, and in one tile of weights (16 rows of 4).
     const TILE_K: usize = 64;
-    /// Rows of a tile.
-    const TILE_ROWS: usize = 16;
-    /// Rows multiplied together: two tiles of activations against each tile of weights.
-    pub(super) const BLOCK_ROWS: usize = 2 * TILE_ROWS;
+    /// Rows of a tile: the activations are padded to whole tiles.
+    pub(super) const TILE_ROWS: usize = 16;
+    /// Rows multiplied together: two tiles of activations against each tile of weights
+    /// (the last block is one tile when a single one is left, so a short call pads at most
+    /// 15 rows: one 37-token note multiplies 48 rows, not 64).
+    const BLOCK_ROWS: usize = 2 * TILE_ROWS;
     /// Bytes of one lane of the packed weights (16 columns × 4 K values).
     const LANE_BYTES: usize = BLOCK_N * BLOCK_K;
 
@@ -573,7 +575,7 @@ mod amx {
     struct Sums([[[i32; BLOCK_N]; TILE_ROWS]; 4]);
 
     /// `out[m, n]` from the row-major quantized activations `a: [rows, k]` (`rows` whole
-    /// blocks of [`BLOCK_ROWS`], those past `m` zero), with the same epilogue as the VNNI
+    /// tiles of [`TILE_ROWS`], those past `m` zero), with the same epilogue as the VNNI
     /// path.
     ///
     /// # Safety
@@ -596,7 +598,7 @@ mod amx {
         // and the weights hold `TILE_V` lanes for every (column tile, K step).
         assert!(
             k.is_multiple_of(TILE_K)
-                && rows.is_multiple_of(BLOCK_ROWS)
+                && rows.is_multiple_of(TILE_ROWS)
                 && rows >= m
                 && a.len() == rows * k
                 && min_x.len() == m
@@ -617,17 +619,82 @@ mod amx {
         let c_stride = BLOCK_N * 4;
         // SAFETY (every block below): the process holds the tile state (`usable`); loads
         // read 16 rows of 64 bytes at the given stride, which the assert above keeps inside
-        // `a` (rows `r0..r0 + 32`, bytes `64c..64c + 64` of each) and `w.packed` (steps
+        // `a` (rows `r0..r0 + 32`, or `r0..r0 + 16` for a last block of one tile, bytes
+        // `64c..64c + 64` of each) and `w.packed` (steps
         // `16c..16c + 16` of lane `j`); stores write the four tiles of `sums`. The compiler
         // allocates no tile register, so naming them in the templates clobbers nothing of
         // its own.
         unsafe { asm!("ldtilecfg [{}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly)) };
-        for r0 in (0..rows.min(m.div_ceil(BLOCK_ROWS) * BLOCK_ROWS)).step_by(BLOCK_ROWS) {
+        let live = m.div_ceil(TILE_ROWS) * TILE_ROWS;
+        let mut r0 = 0;
+        while r0 < live {
+            // One tile of rows left: tiles 2 and 3 are not computed (their rows are past
+            // `m`, so the epilogue below never reads them).
+            let half = live - r0 < BLOCK_ROWS;
             let a0 = a[r0 * k..].as_ptr();
-            let a1 = a[(r0 + TILE_ROWS) * k..].as_ptr();
+            let a1 = a[(r0 + if half { 0 } else { TILE_ROWS }) * k..].as_ptr();
             for j in (0..blocks).step_by(2) {
                 let pair = j + 1 < blocks;
-                if pair {
+                if half {
+                    if pair {
+                        unsafe {
+                            asm!(
+                                "tilezero tmm0",
+                                "tilezero tmm1",
+                                "2:",
+                                "tileloadd tmm4, [{a0} + {sa}*1]",
+                                "tileloadd tmm6, [{b0} + {sb}*1]",
+                                "tileloadd tmm7, [{b1} + {sb}*1]",
+                                "tdpbusd tmm0, tmm4, tmm6",
+                                "tdpbusd tmm1, tmm4, tmm7",
+                                "add {a0}, {ka}",
+                                "add {b0}, {kb}",
+                                "add {b1}, {kb}",
+                                "dec {left}",
+                                "jnz 2b",
+                                "tilestored [{c0} + {sc}*1], tmm0",
+                                "tilestored [{c1} + {sc}*1], tmm1",
+                                a0 = inout(reg) a0 => _,
+                                b0 = inout(reg) b_at(j) => _,
+                                b1 = inout(reg) b_at(j + 1) => _,
+                                left = inout(reg) chunks => _,
+                                sa = in(reg) k,
+                                sb = in(reg) b_stride,
+                                ka = const TILE_K,
+                                kb = in(reg) b_chunk,
+                                c0 = in(reg) c,
+                                c1 = in(reg) c.wrapping_add(1024),
+                                sc = in(reg) c_stride,
+                                options(nostack),
+                            );
+                        }
+                    } else {
+                        unsafe {
+                            asm!(
+                                "tilezero tmm0",
+                                "2:",
+                                "tileloadd tmm4, [{a0} + {sa}*1]",
+                                "tileloadd tmm6, [{b0} + {sb}*1]",
+                                "tdpbusd tmm0, tmm4, tmm6",
+                                "add {a0}, {ka}",
+                                "add {b0}, {kb}",
+                                "dec {left}",
+                                "jnz 2b",
+                                "tilestored [{c0} + {sc}*1], tmm0",
+                                a0 = inout(reg) a0 => _,
+                                b0 = inout(reg) b_at(j) => _,
+                                left = inout(reg) chunks => _,
+                                sa = in(reg) k,
+                                sb = in(reg) b_stride,
+                                ka = const TILE_K,
+                                kb = in(reg) b_chunk,
+                                c0 = in(reg) c,
+                                sc = in(reg) c_stride,
+                                options(nostack),
+                            );
+                        }
+                    }
+                } else if pair {
                     unsafe {
                         asm!(
                             "tilezero tmm0",
@@ -722,6 +789,7 @@ mod amx {
                     }
                 }
             }
+            r0 += if half { TILE_ROWS } else { BLOCK_ROWS };
         }
         unsafe { asm!("tilerelease", options(nostack, nomem)) };
     }
