@@ -634,67 +634,43 @@ mod amx {
             let a0 = a[r0 * k..].as_ptr();
             let a1 = a[(r0 + if half { 0 } else { TILE_ROWS }) * k..].as_ptr();
             for j in (0..blocks).step_by(2) {
-                let pair = j + 1 < blocks;
+                // An odd last block multiplies its weights twice (tiles 1 and 3 repeat 0
+                // and 2, and the epilogue skips them): one kernel for both cases, and this
+                // model's widths are all even numbers of blocks anyway.
+                let b1 = b_at(if j + 1 < blocks { j + 1 } else { j });
                 if half {
-                    if pair {
-                        unsafe {
-                            asm!(
-                                "tilezero tmm0",
-                                "tilezero tmm1",
-                                "2:",
-                                "tileloadd tmm4, [{a0} + {sa}*1]",
-                                "tileloadd tmm6, [{b0} + {sb}*1]",
-                                "tileloadd tmm7, [{b1} + {sb}*1]",
-                                "tdpbusd tmm0, tmm4, tmm6",
-                                "tdpbusd tmm1, tmm4, tmm7",
-                                "add {a0}, {ka}",
-                                "add {b0}, {kb}",
-                                "add {b1}, {kb}",
-                                "dec {left}",
-                                "jnz 2b",
-                                "tilestored [{c0} + {sc}*1], tmm0",
-                                "tilestored [{c1} + {sc}*1], tmm1",
-                                a0 = inout(reg) a0 => _,
-                                b0 = inout(reg) b_at(j) => _,
-                                b1 = inout(reg) b_at(j + 1) => _,
-                                left = inout(reg) chunks => _,
-                                sa = in(reg) k,
-                                sb = in(reg) b_stride,
-                                ka = const TILE_K,
-                                kb = in(reg) b_chunk,
-                                c0 = in(reg) c,
-                                c1 = in(reg) c.wrapping_add(1024),
-                                sc = in(reg) c_stride,
-                                options(nostack),
-                            );
-                        }
-                    } else {
-                        unsafe {
-                            asm!(
-                                "tilezero tmm0",
-                                "2:",
-                                "tileloadd tmm4, [{a0} + {sa}*1]",
-                                "tileloadd tmm6, [{b0} + {sb}*1]",
-                                "tdpbusd tmm0, tmm4, tmm6",
-                                "add {a0}, {ka}",
-                                "add {b0}, {kb}",
-                                "dec {left}",
-                                "jnz 2b",
-                                "tilestored [{c0} + {sc}*1], tmm0",
-                                a0 = inout(reg) a0 => _,
-                                b0 = inout(reg) b_at(j) => _,
-                                left = inout(reg) chunks => _,
-                                sa = in(reg) k,
-                                sb = in(reg) b_stride,
-                                ka = const TILE_K,
-                                kb = in(reg) b_chunk,
-                                c0 = in(reg) c,
-                                sc = in(reg) c_stride,
-                                options(nostack),
-                            );
-                        }
+                    unsafe {
+                        asm!(
+                            "tilezero tmm0",
+                            "tilezero tmm1",
+                            "2:",
+                            "tileloadd tmm4, [{a0} + {sa}*1]",
+                            "tileloadd tmm6, [{b0} + {sb}*1]",
+                            "tileloadd tmm7, [{b1} + {sb}*1]",
+                            "tdpbusd tmm0, tmm4, tmm6",
+                            "tdpbusd tmm1, tmm4, tmm7",
+                            "add {a0}, {ka}",
+                            "add {b0}, {kb}",
+                            "add {b1}, {kb}",
+                            "dec {left}",
+                            "jnz 2b",
+                            "tilestored [{c0} + {sc}*1], tmm0",
+                            "tilestored [{c1} + {sc}*1], tmm1",
+                            a0 = inout(reg) a0 => _,
+                            b0 = inout(reg) b_at(j) => _,
+                            b1 = inout(reg) b1 => _,
+                            left = inout(reg) chunks => _,
+                            sa = in(reg) k,
+                            sb = in(reg) b_stride,
+                            ka = const TILE_K,
+                            kb = in(reg) b_chunk,
+                            c0 = in(reg) c,
+                            c1 = in(reg) c.wrapping_add(1024),
+                            sc = in(reg) c_stride,
+                            options(nostack),
+                        );
                     }
-                } else if pair {
+                } else {
                     unsafe {
                         asm!(
                             "tilezero tmm0",
@@ -723,7 +699,7 @@ mod amx {
                             a0 = inout(reg) a0 => _,
                             a1 = inout(reg) a1 => _,
                             b0 = inout(reg) b_at(j) => _,
-                            b1 = inout(reg) b_at(j + 1) => _,
+                            b1 = inout(reg) b1 => _,
                             left = inout(reg) chunks => _,
                             sa = in(reg) k,
                             sb = in(reg) b_stride,
@@ -733,38 +709,6 @@ mod amx {
                             c1 = in(reg) c.wrapping_add(1024),
                             c2 = in(reg) c.wrapping_add(2048),
                             c3 = in(reg) c.wrapping_add(3072),
-                            sc = in(reg) c_stride,
-                            options(nostack),
-                        );
-                    }
-                } else {
-                    unsafe {
-                        asm!(
-                            "tilezero tmm0",
-                            "tilezero tmm2",
-                            "2:",
-                            "tileloadd tmm4, [{a0} + {sa}*1]",
-                            "tileloadd tmm5, [{a1} + {sa}*1]",
-                            "tileloadd tmm6, [{b0} + {sb}*1]",
-                            "tdpbusd tmm0, tmm4, tmm6",
-                            "tdpbusd tmm2, tmm5, tmm6",
-                            "add {a0}, {ka}",
-                            "add {a1}, {ka}",
-                            "add {b0}, {kb}",
-                            "dec {left}",
-                            "jnz 2b",
-                            "tilestored [{c0} + {sc}*1], tmm0",
-                            "tilestored [{c2} + {sc}*1], tmm2",
-                            a0 = inout(reg) a0 => _,
-                            a1 = inout(reg) a1 => _,
-                            b0 = inout(reg) b_at(j) => _,
-                            left = inout(reg) chunks => _,
-                            sa = in(reg) k,
-                            sb = in(reg) b_stride,
-                            ka = const TILE_K,
-                            kb = in(reg) b_chunk,
-                            c0 = in(reg) c,
-                            c2 = in(reg) c.wrapping_add(2048),
                             sc = in(reg) c_stride,
                             options(nostack),
                         );
@@ -871,6 +815,11 @@ mod tests {
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
 
+    /// `len` values uniform in `[-scale, scale)`.
+    fn random(seed: &mut u64, len: usize, scale: f32) -> Vec<f32> {
+        (0..len).map(|_| lcg(seed) * scale).collect()
+    }
+
     /// The int8 product is within quantization error of the f32 product, on every tile
     /// shape the dispatcher uses (rows 1..=17, columns 16..=112).
     #[test]
@@ -887,7 +836,7 @@ mod tests {
             (8, 1536, 384),
             (3, 8, 32),
         ] {
-            let w: Vec<f32> = (0..k * n).map(|_| lcg(&mut seed) * 0.1).collect();
+            let w = random(&mut seed, k * n, 0.1);
             // A skewed activation (GELU-like, with an outlier column).
             let x: Vec<f32> = (0..m * k)
                 .map(|i| {
@@ -938,8 +887,8 @@ mod tests {
             (5, 128, 48),
             (40, 64, 32),
         ] {
-            let w: Vec<f32> = (0..k * n).map(|_| lcg(&mut seed) * 0.1).collect();
-            let x: Vec<f32> = (0..m * k).map(|_| lcg(&mut seed) * 3.0).collect();
+            let w = random(&mut seed, k * n, 0.1);
+            let x = random(&mut seed, m * k, 3.0);
             let q = Int8Weights::new(&w, k, n).expect("supported shape");
             let amx: Vec<u32> = q.matmul(&x).iter().map(|v| v.to_bits()).collect();
             let vnni: Vec<u32> = q
@@ -961,9 +910,9 @@ mod tests {
         }
         let mut seed = 5;
         for (m, k, n) in [(37, 384, 1536), (3, 8, 48), (33, 64, 80)] {
-            let w: Vec<f32> = (0..k * n).map(|_| lcg(&mut seed) * 0.1).collect();
-            let x: Vec<f32> = (0..m * k).map(|_| lcg(&mut seed) * 2.0).collect();
-            let bias: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
+            let w = random(&mut seed, k * n, 0.1);
+            let x = random(&mut seed, m * k, 2.0);
+            let bias = random(&mut seed, n, 1.0);
             let q = Int8Weights::new(&w, k, n).expect("supported shape");
             let want: Vec<u32> = q
                 .matmul(&x)
