@@ -24,10 +24,11 @@ What it measures, on this machine, with the same load tool (wrk) for both peers:
      answering every request with the bytes phiguard sent for the same request; phiguard's
      share of its requests per second is what everything besides HTTP costs a refused
      request (goal: at least 0.67). `--no-openmed` runs phiguard and the floor only.
-2. Resident memory (`VmRSS` of `/proc/<pid>/status`) of an idle phiguard (bundled
-   phiguard-deid model not loaded yet), of the same process after one request that loads
-   phiguard-deid, and of an idle OpenMed service started with its own launcher
-   (`python -m openmed.service.logging`).
+2. Resident memory (`VmRSS` of `/proc/<pid>/status`) of an idle phiguard whose default
+   model is the bundled phiguard-deid (`serve` loads it before `/readyz` turns ready, so the
+   high-water mark is the load's peak), of the same process after its first request, and of
+   an idle OpenMed service started with its own launcher (`python -m
+   openmed.service.logging`).
 
 Output: a Markdown report on stdout and in `docs/bench-fastfail.md`.
 
@@ -586,6 +587,10 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         "wrk runs on the same cores as the server under test, and the machine is shared with",
         "other builds (see the load average column): absolute figures are depressed and noisy,",
         "the ratio between peers measured back to back is the figure to read.",
+        ("phiguard logs nothing in these runs (`PHIGUARD_LOG_LEVEL=off`), as OpenMed's runs log nothing."
+         if args.log_level == "off" else
+         f"phiguard logs at `{args.log_level}` in these runs (JSON on stderr, written to a file): every "
+         "refusal's `warn` access line is part of its cost."),
         "",
         "## Machine and versions",
         "",
@@ -651,7 +656,8 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         lines.append(f"| {label.split(' | ')[0]} | {label.split(' | ')[1]} | {v['VmRSS'] / 1024:.1f} | {v['VmHWM'] / 1024:.1f} |")
     lines += [
         "",
-        f"The first request that loaded phiguard-deid took {first_ms:.0f} ms (load + inference)." if first_ms else "",
+        f"The first request took {first_ms:.0f} ms (phiguard-deid was loaded before `/readyz` turned ready; "
+        "the high-water mark of the idle process is that load's peak)." if first_ms else "",
         "OpenMed was installed with the `service` extra only, as pinned in",
         "`tools/requirements-bench.txt`; it has no `transformers`/`torch`, which OpenMed needs",
         "to serve any model (`openmed[hf]`), so its idle figure is a lower bound for a working",
@@ -666,11 +672,13 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         "python3 -m venv tools/.venv-openmed",
         "tools/.venv-openmed/bin/pip install -r tools/requirements-bench.txt",
         f"python3 tools/bench_fastfail.py --duration {args.duration} --threads {args.threads} "
-        f"--connections {args.connections} --runs {args.runs}",
+        f"--connections {args.connections} --runs {args.runs}"
+        + ("" if args.log_level == "off" else f" --log-level {args.log_level}"),
         "",
         "# what the script starts (<tmp> is a fresh temp dir, PORT a free port)",
         "PHIGUARD_HOME=<tmp>/home PHIGUARD_PORT=0 PHIGUARD_AUTH_TOKEN=bench PHIGUARD_ADMIN_TOKEN=benchadmin \\",
-        "  PHIGUARD_FAULTS=infer=fail PHIGUARD_LOG_LEVEL=off PHIGUARD_DEFAULT_MODEL=rules \\",
+        f"  PHIGUARD_FAULTS=infer=fail PHIGUARD_LOG_LEVEL={args.log_level} PHIGUARD_DEFAULT_MODEL=rules \\"
+        + ("" if args.log_level == "off" else "   # stderr (the JSON log) to a file"),
         f"  PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS={RECOVERY_SECONDS} target/release/phiguard serve",
         f"target/release/examples/floor503 --body-file <tmp>/envelope.json --retry-after {RECOVERY_SECONDS}"
         + ("" if args.floor_body_only else " --header 'NAME: VALUE' ...   # each header phiguard sent but date, content-length"),
@@ -716,6 +724,9 @@ def main() -> int:
     ap.add_argument("--floor-body-only", action="store_true",
                     help="the floor sends phiguard's body with only content-type and Retry-After "
                          "(the earlier floor), not all of phiguard's headers")
+    ap.add_argument("--log-level", default="off",
+                    help="phiguard's log level in the fast-fail runs (default off, as OpenMed's and the "
+                         "floor's; `info`, the service default, writes every refusal's access line to a file)")
     ap.add_argument("--no-openmed", action="store_true",
                     help="phiguard and the axum floor only (no OpenMed venv, no memory section)")
     args = ap.parse_args()
@@ -745,7 +756,7 @@ def main() -> int:
 
             print("fast-fail: starting the peers and opening their breakers", file=sys.stderr)
             pg = start_phiguard("phiguard", work, PHIGUARD_FAULTS="infer=fail",
-                                PHIGUARD_DEFAULT_MODEL="rules",
+                                PHIGUARD_DEFAULT_MODEL="rules", PHIGUARD_LOG_LEVEL=args.log_level,
                                 PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS=RECOVERY_SECONDS)
             check_fault_feature(pg)
             opened = {"phiguard": open_breaker(pg.port)}
@@ -783,18 +794,19 @@ def main() -> int:
 
 
 def memory(work: Path, rss: dict[str, dict]) -> float:
-    """Idle and loaded phiguard, idle OpenMed; returns the first phiguard-deid request's ms."""
+    """Idle phiguard (its default model loaded at start-up), the same after one request, idle
+    OpenMed; returns the first request's ms."""
     print("memory: phiguard idle, then after one phiguard-deid request", file=sys.stderr)
     pm = start_phiguard("phiguard-rss", work, PHIGUARD_DEFAULT_MODEL="phiguard-deid")
     time.sleep(2)
-    rss["phiguard serve | idle, bundled model not loaded"] = rss_kib(pm.popen.pid)
+    rss["phiguard serve | idle, phiguard-deid loaded at start-up"] = rss_kib(pm.popen.pid)
     t0 = time.monotonic()
     r = request(pm.port, "POST", PATH, BODY, HEADERS, timeout=120)
     first_ms = (time.monotonic() - t0) * 1000
     if r.status != 200:
         raise BenchError(f"phiguard with phiguard-deid answered {r.status} ({r.code})")
     time.sleep(1)
-    rss["phiguard serve | after 1 request (phiguard-deid loaded)"] = rss_kib(pm.popen.pid)
+    rss["phiguard serve | after its first request"] = rss_kib(pm.popen.pid)
     stop(pm)
     print("memory: OpenMed idle", file=sys.stderr)
     om_idle = start_openmed_plain(work)
