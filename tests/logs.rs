@@ -123,6 +123,26 @@ impl Serve {
         statuses
     }
 
+    /// Stops the binary as an operator does (`SIGTERM`: it drains and exits), waits for it
+    /// (bounded) and returns (stdout, stderr).
+    #[cfg(all(unix, feature = "fault-injection"))]
+    fn terminate(mut self) -> (String, String) {
+        let term = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(term.success());
+        let started = Instant::now();
+        while self.child.try_wait().expect("wait").is_none() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "phiguard serve did not exit on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (self.read("stdout"), self.read("stderr"))
+    }
+
     /// Stops the binary and returns (stdout, stderr).
     fn stop(mut self) -> (String, String) {
         let _ = self.child.kill();
@@ -352,4 +372,80 @@ async fn the_access_line_of_a_refusal_names_its_error_code() {
     assert_eq!(code_of(401), "authentication_required");
     assert_eq!(code_of(422), "validation_error");
     assert_eq!(code_of(200), "");
+}
+
+/// A refusal storm: with the breaker open, the first refusal's access line is in full (its
+/// request id, at `warn`), the rest are one `requests refused` line with their count, which
+/// the shutdown writes; at `debug` each still has its own line.
+#[cfg(all(unix, feature = "fault-injection"))]
+#[tokio::test]
+async fn a_storm_of_refusals_is_one_full_line_and_a_count_and_each_line_at_debug() {
+    for rust_log in [None, Some("info,phiguard::access=debug")] {
+        let mut env = vec![
+            ("PHIGUARD_LOG_FORMAT", "json"),
+            ("PHIGUARD_FAULTS", "infer=fail"),
+            ("PHIGUARD_DEFAULT_MODEL", "rules"),
+            ("PHIGUARD_RETRY_MAX_ATTEMPTS", "1"),
+            ("PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS", "3600"),
+        ];
+        if let Some(directives) = rust_log {
+            env.push(("RUST_LOG", directives));
+        }
+        let serve = Serve::start(&env).await;
+        let body = json!({"text": format!("{CANARY_NAME} MRN {CANARY_MRN}")});
+        let mut refused = Vec::new();
+        for _ in 0..40 {
+            let r = serve.post("/pii/deidentify", body.clone()).await;
+            let status = r.status().as_u16();
+            let id = r.headers()["x-request-id"]
+                .to_str()
+                .expect("ascii")
+                .to_owned();
+            let _ = r.bytes().await;
+            if status == 503 {
+                refused.push(id);
+            } else {
+                assert!(refused.is_empty(), "a {status} after a refusal");
+            }
+        }
+        assert!(refused.len() >= 20, "the breaker did not open: {refused:?}");
+        let (stdout, stderr) = serve.terminate();
+        assert_no_canary(&stdout, &stderr);
+        let access: Vec<Value> = stderr
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["target"] == "phiguard::access" && e["fields"]["status"] == 503)
+            .collect();
+        let lines = |level: &str, message: &str| -> Vec<&Value> {
+            access
+                .iter()
+                .filter(|e| e["level"] == level && e["fields"]["message"] == message)
+                .collect()
+        };
+        let full = lines("WARN", "request");
+        assert_eq!(full.len(), 1, "one full line:\n{stderr}");
+        assert_eq!(full[0]["fields"]["request_id"], refused[0].as_str());
+        assert_eq!(full[0]["fields"]["error"], "circuit_breaker_open");
+        let summary = lines("WARN", "requests refused");
+        assert_eq!(
+            summary.len(),
+            1,
+            "one summary, written at shutdown:\n{stderr}"
+        );
+        let fields = &summary[0]["fields"];
+        assert_eq!(fields["count"], (refused.len() - 1) as u64);
+        assert_eq!(fields["route"], "/pii/deidentify");
+        assert_eq!(fields["error"], "circuit_breaker_open");
+        assert_eq!(fields["token"], "client");
+        assert!(fields["seconds"].as_f64().is_some_and(|s| s >= 0.0));
+        let each: Vec<&str> = lines("DEBUG", "request")
+            .iter()
+            .filter_map(|e| e["fields"]["request_id"].as_str())
+            .collect();
+        if rust_log.is_some() {
+            assert_eq!(each, refused[1..], "every other refusal at debug, in order");
+        } else {
+            assert!(each.is_empty(), "debug lines at info:\n{stderr}");
+        }
+    }
 }

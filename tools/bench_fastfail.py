@@ -567,9 +567,41 @@ def mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
+def log_stats(path: Path) -> dict:
+    """What phiguard's JSON log held after the runs: lines, bytes, the 503 access lines
+    written one by one, and the refusals counted into `requests refused` lines."""
+    text = path.read_text(errors="replace")
+    st = {"lines": 0, "bytes": len(text.encode()), "each": 0, "summaries": 0, "counted": 0}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        st["lines"] += 1
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        f = e.get("fields", {})
+        if e.get("target") != "phiguard::access" or f.get("status") != 503:
+            continue
+        if f.get("message") == "requests refused":
+            st["summaries"] += 1
+            st["counted"] += int(f.get("count", 0))
+        else:
+            st["each"] += 1
+    return st
+
+
+def log_summary(st: dict) -> str:
+    return (f"Over the whole run phiguard's log held {st['lines']:,} lines ({st['bytes'] / 1024:,.1f} KiB): "
+            f"{st['each']:,} access lines of a `503`, one by one, and {st['summaries']:,} `requests refused` "
+            f"lines counting {st['counted']:,} more (the first refusal of a kind in each ten seconds is "
+            "logged in full, the rest are counted, `src/server/refusals.rs`).")
+
+
 def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, dict],
-           first_ms: float, ver: dict[str, str]) -> str:
+           first_ms: float, ver: dict[str, str], log: dict) -> str:
     pg = [r for r in runs if r.peer == "phiguard"]
+    quiet = args.log_level == "off"
     om = [r for r in runs if r.peer == "OpenMed"]
     fl = [r for r in runs if r.peer == "axum floor"]
     lines = [
@@ -588,9 +620,10 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         "other builds (see the load average column): absolute figures are depressed and noisy,",
         "the ratio between peers measured back to back is the figure to read.",
         ("phiguard logs nothing in these runs (`PHIGUARD_LOG_LEVEL=off`), as OpenMed's runs log nothing."
-         if args.log_level == "off" else
-         f"phiguard logs at `{args.log_level}` in these runs (JSON on stderr, written to a file): every "
-         "refusal's `warn` access line is part of its cost."),
+         if quiet else
+         f"phiguard logs at `{args.log_level}` in these runs, as the service does by default (JSON on "
+         "stderr, written to a file), so its log is part of each refusal's cost; OpenMed's runs log "
+         "nothing (its service log and uvicorn's access log off), which favours OpenMed. " + log_summary(log)),
         "",
         "## Machine and versions",
         "",
@@ -673,12 +706,12 @@ def report(args, runs: list[Run], opened: dict[str, list[int]], rss: dict[str, d
         "tools/.venv-openmed/bin/pip install -r tools/requirements-bench.txt",
         f"python3 tools/bench_fastfail.py --duration {args.duration} --threads {args.threads} "
         f"--connections {args.connections} --runs {args.runs}"
-        + ("" if args.log_level == "off" else f" --log-level {args.log_level}"),
+        + ("" if args.log_level == "info" else f" --log-level {args.log_level}"),
         "",
         "# what the script starts (<tmp> is a fresh temp dir, PORT a free port)",
         "PHIGUARD_HOME=<tmp>/home PHIGUARD_PORT=0 PHIGUARD_AUTH_TOKEN=bench PHIGUARD_ADMIN_TOKEN=benchadmin \\",
         f"  PHIGUARD_FAULTS=infer=fail PHIGUARD_LOG_LEVEL={args.log_level} PHIGUARD_DEFAULT_MODEL=rules \\"
-        + ("" if args.log_level == "off" else "   # stderr (the JSON log) to a file"),
+        + ("" if quiet else "   # stderr (the JSON log) to a file"),
         f"  PHIGUARD_BREAKER_RECOVERY_TIMEOUT_SECONDS={RECOVERY_SECONDS} target/release/phiguard serve",
         f"target/release/examples/floor503 --body-file <tmp>/envelope.json --retry-after {RECOVERY_SECONDS}"
         + ("" if args.floor_body_only else " --header 'NAME: VALUE' ...   # each header phiguard sent but date, content-length"),
@@ -724,9 +757,10 @@ def main() -> int:
     ap.add_argument("--floor-body-only", action="store_true",
                     help="the floor sends phiguard's body with only content-type and Retry-After "
                          "(the earlier floor), not all of phiguard's headers")
-    ap.add_argument("--log-level", default="off",
-                    help="phiguard's log level in the fast-fail runs (default off, as OpenMed's and the "
-                         "floor's; `info`, the service default, writes every refusal's access line to a file)")
+    ap.add_argument("--log-level", default="info",
+                    help="phiguard's log level in the fast-fail runs (default info, the service's default: "
+                         "JSON on stderr, written to a file and summarised in the report; `off` logs nothing, "
+                         "as OpenMed's runs and the floor)")
     ap.add_argument("--no-openmed", action="store_true",
                     help="phiguard and the axum floor only (no OpenMed venv, no memory section)")
     args = ap.parse_args()
@@ -781,10 +815,12 @@ def main() -> int:
                 if p.popen.poll() is not None:
                     raise BenchError(f"{p.name} exited during the benchmark")
                 stop(p)
+            # Read after the stop: phiguard writes its last `requests refused` lines as it exits.
+            log = log_stats(pg.stderr)
         finally:
             stop_all()
 
-    text = report(args, runs, opened, rss, first_ms, versions(args))
+    text = report(args, runs, opened, rss, first_ms, versions(args), log)
     print(text)
     out = ROOT / args.out
     out.parent.mkdir(parents=True, exist_ok=True)

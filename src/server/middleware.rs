@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use super::error::{ApiError, ErrorCode};
+use super::refusals;
 use super::state::AppState;
 use std::sync::Arc;
 
@@ -249,7 +250,8 @@ impl Answered<'_> {
             error,
             series,
         } = self;
-        let elapsed = started.elapsed();
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(started);
         let status = resp.status().as_u16();
         if route != "/metrics" {
             st.metrics.inflight.dec();
@@ -269,18 +271,31 @@ impl Answered<'_> {
             "" => resp.extensions().get::<ErrorCode>().map_or("", |c| c.0),
             c => c,
         };
+        // A refusal's line is in full only as the first of its kind in a while; the rest
+        // are counted (`refusals.rs`).
+        let counted = refusals::is_refusal(status) && {
+            let (line, closed) = st.refusals.note(method, route, status, code, caller, now);
+            if let Some(closed) = closed {
+                closed.log();
+            }
+            line == refusals::Line::Counted
+        };
         // The dashboard polls these every few seconds: at info they would fill the log it
         // shows.
         let polled = matches!(route, "/admin/logs" | "/admin/history") && status < 400;
-        if status >= 500 {
-            tracing::warn!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
-                status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
-        } else if polled || method == Method::OPTIONS {
-            tracing::debug!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
-                status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
+        macro_rules! access {
+            ($level:expr) => {
+                tracing::event!(target: "phiguard::access", $level, request_id = %id, method = %method,
+                    route = %route, status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code,
+                    token = %caller, "request")
+            };
+        }
+        if counted || polled || method == Method::OPTIONS {
+            access!(tracing::Level::DEBUG);
+        } else if status >= 500 {
+            access!(tracing::Level::WARN);
         } else {
-            tracing::info!(target: "phiguard::access", request_id = %id, method = %method, route = %route,
-                status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code, token = %caller, "request");
+            access!(tracing::Level::INFO);
         }
     }
 }

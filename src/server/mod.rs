@@ -21,6 +21,7 @@ mod ndjson;
 pub mod openapi;
 pub mod ops;
 pub mod pii;
+pub mod refusals;
 pub mod reidentify;
 pub mod responses;
 mod router;
@@ -286,13 +287,16 @@ impl Server {
         {
             let st = state.clone();
             tokio::spawn(async move {
-                // One clock for both: the keep-alive sweep and the dashboard's history
-                // sample share its five seconds.
+                // One clock for all three: the keep-alive sweep, the dashboard's history
+                // sample and the refusal log's closed windows share its five seconds.
                 history::sample(&st);
                 loop {
                     tokio::time::sleep(history::INTERVAL).await;
                     st.engine.expire_idle();
                     history::sample(&st);
+                    for closed in st.refusals.sweep(std::time::Instant::now()) {
+                        closed.log();
+                    }
                 }
             });
         }
@@ -368,6 +372,9 @@ impl Server {
             until.saturating_duration_since(std::time::Instant::now()) + Duration::from_millis(500);
         if tokio::time::timeout(left, &mut self.task).await.is_err() {
             self.task.abort();
+        }
+        for closed in self.state.refusals.close_all() {
+            closed.log();
         }
     }
 }

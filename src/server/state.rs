@@ -87,6 +87,8 @@ pub struct Inner {
     pub audit: super::audit::AuditLog,
     /// The dashboard's last fifteen minutes of model-route traffic.
     pub history: super::history::History,
+    /// The access log's refusals grouped by kind (see [`super::refusals`]).
+    pub refusals: super::refusals::RefusalLog,
 }
 
 /// Cheaply cloneable handle.
@@ -150,6 +152,7 @@ impl AppState {
             failed_auth,
             audit,
             history: super::history::History::new(),
+            refusals: super::refusals::RefusalLog::default(),
         }))
     }
 
