@@ -523,9 +523,14 @@ def cmd_out(cmd: list[str], **kw) -> str:
         return "?"
 
 
+def lscpu(field: str) -> str:
+    """One field of `lscpu` ("Model name", "Flags"), or "" when it has none."""
+    out = cmd_out(["lscpu"])
+    return next((l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith(field + ":")), "")
+
+
 def versions(args) -> dict[str, str]:
-    lscpu = cmd_out(["lscpu"])
-    model = next((l.split(":", 1)[1].strip() for l in lscpu.splitlines() if l.startswith("Model name")), "?")
+    model = lscpu("Model name") or "?"
     mem_kib = next((int(l.split()[1]) for l in Path("/proc/meminfo").read_text().splitlines()
                     if l.startswith("MemTotal")), 0)
     commit = cmd_out(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT)

@@ -190,10 +190,7 @@ def serve_load(port: int, texts: list[str], clients: int) -> dict:
             answer = r.read()
             mine.append(time.perf_counter() - s)
             if r.status != 200:
-                try:
-                    code = json.loads(answer)["error"]["code"]
-                except (ValueError, KeyError, TypeError):
-                    code = "?"
+                code = ff.Resp(r.status, {}, answer.decode("utf-8", errors="replace")).code or "?"
                 with lock:
                     refused[f"{r.status} {code}"] += 1
         conn.close()
@@ -218,9 +215,8 @@ def cpu() -> str:
     """The CPU's model and which int8 kernel phiguard's default precision runs on it: the figures
     move with both (AMX tiles where the CPU has AMX-INT8, AVX-512 VNNI otherwise; onnxruntime's
     int8 makes the same choice), so a run says which it was."""
-    lscpu = ff.cmd_out(["lscpu"])
-    model = next((l.split(":", 1)[1].strip() for l in lscpu.splitlines() if l.startswith("Model name")), "?")
-    flags = next((l.split(":", 1)[1].split() for l in lscpu.splitlines() if l.startswith("Flags")), [])
+    model = ff.lscpu("Model name") or "?"
+    flags = ff.lscpu("Flags").split()
     if "amx_int8" in flags:
         return f"{model} (int8 products on AMX-INT8 tiles)"
     if "avx512_vnni" in flags:
