@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import functools
 import http.client
 import json
 import os
@@ -523,10 +524,16 @@ def cmd_out(cmd: list[str], **kw) -> str:
         return "?"
 
 
+@functools.lru_cache(maxsize=1)
+def _lscpu_output() -> str:
+    return cmd_out(["lscpu"])
+
+
 def lscpu(field: str) -> str:
-    """One field of `lscpu` ("Model name", "Flags"), or "" when it has none."""
-    out = cmd_out(["lscpu"])
-    return next((l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith(field + ":")), "")
+    """One field of `lscpu` ("Model name", "Flags"), or "" when it has none (one run of
+    `lscpu` per process)."""
+    return next((l.split(":", 1)[1].strip() for l in _lscpu_output().splitlines()
+                 if l.startswith(field + ":")), "")
 
 
 def versions(args) -> dict[str, str]:

@@ -250,8 +250,7 @@ impl Answered<'_> {
             error,
             series,
         } = self;
-        let now = Instant::now();
-        let elapsed = now.saturating_duration_since(started);
+        let elapsed = started.elapsed();
         let status = resp.status().as_u16();
         if route != "/metrics" {
             st.metrics.inflight.dec();
@@ -274,6 +273,7 @@ impl Answered<'_> {
         // A refusal's line is in full only as the first of its kind in a while; the rest
         // are counted (`refusals.rs`).
         let counted = refusals::is_refusal(status) && {
+            let now = st.clock.now();
             let (line, closed) = st.refusals.note(method, route, status, code, caller, now);
             if let Some(closed) = closed {
                 closed.log();

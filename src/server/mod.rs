@@ -294,7 +294,7 @@ impl Server {
                     tokio::time::sleep(history::INTERVAL).await;
                     st.engine.expire_idle();
                     history::sample(&st);
-                    for closed in st.refusals.sweep(std::time::Instant::now()) {
+                    for closed in st.refusals.sweep(st.clock.now()) {
                         closed.log();
                     }
                 }

@@ -27,7 +27,8 @@
 //! and the request metrics count each one whatever the log level. Other answers, `401`
 //! and `500` included, keep one line each: those are rare or wanted one by one.
 //!
-//! Time is passed in (`now`), so the tests below drive the windows without sleeping.
+//! Time is passed in (`now`, the service's injected clock, the guard's), so the tests below
+//! drive the windows without sleeping.
 
 use std::time::{Duration, Instant};
 
