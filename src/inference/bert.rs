@@ -335,6 +335,8 @@ impl Layer {
             bias: &self.qkv.bias_host,
             lens,
             heads: self.heads,
+            // Attention's products follow the dense layers' precision.
+            int8: matches!(self.qkv.weight, Weight::Int8(_)),
         })?;
         self.feed_forward(x, &ctx)
     }

@@ -28,6 +28,10 @@ pub struct PackedAttention<'a> {
     pub lens: &'a [usize],
     /// Attention heads.
     pub heads: usize,
+    /// Both products in int8 (`Q·Kᵀ` and `E·V` on AVX-512 VNNI, see [`int8_head`]) where
+    /// the CPU has the kernel and the head width is a multiple of 32; f32 otherwise. The
+    /// encoder sets it when its dense layers run in int8.
+    pub int8: bool,
 }
 
 impl CustomOp1 for PackedAttention<'_> {
@@ -83,6 +87,8 @@ impl pulp::WithSimd for AttentionKernel<'_, '_> {
         // 1 / Σ exp of each score row: applied to the context's `d` columns after `· V`
         // rather than to the row's `len` probabilities before it.
         let mut inv_sums = vec![0f32; longest];
+        #[cfg(target_arch = "x86_64")]
+        let mut int8 = (self.op.int8 && int8_head::usable(d)).then(int8_head::Scratch::default);
         let mut start = 0;
         for &n in self.op.lens {
             if n == 0 {
@@ -102,6 +108,17 @@ impl pulp::WithSimd for AttentionKernel<'_, '_> {
                             *o = x + b;
                         }
                     }
+                }
+                #[cfg(target_arch = "x86_64")]
+                if let Some(scratch) = int8.as_mut() {
+                    let out = &mut self.out[start * h + head * d..][..(n - 1) * h + d];
+                    #[allow(unsafe_code)]
+                    // SAFETY: `int8_head::usable` held (the CPU has AVX-512 F, BW, VNNI and
+                    // FMA, and `d` is a multiple of 32).
+                    unsafe {
+                        int8_head::attend(&q, &k, &v, n, d, out, h, scratch);
+                    }
+                    continue;
                 }
                 let s = &mut scores[..n * n];
                 // S = Q · Kᵀ: [n, d] × [d, n] (Kᵀ read from K's rows by strides).
@@ -150,6 +167,261 @@ impl pulp::WithSimd for AttentionKernel<'_, '_> {
             }
             start += n;
         }
+    }
+}
+
+/// One (sequence, head) with both products in int8 on AVX-512 VNNI, through the dense
+/// layers' register tile ([`crate::int8`]).
+///
+/// # Why
+/// On long notes the two f32 products were about a fifth of a `deid` run, at the f32 FMA's
+/// limit (gemm's AVX-512 kernels); `vpdpbusd` does four times the multiply-adds a cycle.
+/// The earlier try (`Q·Kᵀ` through `Int8Weights`, built per head) lost more to quantizing
+/// and packing K with code written to run once per layer at load than the product saved:
+/// here K and V are quantized and packed in registers, a few instructions per key.
+///
+/// # Numerics
+/// - `Q·Kᵀ`: Q's rows asymmetric u8 (as every activation of the dense layers), K's rows
+///   (the product's columns) symmetric int8, each key its own scale; dequantized by the
+///   dense layers' epilogue into f32 scores.
+/// - softmax: the row's maximum subtracted, e^x in f32 (the polynomial of the GELU), then
+///   `u = round(255 · e)` in u8: the largest is exactly 255, and each row is divided by its
+///   own integer `Σ u`, so the weights that multiply V sum to exactly 1.
+/// - `E·V`: `u` against V symmetric int8 per column (each of the head's dimensions its own
+///   scale); the integer sums are exact (at most 255 · 127 · keys, far inside i32).
+#[cfg(target_arch = "x86_64")]
+mod int8_head {
+    use std::arch::x86_64::{
+        __m512, _mm512_abs_ps, _mm512_add_epi32, _mm512_and_si512, _mm512_cvtepi32_ps,
+        _mm512_cvtps_epi32, _mm512_cvtsepi32_epi8, _mm512_cvtusepi32_epi8, _mm512_max_ps,
+        _mm512_mul_ps, _mm512_or_si512, _mm512_reduce_add_epi32, _mm512_reduce_max_ps,
+        _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps, _mm512_setzero_si512,
+        _mm512_sll_epi32, _mm512_sub_ps, _mm_cvtsi32_si128,
+    };
+
+    use crate::int8::vnni::{dequantize, exp16, load, quantize, tile_rows};
+    use crate::int8::{Int8Weights, Lane, BLOCK_K, BLOCK_N, TILE_M, TILE_V};
+
+    /// Head dimensions per register tile of `E·V` (two registers of sixteen columns).
+    const V_TILE: usize = 2 * BLOCK_N;
+
+    /// Whether the int8 path runs heads of width `d`.
+    pub(super) fn usable(d: usize) -> bool {
+        d.is_multiple_of(V_TILE) && Int8Weights::supported()
+    }
+
+    /// Buffers reused from one (sequence, head) to the next.
+    #[derive(Default)]
+    pub(super) struct Scratch {
+        /// Q quantized, in the dense layers' row-tile layout; its rows' scales and minima.
+        q: Vec<[i32; TILE_M]>,
+        q_scale: Vec<f32>,
+        q_min: Vec<f32>,
+        /// Kᵀ packed as the dense layers' weights (48 keys a tile); per key its scale and
+        /// the sum of its quantized values (which carries Q's zero point).
+        k: Vec<[Lane; TILE_V]>,
+        k_scale: Vec<f32>,
+        k_sum: Vec<f32>,
+        /// The scores, `n` rows of `n` rounded up to 16.
+        scores: Vec<f32>,
+        /// `u = round(255 · e)` in the row-tile layout; per row 1 / Σ u.
+        e: Vec<[i32; TILE_M]>,
+        e_inv: Vec<f32>,
+        /// V packed as weights (32 columns a tile); per column its scale and its inverse.
+        v: Vec<[Lane; 2]>,
+        v_scale: Vec<f32>,
+        v_inv: Vec<f32>,
+    }
+
+    /// `Q · Kᵀ` of one head into `s.scores` (`n` rows of `n` rounded up to 16, the keys
+    /// past `n` undefined); returns that row stride.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
+    fn scores(q: &[f32], k: &[f32], n: usize, d: usize, s: &mut Scratch) -> usize {
+        let (q, k) = (&q[..n * d], &k[..n * d]);
+        let d_steps = d / BLOCK_K;
+        let row_tiles = n.div_ceil(TILE_M);
+        let keys = n.next_multiple_of(BLOCK_N);
+        let key_tiles = n.div_ceil(TILE_V * BLOCK_N);
+        // Q: u8 per row.
+        s.q.resize(row_tiles * d_steps, [0; TILE_M]);
+        s.q_scale.resize(n, 0.0);
+        s.q_min.resize(n, 0.0);
+        quantize(q, d, &mut s.q, &mut s.q_scale[..n], &mut s.q_min[..n]);
+
+        // Kᵀ: int8 per key, packed; keys past `n` stay zero.
+        s.k.clear();
+        s.k.resize(key_tiles * d_steps, [[0; BLOCK_N * BLOCK_K]; TILE_V]);
+        s.k_scale.clear();
+        s.k_scale.resize(key_tiles * TILE_V * BLOCK_N, 0.0);
+        s.k_sum.clear();
+        s.k_sum.resize(key_tiles * TILE_V * BLOCK_N, 0.0);
+        for (j, row) in k.chunks_exact(d).enumerate() {
+            let mut amax = _mm512_setzero_ps();
+            for c in row.chunks_exact(BLOCK_N) {
+                amax = _mm512_max_ps(amax, _mm512_abs_ps(load(c)));
+            }
+            let amax = _mm512_reduce_max_ps(amax);
+            let inv = _mm512_set1_ps(if amax > 0.0 { 127.0 / amax } else { 0.0 });
+            s.k_scale[j] = amax / 127.0;
+            let (tile, lane, slot) = (j / (TILE_V * BLOCK_N), (j / BLOCK_N) % TILE_V, j % BLOCK_N);
+            let mut sum = _mm512_setzero_si512();
+            for (ci, c) in row.chunks_exact(BLOCK_N).enumerate() {
+                let qi = _mm512_cvtps_epi32(_mm512_mul_ps(load(c), inv));
+                sum = _mm512_add_epi32(sum, qi);
+                let bytes: [[i8; BLOCK_K]; 4] = bytemuck::cast(_mm512_cvtsepi32_epi8(qi));
+                for (g, b) in bytes.iter().enumerate() {
+                    let step = ci * 4 + g;
+                    s.k[tile * d_steps + step][lane][slot * BLOCK_K..][..BLOCK_K]
+                        .copy_from_slice(b);
+                }
+            }
+            s.k_sum[j] = _mm512_reduce_add_epi32(sum) as f32;
+        }
+
+        // Scores = Q · Kᵀ, by the dense layers' tile and epilogue.
+        s.scores.resize(n * keys, 0.0);
+        for (rt, a_tile) in s.q.chunks_exact(d_steps).take(row_tiles).enumerate() {
+            let rows = (n - rt * TILE_M).min(TILE_M);
+            for (t, k_tile) in s.k.chunks_exact(d_steps).enumerate() {
+                let acc = tile_rows(rows, a_tile, k_tile);
+                for (lane, acc_v) in acc.iter().enumerate() {
+                    let c0 = (t * TILE_V + lane) * BLOCK_N;
+                    if c0 >= keys {
+                        break;
+                    }
+                    let sw = load(&s.k_scale[c0..c0 + BLOCK_N]);
+                    let cs = load(&s.k_sum[c0..c0 + BLOCK_N]);
+                    for (i, &a) in acc_v[..rows].iter().enumerate() {
+                        let r = rt * TILE_M + i;
+                        let y = dequantize(a, s.q_scale[r], s.q_min[r], sw, cs);
+                        store(&mut s.scores[r * keys + c0..][..BLOCK_N], y);
+                    }
+                }
+            }
+        }
+
+        keys
+    }
+
+    /// The context rows of one head: `q`, `k`, `v` are `[n, d]` (bias added, 1/√d in Q);
+    /// row `r` of the result goes to `out[r * out_row..][..d]`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn attend(
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        n: usize,
+        d: usize,
+        out: &mut [f32],
+        out_row: usize,
+        s: &mut Scratch,
+    ) {
+        let (q, k, v) = (&q[..n * d], &k[..n * d], &v[..n * d]);
+        let row_tiles = n.div_ceil(TILE_M);
+        // The scores' rows, and `E·V`'s K: the keys rounded up to whole registers.
+        let keys = scores(q, k, n, d, s);
+        let e_steps = keys / BLOCK_K;
+
+        // Softmax to u8: e = e^(x − max) ≤ 1, u = round(255 e); keys past `n` give 0.
+        s.e.resize(row_tiles * e_steps, [0; TILE_M]);
+        s.e_inv.resize(n, 0.0);
+        for r in 0..n {
+            let row = &mut s.scores[r * keys..][..keys];
+            row[n..].fill(f32::NEG_INFINITY);
+            let max = _mm512_set1_ps(crate::lane_max(&row[..n]));
+            let mut sum = _mm512_setzero_si512();
+            let base = (r / TILE_M) * e_steps;
+            for (ci, c) in row.chunks_exact(BLOCK_N).enumerate() {
+                let e = exp16(_mm512_sub_ps(load(c), max));
+                let u = _mm512_cvtps_epi32(_mm512_mul_ps(e, _mm512_set1_ps(255.0)));
+                sum = _mm512_add_epi32(sum, u);
+                let words: [i32; 4] = bytemuck::cast(_mm512_cvtusepi32_epi8(u));
+                for (g, &w) in words.iter().enumerate() {
+                    s.e[base + ci * 4 + g][r % TILE_M] = w;
+                }
+            }
+            // At least 255: the maximum's e is exactly 1.
+            s.e_inv[r] = 1.0 / _mm512_reduce_add_epi32(sum) as f32;
+        }
+
+        // V: int8 per column, packed four keys to a 32-bit word; keys past `n` are zero.
+        s.v_scale.clear();
+        s.v_scale.resize(d, 0.0);
+        for row in v.chunks_exact(d) {
+            for (m, c) in s
+                .v_scale
+                .chunks_exact_mut(BLOCK_N)
+                .zip(row.chunks_exact(BLOCK_N))
+            {
+                store(m, _mm512_max_ps(load(m), _mm512_abs_ps(load(c))));
+            }
+        }
+        s.v_inv.clear();
+        s.v_inv.extend(
+            s.v_scale
+                .iter()
+                .map(|&m| if m > 0.0 { 127.0 / m } else { 0.0 }),
+        );
+        for m in &mut s.v_scale {
+            *m /= 127.0;
+        }
+        let v_tiles = d / V_TILE;
+        s.v.clear();
+        s.v.resize(v_tiles * e_steps, [[0; BLOCK_N * BLOCK_K]; 2]);
+        let byte = _mm512_set1_epi32(0xFF);
+        for step in 0..n.div_ceil(BLOCK_K) {
+            for vt in 0..v_tiles {
+                for lane in 0..2 {
+                    let c0 = vt * V_TILE + lane * BLOCK_N;
+                    let inv = load(&s.v_inv[c0..c0 + BLOCK_N]);
+                    let mut word = _mm512_setzero_si512();
+                    for t in 0..BLOCK_K {
+                        let j = step * BLOCK_K + t;
+                        if j >= n {
+                            break;
+                        }
+                        let qi = _mm512_cvtps_epi32(_mm512_mul_ps(
+                            load(&v[j * d + c0..][..BLOCK_N]),
+                            inv,
+                        ));
+                        let shifted = _mm512_sll_epi32(
+                            _mm512_and_si512(qi, byte),
+                            _mm_cvtsi32_si128(8 * t as i32),
+                        );
+                        word = _mm512_or_si512(word, shifted);
+                    }
+                    s.v[vt * e_steps + step][lane] = bytemuck::cast(word);
+                }
+            }
+        }
+
+        // Context = (u · V) / Σ u.
+        for (rt, a_tile) in s.e.chunks_exact(e_steps).take(row_tiles).enumerate() {
+            let rows = (n - rt * TILE_M).min(TILE_M);
+            for vt in 0..v_tiles {
+                let acc = tile_rows(rows, a_tile, &s.v[vt * e_steps..][..e_steps]);
+                for (lane, acc_v) in acc.iter().enumerate() {
+                    let c0 = vt * V_TILE + lane * BLOCK_N;
+                    let sw = load(&s.v_scale[c0..c0 + BLOCK_N]);
+                    for (i, &a) in acc_v[..rows].iter().enumerate() {
+                        let r = rt * TILE_M + i;
+                        let y = _mm512_mul_ps(
+                            _mm512_mul_ps(_mm512_cvtepi32_ps(a), _mm512_set1_ps(s.e_inv[r])),
+                            sw,
+                        );
+                        store(&mut out[r * out_row + c0..][..BLOCK_N], y);
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn store(dst: &mut [f32], y: __m512) {
+        let y: [f32; BLOCK_N] = bytemuck::cast(y);
+        dst.copy_from_slice(&y);
     }
 }
 
@@ -262,6 +534,7 @@ mod tests {
                 bias: &bias_host,
                 lens: &lens,
                 heads,
+                int8: false,
             };
             let got = qkv.apply_op1_no_bwd(&op)?;
             let want = reference(&qkv, &bias, &lens, heads)?;
@@ -275,6 +548,53 @@ mod tests {
         Ok(())
     }
 
+    /// The int8 path tracks the composite form within quantization error, on lengths that
+    /// leave partial row tiles, partial key registers and partial 48-key tiles, one token
+    /// alone, and a head of 64; where the CPU has no VNNI it is the f32 path and exact.
+    #[test]
+    fn int8_attention_tracks_the_composite() -> CResult<()> {
+        let dev = Device::Cpu;
+        for (heads, d, lens) in [
+            (2usize, 32usize, vec![1usize, 5, 17, 48, 49]),
+            (12, 32, vec![350]),
+            (1, 64, vec![37, 130]),
+        ] {
+            let h = heads * d;
+            let tokens: usize = lens.iter().sum();
+            // Scores of a few units, as a trained model's: Q carries 1/√d.
+            let qkv = Tensor::randn(0f32, 1.0, (tokens, 3 * h), &dev)?;
+            let scale = Tensor::cat(
+                &[
+                    Tensor::full(2.0 / (d as f32).sqrt(), h, &dev)?,
+                    Tensor::ones(2 * h, candle_core::DType::F32, &dev)?,
+                ],
+                0,
+            )?;
+            let qkv = qkv.broadcast_mul(&scale)?;
+            let bias = Tensor::randn(0f32, 0.5, 3 * h, &dev)?;
+            let bias_host = bias.to_vec1::<f32>()?;
+            let op = PackedAttention {
+                bias: &bias_host,
+                lens: &lens,
+                heads,
+                int8: true,
+            };
+            let got = qkv.apply_op1_no_bwd(&op)?;
+            let want = reference(&qkv, &bias, &lens, heads)?;
+            let err = (got - &want)?.abs()?.flatten_all()?;
+            let (worst, mean) = (
+                err.max(0)?.to_scalar::<f32>()?,
+                err.mean(0)?.to_scalar::<f32>()?,
+            );
+            let range = want.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+            assert!(
+                worst < 0.06 * range && mean < 0.006 * range,
+                "heads {heads}, d {d}, lens {lens:?}: worst {worst}, mean {mean} of {range}"
+            );
+        }
+        Ok(())
+    }
+
     #[test]
     fn lengths_that_do_not_cover_the_rows_are_refused() -> CResult<()> {
         let dev = Device::Cpu;
@@ -284,6 +604,7 @@ mod tests {
             bias: &bias,
             lens: &[2, 2],
             heads: 2,
+            int8: false,
         };
         assert!(qkv.apply_op1_no_bwd(&op).is_err());
         Ok(())

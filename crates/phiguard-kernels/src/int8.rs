@@ -31,17 +31,17 @@ use candle_core::{CpuStorage, CustomOp1, Layout, Shape};
 type CResult<T> = candle_core::Result<T>;
 
 /// Columns per register: sixteen i32 accumulators.
-const BLOCK_N: usize = 16;
+pub(crate) const BLOCK_N: usize = 16;
 /// Registers of columns per tile: a tile is 48 columns wide.
-const TILE_V: usize = 3;
+pub(crate) const TILE_V: usize = 3;
 /// Consecutive K values multiplied and summed by one `vpdpbusd` lane.
-const BLOCK_K: usize = 4;
+pub(crate) const BLOCK_K: usize = 4;
 /// Rows per register tile: 8 rows × 3 registers = 24 accumulators, plus three weight
 /// registers and one broadcast, of AVX-512's 32.
-const TILE_M: usize = 8;
+pub(crate) const TILE_M: usize = 8;
 
 /// Four K-consecutive weights of sixteen columns: one `vpdpbusd` operand.
-type Lane = [i8; BLOCK_N * BLOCK_K];
+pub(crate) type Lane = [i8; BLOCK_N * BLOCK_K];
 
 /// A weight `Wᵀ: [k, n]` quantized to int8 and packed for `vpdpbusd`.
 pub struct Int8Weights {
@@ -318,7 +318,7 @@ impl Sink<'_> {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod vnni {
+pub(crate) mod vnni {
     use std::arch::x86_64::{
         __m512, __m512i, _mm512_abs_ps, _mm512_cvtepi32_ps, _mm512_cvttps_epu32,
         _mm512_cvtusepi32_epi8, _mm512_dpbusd_epi32, _mm512_fmadd_ps, _mm512_fnmadd_ps,
@@ -339,7 +339,7 @@ mod vnni {
     /// includes 0, so it is never empty and a row of zeros quantizes exactly. Rounds half
     /// up (`+ 0.5`, then truncate: the values are ≥ 0).
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    pub(super) fn quantize(
+    pub(crate) fn quantize(
         x: &[f32],
         k: usize,
         a: &mut [[i32; TILE_M]],
@@ -434,19 +434,7 @@ mod vnni {
         for (rt, a_tile) in a.chunks_exact(steps).enumerate() {
             let rows = (m - rt * TILE_M).min(TILE_M);
             for (t, w_tile) in w.packed.chunks_exact(steps).enumerate() {
-                // A last tile of fewer rows multiplies only those: one note of 37 tokens is
-                // 37 rows, not 40 (a small batch, as a server with few clients runs, would
-                // otherwise spend up to 7 rows in 8 on padding).
-                let acc = match rows {
-                    8 => tile::<8>(a_tile, w_tile),
-                    7 => tile::<7>(a_tile, w_tile),
-                    6 => tile::<6>(a_tile, w_tile),
-                    5 => tile::<5>(a_tile, w_tile),
-                    4 => tile::<4>(a_tile, w_tile),
-                    3 => tile::<3>(a_tile, w_tile),
-                    2 => tile::<2>(a_tile, w_tile),
-                    _ => tile::<1>(a_tile, w_tile),
-                };
+                let acc = tile_rows(rows, a_tile, w_tile);
                 for (v, acc_v) in acc.iter().enumerate() {
                     let c0 = (t * TILE_V + v) * BLOCK_N;
                     if c0 >= n {
@@ -463,6 +451,28 @@ mod vnni {
         }
     }
 
+    /// [`tile`] for the first `rows` (1 to 8) rows of the tile: a last tile of fewer rows
+    /// multiplies only those, so one note of 37 tokens is 37 rows, not 40 (a small batch, as
+    /// a server with few clients runs, would otherwise spend up to 7 rows in 8 on padding).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(crate) fn tile_rows<const V: usize>(
+        rows: usize,
+        a_tile: &[[i32; TILE_M]],
+        w_tile: &[[super::Lane; V]],
+    ) -> [[__m512i; TILE_M]; V] {
+        match rows {
+            8 => tile::<8, V>(a_tile, w_tile),
+            7 => tile::<7, V>(a_tile, w_tile),
+            6 => tile::<6, V>(a_tile, w_tile),
+            5 => tile::<5, V>(a_tile, w_tile),
+            4 => tile::<4, V>(a_tile, w_tile),
+            3 => tile::<3, V>(a_tile, w_tile),
+            2 => tile::<2, V>(a_tile, w_tile),
+            _ => tile::<1, V>(a_tile, w_tile),
+        }
+    }
+
     /// The integer sums of the first `R` rows of one 8-row tile of activations against one
     /// 48-column tile of weights, by column register then row (rows past `R` stay zero). A
     /// function of its own so that its 24
@@ -472,17 +482,13 @@ mod vnni {
     /// speed.
     #[inline(never)]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    fn tile<const R: usize>(
+    fn tile<const R: usize, const V: usize>(
         a_tile: &[[i32; TILE_M]],
-        w_tile: &[[super::Lane; TILE_V]],
-    ) -> [[__m512i; TILE_M]; TILE_V] {
-        let mut acc = [[_mm512_setzero_si512(); TILE_M]; TILE_V];
+        w_tile: &[[super::Lane; V]],
+    ) -> [[__m512i; TILE_M]; V] {
+        let mut acc = [[_mm512_setzero_si512(); TILE_M]; V];
         for (ak, wk) in a_tile.iter().zip(w_tile) {
-            let b: [__m512i; TILE_V] = [
-                bytemuck::cast(wk[0]),
-                bytemuck::cast(wk[1]),
-                bytemuck::cast(wk[2]),
-            ];
+            let b: [__m512i; V] = std::array::from_fn(|v| bytemuck::cast(wk[v]));
             for (i, &a4) in ak[..R].iter().enumerate() {
                 let av = _mm512_set1_epi32(a4);
                 for (acc_v, &bv) in acc.iter_mut().zip(&b) {
@@ -507,7 +513,7 @@ mod vnni {
     /// Both paths call this, so they round alike.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    pub(super) fn dequantize(acc: __m512i, s_x: f32, min_x: f32, sw: __m512, cs: __m512) -> __m512 {
+    pub(crate) fn dequantize(acc: __m512i, s_x: f32, min_x: f32, sw: __m512, cs: __m512) -> __m512 {
         let y = _mm512_fmadd_ps(
             _mm512_cvtepi32_ps(acc),
             _mm512_set1_ps(s_x),
@@ -541,19 +547,8 @@ mod vnni {
             poly = _mm512_fmadd_ps(poly, t, _mm512_set1_ps(c));
         }
         poly = _mm512_mul_ps(poly, t);
-        // e^z for z = −a² in [−64, 0], reduced as `crate::exp_parts` does.
-        let z = _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a);
-        let k = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
-            _mm512_mul_ps(z, _mm512_set1_ps(std::f32::consts::LOG2_E)),
-        );
-        // Cephes' two-part ln 2, as `crate::exp_parts`.
-        let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693_359_4), z);
-        let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.121_944_4e-4), r);
-        let mut p = _mm512_set1_ps(0.001_388_888_9);
-        for c in [0.008_333_334, 0.041_666_668, 0.166_666_67, 0.5, 1.0, 1.0] {
-            p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
-        }
-        let e = _mm512_scalef_ps(p, k);
+        // e^(−a²), a² in [0, 64].
+        let e = exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a));
         // erf(|x|/√2) = 1 − poly·e, then the sign of x: `vpternlogd` with table 0xB8 takes
         // each bit from its third operand (`xs`) where the second (the sign mask) is set,
         // from its first (`y`) elsewhere.
@@ -568,9 +563,28 @@ mod vnni {
         _mm512_fmadd_ps(half, erf, half)
     }
 
+    /// e^z of sixteen lanes for z ≤ 0 (below −87, about 1.6e−38, which the callers round
+    /// to 0), reduced as `crate::exp_parts` does: k = round(z / ln 2) by `vrndscaleps`,
+    /// Cephes' two-part ln 2, the same polynomial, 2^k by `vscalefps`.
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    pub(crate) fn exp16(z: __m512) -> __m512 {
+        let z = _mm512_max_ps(z, _mm512_set1_ps(-87.0));
+        let k = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+            _mm512_mul_ps(z, _mm512_set1_ps(std::f32::consts::LOG2_E)),
+        );
+        let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693_359_4), z);
+        let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.121_944_4e-4), r);
+        let mut p = _mm512_set1_ps(0.001_388_888_9);
+        for c in [0.008_333_334, 0.041_666_668, 0.166_666_67, 0.5, 1.0, 1.0] {
+            p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+        }
+        _mm512_scalef_ps(p, k)
+    }
+
     #[inline]
     #[target_feature(enable = "avx512f")]
-    pub(super) fn load(xs: &[f32]) -> __m512 {
+    pub(crate) fn load(xs: &[f32]) -> __m512 {
         let a: [f32; 16] = xs.try_into().expect("16 lanes");
         bytemuck::cast(a)
     }

@@ -262,7 +262,7 @@ impl CustomOp2 for MaskedSoftmax {
 const LANES: usize = 16;
 
 #[inline(always)]
-fn lane_max(xs: &[f32]) -> f32 {
+pub(crate) fn lane_max(xs: &[f32]) -> f32 {
     let mut acc = [f32::NEG_INFINITY; LANES];
     let mut chunks = xs.chunks_exact(LANES);
     for c in &mut chunks {
