@@ -9,10 +9,12 @@
 //! Here the encoder's tokens stay packed (`[tokens, 3h]`, sequence lengths beside them):
 //! each (sequence, head) gathers its Q/K/V slices with the bias added, computes its scores
 //! against the sequence's own keys only (`len × len`, at most 1 MB, reused), softmaxes them
-//! and multiplies by V straight into the context's `[tokens, h]` rows. f32 throughout; the
-//! two products go to `gemm` (the crate candle's CPU matmul uses, with its AVX-512 kernels)
+//! and multiplies by V straight into the context's `[tokens, h]` rows. In f32 the two
+//! products go to `gemm` (the crate candle's CPU matmul uses, with its AVX-512 kernels)
 //! called on the scratch buffers and the output with explicit strides, single-threaded like
-//! the other kernels. (Hand-written register-blocked loops measured 2–3× slower here.)
+//! the other kernels (hand-written register-blocked f32 loops measured 2–3× slower here).
+//! With [`PackedAttention::int8`] both run in int8 on the dense layers' VNNI register tile
+//! instead (module `int8_head`).
 
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape};
 

@@ -1,6 +1,7 @@
 //! phiguard's CPU kernels for the encoder, as candle custom ops: the fused element-wise
 //! kernels here (bias+GELU, bias+residual+LayerNorm, mask+softmax), self-attention over
-//! packed sequences ([`attention`]) and the int8 dense layers of [`int8`] (AVX-512 VNNI).
+//! packed sequences ([`attention`], its products in int8 beside int8 dense layers) and the
+//! int8 dense layers of [`int8`] (AVX-512 VNNI, AMX).
 //!
 //! A crate of its own so that debug builds compile it optimised (the workspace's
 //! `[profile.dev.package.phiguard-kernels]`): the rest of phiguard stays quick to build,
