@@ -30,7 +30,7 @@ pub struct PackedAttention<'a> {
     pub lens: &'a [usize],
     /// Attention heads.
     pub heads: usize,
-    /// Both products in int8 (`Q·Kᵀ` and `E·V` on AVX-512 VNNI, see [`int8_head`]) where
+    /// Both products in int8 (`Q·Kᵀ` and `E·V` on AVX-512 VNNI, module `int8_head`) where
     /// the CPU has the kernel and the head width is a multiple of 32; f32 otherwise. The
     /// encoder sets it when its dense layers run in int8.
     pub int8: bool,
