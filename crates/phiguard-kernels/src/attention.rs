@@ -518,28 +518,49 @@ mod tests {
         Tensor::cat(&parts, 0)
     }
 
+    /// Random packed QKV for `lens` (Q's columns times `q_scale`) and a random bias, through
+    /// the op and through the composite form: `(got, want)`.
+    fn both(
+        heads: usize,
+        d: usize,
+        lens: &[usize],
+        q_scale: f32,
+        int8: bool,
+    ) -> CResult<(Tensor, Tensor)> {
+        let dev = Device::Cpu;
+        let h = heads * d;
+        let tokens: usize = lens.iter().sum();
+        let scale = Tensor::cat(
+            &[
+                Tensor::full(q_scale, h, &dev)?,
+                Tensor::ones(2 * h, candle_core::DType::F32, &dev)?,
+            ],
+            0,
+        )?;
+        let qkv = Tensor::randn(0f32, 1.0, (tokens, 3 * h), &dev)?.broadcast_mul(&scale)?;
+        let bias = Tensor::randn(0f32, 0.5, 3 * h, &dev)?;
+        let bias_host = bias.to_vec1::<f32>()?;
+        let op = PackedAttention {
+            bias: &bias_host,
+            lens,
+            heads,
+            int8,
+        };
+        Ok((
+            qkv.apply_op1_no_bwd(&op)?,
+            reference(&qkv, &bias, lens, heads)?,
+        ))
+    }
+
     #[test]
     fn packed_attention_matches_the_composite_per_sequence() -> CResult<()> {
-        let dev = Device::Cpu;
         // A single token, lengths around vector widths (16), 12 heads of 32 as in BERT.
         for (heads, d, lens) in [
             (4usize, 8usize, vec![1usize, 5, 16, 17, 3]),
             (2, 32, vec![33, 4]),
             (12, 32, vec![70]),
         ] {
-            let h = heads * d;
-            let tokens: usize = lens.iter().sum();
-            let qkv = Tensor::randn(0f32, 1.0, (tokens, 3 * h), &dev)?;
-            let bias = Tensor::randn(0f32, 0.5, 3 * h, &dev)?;
-            let bias_host = bias.to_vec1::<f32>()?;
-            let op = PackedAttention {
-                bias: &bias_host,
-                lens: &lens,
-                heads,
-                int8: false,
-            };
-            let got = qkv.apply_op1_no_bwd(&op)?;
-            let want = reference(&qkv, &bias, &lens, heads)?;
+            let (got, want) = both(heads, d, &lens, 1.0, false)?;
             let diff = (got - want)?
                 .abs()?
                 .flatten_all()?
@@ -555,34 +576,13 @@ mod tests {
     /// alone, and a head of 64; where the CPU has no VNNI it is the f32 path and exact.
     #[test]
     fn int8_attention_tracks_the_composite() -> CResult<()> {
-        let dev = Device::Cpu;
         for (heads, d, lens) in [
             (2usize, 32usize, vec![1usize, 5, 17, 48, 49]),
             (12, 32, vec![350]),
             (1, 64, vec![37, 130]),
         ] {
-            let h = heads * d;
-            let tokens: usize = lens.iter().sum();
             // Scores of a few units, as a trained model's: Q carries 1/√d.
-            let qkv = Tensor::randn(0f32, 1.0, (tokens, 3 * h), &dev)?;
-            let scale = Tensor::cat(
-                &[
-                    Tensor::full(2.0 / (d as f32).sqrt(), h, &dev)?,
-                    Tensor::ones(2 * h, candle_core::DType::F32, &dev)?,
-                ],
-                0,
-            )?;
-            let qkv = qkv.broadcast_mul(&scale)?;
-            let bias = Tensor::randn(0f32, 0.5, 3 * h, &dev)?;
-            let bias_host = bias.to_vec1::<f32>()?;
-            let op = PackedAttention {
-                bias: &bias_host,
-                lens: &lens,
-                heads,
-                int8: true,
-            };
-            let got = qkv.apply_op1_no_bwd(&op)?;
-            let want = reference(&qkv, &bias, &lens, heads)?;
+            let (got, want) = both(heads, d, &lens, 2.0 / (d as f32).sqrt(), true)?;
             let err = (got - &want)?.abs()?.flatten_all()?;
             let (worst, mean) = (
                 err.max(0)?.to_scalar::<f32>()?,
