@@ -80,17 +80,21 @@ impl pulp::WithSimd for AttentionKernel<'_, '_> {
         let d = h / heads;
         let width = 3 * h;
         let longest = self.op.lens.iter().copied().max().unwrap_or(0);
+        #[cfg(target_arch = "x86_64")]
+        let mut int8 = (self.op.int8 && int8_head::usable(d)).then(int8_head::Scratch::default);
+        #[cfg(target_arch = "x86_64")]
+        let f32_rows = if int8.is_some() { 0 } else { longest };
+        #[cfg(not(target_arch = "x86_64"))]
+        let f32_rows = longest;
         // Scratch for one (sequence, head), reused: Q, K and V rows with their bias, and
-        // the scores.
+        // the f32 path's scores (the int8 path keeps its own).
         let mut q = vec![0f32; longest * d];
         let mut k = vec![0f32; longest * d];
         let mut v = vec![0f32; longest * d];
-        let mut scores = vec![0f32; longest * longest];
+        let mut scores = vec![0f32; f32_rows * f32_rows];
         // 1 / Σ exp of each score row: applied to the context's `d` columns after `· V`
         // rather than to the row's `len` probabilities before it.
-        let mut inv_sums = vec![0f32; longest];
-        #[cfg(target_arch = "x86_64")]
-        let mut int8 = (self.op.int8 && int8_head::usable(d)).then(int8_head::Scratch::default);
+        let mut inv_sums = vec![0f32; f32_rows];
         let mut start = 0;
         for &n in self.op.lens {
             if n == 0 {
