@@ -473,13 +473,13 @@ pub(crate) mod vnni {
         }
     }
 
-    /// The integer sums of the first `R` rows of one 8-row tile of activations against one
-    /// 48-column tile of weights, by column register then row (rows past `R` stay zero). A
-    /// function of its own so that its 24
-    /// accumulators live in registers for the whole loop over K: inlined into `gemm`
-    /// beside the epilogue, one build kept them in registers and another (the kernels'
-    /// own example) stored all 24 to the stack at every step, at about a third of the
-    /// speed.
+    /// The integer sums of the first `R` rows of one 8-row tile of activations against `V`
+    /// registers of 16 columns of weights (48 columns for the dense layers, 32 for
+    /// attention's `E·V`), by column register then row (rows past `R` stay zero). A function
+    /// of its own so that its accumulators live in registers for the whole loop over K:
+    /// inlined into `gemm` beside the epilogue, one build kept them in registers and another
+    /// (a microbenchmark's) stored all 24 to the stack at every step, at about a third of
+    /// the speed.
     #[inline(never)]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     fn tile<const R: usize, const V: usize>(
