@@ -364,7 +364,7 @@ pub(crate) struct BertForTokenClassification {
 impl BertForTokenClassification {
     /// Loads the weights; accepts checkpoints with or without the `bert.` prefix. With
     /// [`Precision::Int8`] the encoder's dense layers are quantized (the classifier head,
-    /// 35 columns here, stays f32).
+    /// 35 columns here, stays f32), and attention's products run in int8 with them.
     ///
     /// # Errors
     /// [`InferenceError::Candle`](super::InferenceError::Candle) when a tensor is missing or has

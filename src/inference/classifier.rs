@@ -52,9 +52,10 @@ pub enum Precision {
     /// f32 throughout: the reference numerics (parity with transformers within 1e-4).
     #[default]
     F32,
-    /// int8 dense layers (weights per column, activations per row) on CPUs with AVX-512
-    /// VNNI, BERT family only; f32 wherever that is not available
-    /// ([`phiguard_kernels::int8`]).
+    /// int8 dense layers (weights per column, activations per row) and attention products
+    /// (K per key, V per column, the softmax's weights in u8) on CPUs with AVX-512 VNNI,
+    /// BERT family only; f32 wherever that is not available ([`phiguard_kernels::int8`],
+    /// [`phiguard_kernels::attention`]).
     Int8,
 }
 

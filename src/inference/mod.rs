@@ -8,9 +8,9 @@
 //! 1/√d scale folded into the query rows at load, an additive padding mask, and fused
 //! element-wise kernels ([`phiguard_kernels`]: bias+GELU, bias+residual+LayerNorm, mask+softmax) that
 //! replace five to seven passes over memory each. With [`Precision::Int8`] (the service's
-//! default `models.precision`) the encoder's dense layers run as int8 on CPUs with AVX-512
-//! VNNI ([`phiguard_kernels::int8`]; 2.2–2.8× onnxruntime on the bundled model, measured in
-//! `docs/bench-peers.md`). The other families reuse candle-transformers' encoders with our
+//! default `models.precision`) the encoder's dense layers and attention's two products run
+//! as int8 on CPUs with AVX-512 VNNI ([`phiguard_kernels::int8`]; the model alone and whole
+//! `phiguard deid` beside onnxruntime in `docs/bench-peers.md`). The other families reuse candle-transformers' encoders with our
 //! own classification heads.
 //!
 //! # Why parallelism across batches and not inside ops
