@@ -1085,6 +1085,37 @@ mod tests {
         }
     }
 
+    /// The vector e^x is the scalar one (`crate::fast_exp`, which the f32 softmax runs) to
+    /// within two rounding steps over [−100, 0], the range attention's softmax feeds it
+    /// (x − max ≤ 0), and gives 1 at 0 exactly (the row maximum's weight is then 255).
+    #[test]
+    fn the_vector_exp_is_the_scalar_one() {
+        if !Int8Weights::supported() {
+            eprintln!("skipped: this CPU has no AVX-512");
+            return;
+        }
+        let mut xs: Vec<f32> = (0..=100_000).map(|i| -(i as f32) * 1e-3).collect();
+        xs.extend([-0.0, f32::NEG_INFINITY, -1e30, -87.5, -86.9]);
+        xs.resize(xs.len().next_multiple_of(BLOCK_N), 0.0);
+        for chunk in xs.chunks_exact(BLOCK_N) {
+            #[allow(unsafe_code)]
+            // SAFETY: `supported()` held: the CPU has AVX-512F and FMA.
+            let got: [f32; BLOCK_N] = bytemuck::cast(unsafe { vnni::exp16(vnni::load(chunk)) });
+            for (&x, y) in chunk.iter().zip(got) {
+                let want = crate::fast_exp(x);
+                assert!(
+                    (y - want).abs() <= 2.0 * f32::EPSILON * want,
+                    "{x}: {y} vs {want}"
+                );
+            }
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: as above.
+        let one: [f32; BLOCK_N] =
+            bytemuck::cast(unsafe { vnni::exp16(vnni::load(&[0.0; BLOCK_N])) });
+        assert!(one.iter().all(|&v| v == 1.0));
+    }
+
     /// The vector GELU is the scalar one (`crate::gelu`, which `BiasGelu` runs on the f32
     /// path) to within 1e-6 of max(1, |x|), over a fine sweep and the edges: zeros of either
     /// sign, the clamp of e^x, large and infinite inputs.
