@@ -23,7 +23,8 @@ Every engine runs one model: `--model DIR`, by default phiguard's bundled defaul
    (`method: mask`); per client count the notes de-identified per second (a note the server
    shed, `503 backpressure` when it waited longer than `admission.max_queue_wait_ms`, is
    counted under non-200 by status and error code, not as throughput), p50 and p99 latency
-   of every answer, and the server's peak RSS (`VmHWM`) at the end. The clients share the
+   of every answer, and the server's peak RSS (`VmHWM`) at the end; `--runs` passes per
+   client count, the best reported (as for `deid`), each pass's rate beside it. The clients share the
    machine with the server. The first line names the CPU and the int8 kernel it runs (AMX
    tiles or AVX-512 VNNI): the ratios differ between the two.
 
@@ -324,13 +325,21 @@ def main(argv: list[str]) -> int:
     lines += ["### `POST /pii/deidentify` (`phiguard serve`, defaults, int8)", "",
               "The server logs at its default level (`info`: an access line for every answer, JSON on "
               "stderr, written to a file).", "",
-              "| notes | clients | notes/s (200s only) | p50 ms | p99 ms | p99/p50 | non-200 |", "|---|---|---|---|---|---|---|"]
+              f"Each row is the best of {args.runs} passes over the notes (as each `deid` row is the best "
+              "of its runs), with that pass's latencies and refusals; every pass's notes/s beside it.", "",
+              "| notes | clients | notes/s (200s only, best) | each pass | p50 ms | p99 ms | p99/p50 | non-200 |",
+              "|---|---|---|---|---|---|---|---|"]
     for name, files in sets.items():
         texts = [f.read_text(encoding="utf-8") for f in files]
         serve_load(srv.port, texts[:16], 2)  # warm: load the model
         for c in clients:
-            r = serve_load(srv.port, texts, c)
-            lines.append(f"| {name} | {c} | {r['notes_s']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
+            # As many passes as `deid` has runs, and the best of them, as its rows take the
+            # best run: one pass against the best of three made the ratio to the CLI hinge on
+            # whether a noisy moment fell on the serving pass.
+            passes = [serve_load(srv.port, texts, c) for _ in range(args.runs)]
+            r = max(passes, key=lambda p: p["notes_s"])
+            each = " / ".join(f"{p['notes_s']:.0f}" for p in passes)
+            lines.append(f"| {name} | {c} | {r['notes_s']:.1f} | {each} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
                          f"{r['p99_ms'] / r['p50_ms']:.1f} | {r['errors']} |")
     lines += ["", f"Server peak RSS (VmHWM) after every run above: {vm_hwm_mb(srv.popen.pid):.0f} MB.", ""]
     ff.stop_all()
