@@ -29,6 +29,7 @@ use std::sync::OnceLock;
 use parking_lot::Mutex;
 
 use tracing_subscriber::filter::{EnvFilter, FilterExt, LevelFilter};
+use tracing_subscriber::fmt::writer::MakeWriterExt;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::{Filter, Layer, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
@@ -95,30 +96,38 @@ pub fn init<W>(cfg: &LogConfig<'_>, writer: W)
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    let layer = tracing_subscriber::fmt::layer().with_writer(writer);
-    let ring = tracing_subscriber::fmt::layer()
+    let layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = if cfg.json {
+        // The log and the ring hold the same JSON line: format each event once, for both.
+        vec![json_layer(writer.and(RecentWriter::new))
+            .with_filter(filter(cfg))
+            .boxed()]
+    } else {
+        vec![
+            tracing_subscriber::fmt::layer()
+                .with_writer(writer)
+                .with_ansi(cfg.ansi)
+                .with_filter(filter(cfg))
+                .boxed(),
+            json_layer(RecentWriter::new)
+                .with_filter(filter(cfg))
+                .boxed(),
+        ]
+    };
+    let _ = tracing_subscriber::registry().with(layers).try_init();
+}
+
+/// One JSON object per event, with the request span's fields (its id) on every line logged
+/// inside it.
+fn json_layer<W>(writer: W) -> impl Layer<Registry> + Send + Sync
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt::layer()
         .json()
         .with_current_span(true)
         .with_span_list(false)
         .with_ansi(false)
-        .with_writer(RecentWriter::new)
-        .with_filter(filter(cfg))
-        .boxed();
-    let layer: Box<dyn Layer<Registry> + Send + Sync> = if cfg.json {
-        layer
-            .json()
-            // The request span's fields (its id) on every line logged inside it.
-            .with_current_span(true)
-            .with_span_list(false)
-            .with_ansi(false)
-            .with_filter(filter(cfg))
-            .boxed()
-    } else {
-        layer.with_ansi(cfg.ansi).with_filter(filter(cfg)).boxed()
-    };
-    let _ = tracing_subscriber::registry()
-        .with(vec![layer, ring])
-        .try_init();
+        .with_writer(writer)
 }
 
 /// How many log lines [`recent`] keeps.
@@ -302,11 +311,10 @@ mod tests {
     }
 
     #[test]
-    fn each_event_is_one_json_line_in_the_ring() {
-        let layer = tracing_subscriber::fmt::layer()
-            .json()
-            .with_current_span(true)
-            .with_writer(RecentWriter::new)
+    fn each_event_is_one_json_line_in_the_ring_and_the_same_line_in_the_log() {
+        let out = Captured::default();
+        let log = out.clone();
+        let layer = json_layer((move || log.clone()).and(RecentWriter::new))
             .with_filter(filter(&cfg("info", None)));
         let before = recent().after(0, usize::MAX).last;
         tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
@@ -328,6 +336,11 @@ mod tests {
         assert_eq!(v["fields"]["message"], "ring-test-line");
         assert_eq!(v["span"]["request_id"], "r-1");
         assert_eq!(v["level"], "INFO");
+        let logged = out.0.lock().map(|b| b.clone()).unwrap_or_default();
+        assert_eq!(
+            String::from_utf8_lossy(&logged).trim_end(),
+            ours[0].as_str()
+        );
     }
 
     /// Collects what the subscriber writes.
