@@ -13,8 +13,7 @@
 
 use std::path::PathBuf;
 
-use candle_core::Device;
-use phiguard::inference::{ClassifierOptions, Precision, TokenClassifier};
+use phiguard::inference::{device_from_env, ClassifierOptions, Precision, TokenClassifier};
 use phiguard_kernels::Int8Weights;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -53,7 +52,7 @@ fn load(precision: Precision) -> Result<TokenClassifier, Box<dyn std::error::Err
     };
     Ok(TokenClassifier::load_with(
         &model_dir(),
-        &Device::Cpu,
+        &device_from_env()?,
         options,
     )?)
 }

@@ -8,8 +8,7 @@
 
 use std::path::PathBuf;
 
-use candle_core::Device;
-use phiguard::inference::{ClassifierOptions, Family, TokenClassifier};
+use phiguard::inference::{device_from_env, ClassifierOptions, Family, TokenClassifier};
 use serde::Deserialize;
 
 const TOLERANCE: f32 = 1e-4;
@@ -46,7 +45,7 @@ fn check(family_dir: &str, family: Family) -> TestResult {
     let expected: Expected = serde_json::from_slice(&std::fs::read(dir.join("expected.json"))?)?;
     let model = TokenClassifier::load_with(
         &dir,
-        &Device::Cpu,
+        &device_from_env()?,
         ClassifierOptions {
             batch_size: 8,
             ..ClassifierOptions::default()

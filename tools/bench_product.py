@@ -18,6 +18,11 @@ Every engine runs one model: `--model DIR`, by default phiguard's bundled defaul
      aggregation "first") over DIR itself.
    Wall time (process start to exit: imports, model load and file I/O included), files/s
    and peak RSS (`wait4`) per engine; each engine runs `--runs` times, alternating.
+   With `--device cuda` (a binary built with `--features cuda`, on a machine with an NVIDIA
+   GPU) the engines are `phiguard-cuda` (the same binary, `PHIGUARD_DEVICE=cuda`; int8 is a
+   CPU kernel, so the GPU runs f32), `phiguard-int8` on the CPU beside it, and transformers
+   twice: on the GPU (`transformers-cuda`, f32) and on the CPU; onnxruntime only with
+   `--onnx-dir`. The speed-up column is against the first engine.
 2. `phiguard serve` over loopback: `--clients` concurrent clients (one keep-alive HTTP
    connection each, Python threads) post every note to `POST /pii/deidentify`
    (`method: mask`); per client count the notes de-identified per second (a note the server
@@ -35,7 +40,7 @@ file) and "long" (ten consecutive notes per file).
     tools/.venv-parity/bin/python tools/export_onnx.py --out ONNX_DIR    # once per model
     tools/.venv-parity/bin/python tools/bench_product.py --onnx-dir ONNX_DIR [--threads 2] \
         [--runs 2] [--clients 1,4,16,64] [--model models/phiguard-deid] \
-        [--phiguard target/release/phiguard]
+        [--phiguard target/release/phiguard] [--device cuda] [--skip-onnx] [--skip-torch]
 
 Needs the parity venv (tools/requirements-parity.txt) and `cargo build --release --bin
 phiguard`. Output: Markdown on stdout.
@@ -82,6 +87,10 @@ def write_sets(work: Path) -> dict[str, list[Path]]:
     return sets
 
 
+class Failed(Exception):
+    """A peer's process exited non-zero; its row says so and the benchmark goes on."""
+
+
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Runs `cmd` to completion; returns (wall seconds, peak RSS MB)."""
     t = time.perf_counter()
@@ -89,7 +98,8 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{cmd[0]} failed: {p.stderr.read().decode(errors='replace')[-2000:]}")
+        err = p.stderr.read().decode(errors="replace").strip()
+        raise Failed(err.splitlines()[-1][:300] if err else f"exit {os.waitstatus_to_exitcode(status)}")
     return wall, usage.ru_maxrss / 1024.0
 
 
@@ -151,15 +161,16 @@ def peer_onnx(files: list[str], out: Path, threads: int, model_dir: Path, onnx_p
         (out / Path(f).name).write_text(mask(texts[i], spans[i]), encoding="utf-8")
 
 
-def peer_torch(files: list[str], out: Path, threads: int, model_dir: Path) -> None:
+def peer_torch(files: list[str], out: Path, threads: int, model_dir: Path, device: str) -> None:
     import torch
     from transformers import AutoModelForTokenClassification, PreTrainedTokenizerFast, pipeline
 
     torch.set_num_threads(threads)
     tok = PreTrainedTokenizerFast(tokenizer_file=str(model_dir / "tokenizer.json"), unk_token="[UNK]", pad_token="[PAD]",
                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
-    model = AutoModelForTokenClassification.from_pretrained(str(model_dir), torch_dtype=torch.float32).eval()
-    pipe = pipeline("token-classification", model=model, tokenizer=tok, aggregation_strategy="first", device=-1)
+    model = AutoModelForTokenClassification.from_pretrained(str(model_dir), dtype=torch.float32).eval()
+    pipe = pipeline("token-classification", model=model, tokenizer=tok, aggregation_strategy="first",
+                    device=0 if device == "cuda" else -1)
     texts = [Path(f).read_text(encoding="utf-8") for f in files]
     for f, text, ents in zip(files, texts, pipe(texts, batch_size=8)):
         found = [(e["start"], e["end"], e["entity_group"]) for e in ents]
@@ -212,6 +223,10 @@ def serve_load(port: int, texts: list[str], clients: int) -> dict:
             "errors": ", ".join(f"{n} × {what}" for what, n in sorted(refused.items())) or "0"}
 
 
+def gpu() -> str:
+    return ff.cmd_out(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]) or "?"
+
+
 def cpu() -> str:
     """The CPU's model and which int8 kernel phiguard's default precision runs on it: the figures
     move with both (AMX tiles where the CPU has AMX-INT8, AVX-512 VNNI otherwise; onnxruntime's
@@ -241,6 +256,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--model", type=Path, default=MODEL, help="model folder every engine runs (default: models/phiguard-deid)")
     p.add_argument("--onnx-dir", type=Path, default=None, help="folder tools/export_onnx.py wrote for --model")
     p.add_argument("--skip-torch", action="store_true")
+    p.add_argument("--skip-onnx", action="store_true", help="no onnxruntime peers (no --onnx-dir needed)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="cuda: phiguard and transformers on the GPU, each beside its CPU run")
+    p.add_argument("--peer-device", default="cpu", help=argparse.SUPPRESS)
     p.add_argument("--onnx", default=None, help=argparse.SUPPRESS)
     p.add_argument("--peer", default=None, help=argparse.SUPPRESS)
     p.add_argument("--files", default=None, help=argparse.SUPPRESS)
@@ -252,10 +271,10 @@ def main(argv: list[str]) -> int:
         if args.peer == "onnx":
             peer_onnx(files, Path(args.out), args.threads, args.model, args.onnx)
         else:
-            peer_torch(files, Path(args.out), args.threads, args.model)
+            peer_torch(files, Path(args.out), args.threads, args.model, args.peer_device)
         return 0
     # Checked here, not in the timed peers: the export exists and was made from --model.
-    onnx_files = export_onnx.exported(args.onnx_dir, args.model)
+    onnx_files = {} if args.skip_onnx else export_onnx.exported(args.onnx_dir, args.model)
     model_dir = str(args.model.resolve())
 
     atexit.register(ff.stop_all)
@@ -266,16 +285,22 @@ def main(argv: list[str]) -> int:
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(str(args.model / "tokenizer.json"))
 
-    engines = ["phiguard-int8", "phiguard-f32", *onnx_files] + ([] if args.skip_torch else ["transformers"])
+    torch_engines = [] if args.skip_torch else ["transformers"]
+    if args.device == "cuda":
+        engines = ["phiguard-cuda", "phiguard-int8", *onnx_files] + [f"{e}-cuda" for e in torch_engines] + torch_engines
+    else:
+        engines = ["phiguard-int8", "phiguard-f32", *onnx_files] + torch_engines
+    gpu_line = f" GPU: {gpu()}." if args.device == "cuda" else ""
     lines = [f"Machine: {cpu()}, {os.cpu_count()} CPUs, {args.threads} threads for every engine; load average "
-             f"at start {os.getloadavg()[0]:.1f}; commit {ff.cmd_out(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT)}.",
-             ""]
+             f"at start {os.getloadavg()[0]:.1f}; commit {ff.cmd_out(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT)}."
+             f"{gpu_line}", ""]
     for name, files in sets.items():
         tokens = sum(len(tok.encode(f.read_text(encoding='utf-8')).ids) for f in files)
         listing = work / f"{name}.list"
         listing.write_text("\n".join(str(f) for f in files))
         walls: dict[str, list[float]] = {e: [] for e in engines}
         rss: dict[str, list[float]] = {e: [] for e in engines}
+        failed: dict[str, str] = {}
         for run in range(args.runs):
             for engine in engines:
                 out = work / f"out-{name}-{engine}-{run}"
@@ -285,23 +310,36 @@ def main(argv: list[str]) -> int:
                     home = work / f"home-{name}-{engine}-{run}"
                     home.mkdir()
                     # The bundled model from --model, so phiguard runs the peers' weights.
-                    env.update(PHIGUARD_HOME=str(home), PHIGUARD_MODEL_PRECISION=engine.split("-")[1],
-                               PHIGUARD_BUNDLED_MODEL_DIR=model_dir)
+                    # On the GPU the model runs f32 whatever the setting (int8 is a CPU kernel).
+                    on_gpu = engine == "phiguard-cuda"
+                    env.update(PHIGUARD_HOME=str(home), PHIGUARD_BUNDLED_MODEL_DIR=model_dir,
+                               PHIGUARD_MODEL_PRECISION="f32" if on_gpu else engine.split("-")[1],
+                               PHIGUARD_DEVICE="cuda" if on_gpu else "cpu")
                     cmd = [args.phiguard, "deid", "--method", "mask", "--out", str(out), str(files[0].parent)]
                 else:
                     cmd = [sys.executable, __file__, "--peer", "onnx" if engine in onnx_files else "torch",
                            "--files", str(listing), "--out", str(out), "--threads", str(args.threads),
-                           "--model", model_dir] + (["--onnx", str(onnx_files[engine])] if engine in onnx_files else [])
-                wall, peak = timed(cmd, env)
+                           "--model", model_dir, "--peer-device", "cuda" if engine.endswith("-cuda") else "cpu"] + (
+                               ["--onnx", str(onnx_files[engine])] if engine in onnx_files else [])
+                try:
+                    wall, peak = timed(cmd, env)
+                except Failed as e:
+                    if engine.startswith("phiguard"):
+                        raise SystemExit(f"{engine} failed: {e}") from None
+                    failed[engine] = str(e)
+                    continue
                 walls[engine].append(wall)
                 rss[engine].append(peak)
         lines += [f"### `deid`, {name} notes: {len(files)} files, {tokens} tokens", "",
-                  "| engine | wall s (each run) | files/s (best) | peak RSS MB | phiguard-int8 speed-up |",
+                  f"| engine | wall s (each run) | files/s (best) | peak RSS MB | {engines[0]} speed-up |",
                   "|---|---|---|---|---|"]
-        best = {e: min(w) for e, w in walls.items()}
+        best = {e: min(w) for e, w in walls.items() if w}
         for e in engines:
+            if e not in best:
+                lines.append(f"| {e} | failed: {failed.get(e, '?')} | | | |")
+                continue
             lines.append(f"| {e} | {' / '.join(f'{w:.2f}' for w in walls[e])} | {len(files) / best[e]:.1f} | "
-                         f"{max(rss[e]):.0f} | {best[e] / best['phiguard-int8']:.2f}× |")
+                         f"{max(rss[e]):.0f} | {best[e] / best[engines[0]]:.2f}× |")
         lines.append("")
 
     clients = [int(c) for c in args.clients.split(",")]
@@ -311,7 +349,8 @@ def main(argv: list[str]) -> int:
     # on stderr, to a file here) is part of the figures.
     srv = ff.start("serve", [args.phiguard, "serve"],
                    ff.phiguard_env(home, PHIGUARD_INFERENCE_THREADS=str(args.threads),
-                                   PHIGUARD_BUNDLED_MODEL_DIR=model_dir, PHIGUARD_LOG_LEVEL="info"),
+                                   PHIGUARD_BUNDLED_MODEL_DIR=model_dir, PHIGUARD_LOG_LEVEL="info",
+                                   PHIGUARD_DEVICE=args.device),
                    work, ROOT)
 
     def port():
@@ -322,7 +361,8 @@ def main(argv: list[str]) -> int:
 
     srv.port = ff.wait_for(srv, "'listening on' line", port, 60)
     ff.wait_for(srv, "200 from /readyz", lambda: ff.probe(srv.port, "/readyz"), 60)
-    lines += ["### `POST /pii/deidentify` (`phiguard serve`, defaults, int8)", "",
+    what = "defaults, int8" if args.device == "cpu" else f"defaults, PHIGUARD_DEVICE={args.device}"
+    lines += [f"### `POST /pii/deidentify` (`phiguard serve`, {what})", "",
               "The server logs at its default level (`info`: an access line for every answer, JSON on "
               "stderr, written to a file).", "",
               f"Each row is the best of {args.runs} passes over the notes (as each `deid` row is the best "
