@@ -99,18 +99,24 @@ enum Weight {
 impl Dense {
     fn from_parts(weight: Tensor, bias: Tensor, precision: Precision) -> Result<Dense> {
         let bias_host = bias.to_vec1::<f32>()?;
-        let weight_t = weight.t()?.contiguous()?;
         let int8 = match precision {
-            Precision::Int8 if weight_t.device().is_cpu() => {
-                let (k, n) = weight_t.dims2()?;
-                Int8Weights::new(&weight_t.flatten_all()?.to_vec1::<f32>()?, k, n)
+            // Quantized from `W` as loaded: no transposed f32 copy.
+            Precision::Int8 => {
+                let (n, k) = weight.dims2()?;
+                let (storage, layout) = weight.storage_and_layout();
+                match (&*storage, layout.contiguous_offsets()) {
+                    (Storage::Cpu(CpuStorage::F32(w)), Some((from, to))) => {
+                        Int8Weights::from_rows(&w[from..to], n, k)
+                    }
+                    _ => None,
+                }
             }
-            _ => None,
+            Precision::F32 => None,
         };
         Ok(Dense {
             weight: match int8 {
                 Some(q) => Weight::Int8(q),
-                None => Weight::F32(weight_t),
+                None => Weight::F32(weight.t()?.contiguous()?),
             },
             bias,
             bias_host,

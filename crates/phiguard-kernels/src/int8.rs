@@ -104,22 +104,35 @@ impl Int8Weights {
     /// Quantizes `w_t: [k, n]` (row-major, i.e. `Wᵀ`). `None` when the CPU lacks VNNI, `k`
     /// is not a multiple of 4, or `n` is not a multiple of 16 (narrow heads stay f32).
     pub fn new(w_t: &[f32], k: usize, n: usize) -> Option<Int8Weights> {
+        (w_t.len() == k * n)
+            .then(|| Self::build(k, n, |row, col| w_t[row * n + col]))
+            .flatten()
+    }
+
+    /// As [`new`](Self::new), from `w: [n, k]` (row-major: a linear layer's weight as
+    /// checkpoints store it), whose rows are `Wᵀ`'s columns: no transposed copy is needed.
+    pub fn from_rows(w: &[f32], n: usize, k: usize) -> Option<Int8Weights> {
+        (w.len() == k * n)
+            .then(|| Self::build(k, n, |row, col| w[col * k + row]))
+            .flatten()
+    }
+
+    /// Quantizes the `[k, n]` matrix whose element `(row, col)` is `at(row, col)`, straight
+    /// into the packed layout (one pass for the scales, one for the values).
+    fn build(k: usize, n: usize, at: impl Fn(usize, usize) -> f32) -> Option<Int8Weights> {
         if !Self::supported()
             || k == 0
             || n == 0
             || !k.is_multiple_of(BLOCK_K)
             || !n.is_multiple_of(BLOCK_N)
-            || w_t.len() != k * n
         {
             return None;
         }
         let tiles = n.div_ceil(BLOCK_N * TILE_V);
         let padded = tiles * BLOCK_N * TILE_V;
         let mut scale = vec![0f32; padded];
-        for row in w_t.chunks_exact(n) {
-            for (s, &v) in scale.iter_mut().zip(row) {
-                *s = s.max(v.abs());
-            }
+        for (col, s) in scale.iter_mut().enumerate().take(n) {
+            *s = (0..k).fold(0f32, |m, row| m.max(at(row, col).abs()));
         }
         let inv: Vec<f32> = scale
             .iter_mut()
@@ -132,25 +145,23 @@ impl Int8Weights {
                 }
             })
             .collect();
-        // Quantized once, row-major `[k, padded]` (columns past `n` stay zero); the column
-        // sums and the packing both read it.
-        let mut q = vec![0i8; k * padded];
-        let mut col_sum = vec![0f32; padded];
-        for (src, dst) in w_t.chunks_exact(n).zip(q.chunks_exact_mut(padded)) {
-            for (((d, &v), &i), s) in dst.iter_mut().zip(src).zip(&inv).zip(&mut col_sum) {
-                *d = round_half_away(v * i).clamp(-127.0, 127.0) as i8;
-                *s += f32::from(*d);
-            }
-        }
+        // Columns past `n` stay zero; each column's sum accumulates in row order.
         let steps = k / BLOCK_K;
+        let mut col_sum = vec![0f32; padded];
         let mut packed = vec![[[0i8; BLOCK_N * BLOCK_K]; TILE_V]; tiles * steps];
         for (idx, tile) in packed.iter_mut().enumerate() {
             let (t, kk) = (idx / steps, idx % steps);
             for (v, lane) in tile.iter_mut().enumerate() {
                 for c in 0..BLOCK_N {
+                    let col = (t * TILE_V + v) * BLOCK_N + c;
+                    if col >= n {
+                        break;
+                    }
                     for d in 0..BLOCK_K {
-                        let col = (t * TILE_V + v) * BLOCK_N + c;
-                        lane[c * BLOCK_K + d] = q[(kk * BLOCK_K + d) * padded + col];
+                        let q = round_half_away(at(kk * BLOCK_K + d, col) * inv[col])
+                            .clamp(-127.0, 127.0) as i8;
+                        lane[c * BLOCK_K + d] = q;
+                        col_sum[col] += f32::from(q);
                     }
                 }
             }
@@ -1147,6 +1158,28 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A checkpoint's `W: [n, k]` gives the weights its transpose gives, bit for bit.
+    #[test]
+    fn weights_from_rows_are_the_weights_from_the_transpose() {
+        if !Int8Weights::supported() {
+            return;
+        }
+        let mut seed = 11;
+        for (k, n) in [(4, 16), (8, 80), (384, 1152), (1536, 384)] {
+            let w = random(&mut seed, n * k, 0.1);
+            let w_t: Vec<f32> = (0..k * n).map(|i| w[(i % n) * k + i / n]).collect();
+            let (a, b) = (
+                Int8Weights::from_rows(&w, n, k).expect("shape"),
+                Int8Weights::new(&w_t, k, n).expect("shape"),
+            );
+            assert_eq!((a.k, a.n), (b.k, b.n));
+            assert!(a.packed == b.packed, "{k}x{n}: packed weights differ");
+            assert_eq!(a.scale, b.scale);
+            assert_eq!(a.col_sum, b.col_sum);
+        }
+        assert!(Int8Weights::from_rows(&[0.0; 16 * 8], 16, 4).is_none());
     }
 
     #[test]
