@@ -75,6 +75,16 @@ impl Config {
     }
 }
 
+/// How the encoder runs its element-wise steps (bias + GELU, bias + residual + LayerNorm)
+/// and attention: phiguard's fused kernels over packed sequences (the CPU), or candle's
+/// composite ops over padded batches (any device: what a GPU runs). Chosen at load from the
+/// device; a test runs the composite form on the CPU against the kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ops {
+    Fused,
+    Composite,
+}
+
 /// A linear layer kept as its transposed weight `Wᵀ: [in, out]` (contiguous) plus bias
 /// (also on the host for fusion).
 ///
@@ -142,7 +152,7 @@ impl Dense {
 
     /// `gelu(x @ Wᵀ + b)` (the erf form): on the CPU in one pass with the int8 product, or
     /// fused after the f32 one.
-    fn bias_gelu(&self, x: &Tensor) -> Result<Tensor> {
+    fn bias_gelu(&self, x: &Tensor, ops: Ops) -> Result<Tensor> {
         if let Weight::Int8(q) = &self.weight {
             return Ok(x.contiguous()?.apply_op1_no_bwd(&Int8Matmul {
                 weights: q,
@@ -150,12 +160,11 @@ impl Dense {
             })?);
         }
         let y = self.matmul(x)?;
-        if y.device().is_cpu() {
-            Ok(y.apply_op1_no_bwd(&BiasGelu {
+        match ops {
+            Ops::Fused => Ok(y.apply_op1_no_bwd(&BiasGelu {
                 bias: &self.bias_host,
-            })?)
-        } else {
-            Ok(y.broadcast_add(&self.bias)?.gelu_erf()?)
+            })?),
+            Ops::Composite => Ok(y.broadcast_add(&self.bias)?.gelu_erf()?),
         }
     }
 
@@ -196,17 +205,24 @@ impl Norm {
     }
 
     /// `LayerNorm(x + dense.bias + residual)`.
-    fn bias_residual(&self, x: &Tensor, dense: &Dense, residual: &Tensor) -> Result<Tensor> {
-        if x.device().is_cpu() {
-            let op = BiasResidualLayerNorm {
-                bias: &dense.bias_host,
-                gamma: &self.weight_host,
-                beta: &self.bias_host,
-                eps: self.eps as f32,
-            };
-            Ok(x.apply_op2_no_bwd(residual, &op)?)
-        } else {
-            self.forward(&(x.broadcast_add(&dense.bias)? + residual)?)
+    fn bias_residual(
+        &self,
+        x: &Tensor,
+        dense: &Dense,
+        residual: &Tensor,
+        ops: Ops,
+    ) -> Result<Tensor> {
+        match ops {
+            Ops::Fused => {
+                let op = BiasResidualLayerNorm {
+                    bias: &dense.bias_host,
+                    gamma: &self.weight_host,
+                    beta: &self.bias_host,
+                    eps: self.eps as f32,
+                };
+                Ok(x.apply_op2_no_bwd(residual, &op)?)
+            }
+            Ops::Composite => self.forward(&(x.broadcast_add(&dense.bias)? + residual)?),
         }
     }
 }
@@ -355,7 +371,7 @@ impl Layer {
     }
 
     /// `x: [b * s, h]`, `mask: [b, s]` additive.
-    fn forward(&self, x: &Tensor, mask: &Tensor, b: usize, s: usize) -> Result<Tensor> {
+    fn forward(&self, x: &Tensor, mask: &Tensor, b: usize, s: usize, ops: Ops) -> Result<Tensor> {
         let h = self.heads * self.head_dim;
         let qkv = self
             .qkv
@@ -365,14 +381,15 @@ impl Layer {
             .contiguous()?;
         let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
         let scores = q.matmul(&k.t()?)?;
-        let probs = if scores.device().is_cpu() {
-            scores.apply_op2_no_bwd(mask, &MaskedSoftmax)?
-        } else {
-            let m = mask.unsqueeze(1)?.unsqueeze(1)?;
-            candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&m)?)?
+        let probs = match ops {
+            Ops::Fused => scores.apply_op2_no_bwd(mask, &MaskedSoftmax)?,
+            Ops::Composite => {
+                let m = mask.unsqueeze(1)?.unsqueeze(1)?;
+                candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&m)?)?
+            }
         };
         let ctx = probs.matmul(&v)?.transpose(1, 2)?.reshape((b * s, h))?;
-        self.feed_forward(x, &ctx)
+        self.feed_forward(x, &ctx, ops)
     }
 
     /// Packed `x: [t, h]` holding sequences of `lens` tokens end to end (CPU only).
@@ -384,18 +401,18 @@ impl Layer {
             // Attention's products follow the dense layers' precision.
             int8: matches!(self.qkv.weight, Weight::Int8(_)),
         })?;
-        self.feed_forward(x, &ctx)
+        self.feed_forward(x, &ctx, Ops::Fused)
     }
 
     /// From the attention context on: output projection, residual and norm, then the
     /// intermediate and output layers.
-    fn feed_forward(&self, x: &Tensor, ctx: &Tensor) -> Result<Tensor> {
-        let attn = self
-            .attn_norm
-            .bias_residual(&self.attn_out.matmul(ctx)?, &self.attn_out, x)?;
-        let inter = self.intermediate.bias_gelu(&attn)?;
+    fn feed_forward(&self, x: &Tensor, ctx: &Tensor, ops: Ops) -> Result<Tensor> {
+        let attn =
+            self.attn_norm
+                .bias_residual(&self.attn_out.matmul(ctx)?, &self.attn_out, x, ops)?;
+        let inter = self.intermediate.bias_gelu(&attn, ops)?;
         self.out_norm
-            .bias_residual(&self.output.matmul(&inter)?, &self.output, &attn)
+            .bias_residual(&self.output.matmul(&inter)?, &self.output, &attn, ops)
     }
 }
 
@@ -405,6 +422,7 @@ pub(crate) struct BertForTokenClassification {
     layers: Vec<Layer>,
     classifier: Dense,
     num_labels: usize,
+    ops: Ops,
 }
 
 impl BertForTokenClassification {
@@ -461,12 +479,18 @@ impl BertForTokenClassification {
             layers,
             classifier,
             num_labels: cfg.num_labels,
+            ops: if body.device().is_cpu() {
+                Ops::Fused
+            } else {
+                Ops::Composite
+            },
         })
     }
 
-    /// Whether [`forward_packed`](Self::forward_packed) runs on this model's device.
+    /// Whether the model runs its fused kernels over packed sequences
+    /// ([`forward_packed`](Self::forward_packed)): on the CPU.
     pub(crate) fn packs(&self) -> bool {
-        self.embeddings.word.device().is_cpu()
+        self.ops == Ops::Fused
     }
 
     /// Sequences packed end to end, `ids: [t]` u32 with their `lens` (summing to `t`) →
@@ -487,7 +511,7 @@ impl BertForTokenClassification {
         let additive = additive_mask(mask)?;
         let mut x = self.embeddings.forward(ids)?;
         for layer in &self.layers {
-            x = layer.forward(&x, &additive, b, s)?;
+            x = layer.forward(&x, &additive, b, s, self.ops)?;
         }
         Ok(self
             .classifier
@@ -582,6 +606,42 @@ pub(crate) fn tiny_config(vocab_size: usize, num_labels: usize) -> Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The composite ops a GPU runs (padded batches, candle's softmax, GELU and LayerNorm)
+    /// give the fused CPU kernels' logits: run both on the CPU, same weights, same batch.
+    #[test]
+    fn the_composite_ops_a_gpu_runs_give_the_fused_kernels_logits() -> Result<()> {
+        let dev = Device::Cpu;
+        let cfg = tiny_config(30, 5);
+        let weights = random_weights(&cfg, &dev)?;
+        let load = || {
+            BertForTokenClassification::load(
+                VarBuilder::from_tensors(weights.clone(), DType::F32, &dev),
+                &cfg,
+                Precision::F32,
+            )
+        };
+        let fused = load()?;
+        let mut composite = load()?;
+        composite.ops = Ops::Composite;
+        assert!(fused.packs() && !composite.packs());
+        let ids = Tensor::new(&[[2u32, 7, 9, 3, 11, 0], [2, 5, 3, 0, 0, 0]], &dev)?;
+        let mask = Tensor::new(&[[1u32, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0]], &dev)?;
+        let (a, b) = (fused.forward(&ids, &mask)?, composite.forward(&ids, &mask)?);
+        let mut worst = 0f32;
+        for (row, len) in [(0, 5), (1, 3)] {
+            let d = (a.get(row)?.narrow(0, 0, len)? - b.get(row)?.narrow(0, 0, len)?)?
+                .abs()?
+                .flatten_all()?
+                .max(0)?
+                .to_scalar::<f32>()?;
+            worst = worst.max(d);
+        }
+        let spread = a.flatten_all()?.abs()?.max(0)?.to_scalar::<f32>()?;
+        assert!(spread > 0.1, "logits too flat to compare: {spread}");
+        assert!(worst < 1e-5, "composite ops differ by {worst}");
+        Ok(())
+    }
 
     #[test]
     fn the_word_table_is_kept_in_f16_only_where_f16_holds_it_exactly() -> Result<()> {
