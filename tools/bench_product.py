@@ -303,6 +303,8 @@ def main(argv: list[str]) -> int:
         failed: dict[str, str] = {}
         for run in range(args.runs):
             for engine in engines:
+                if engine in failed:  # a peer that failed once is not run again
+                    continue
                 out = work / f"out-{name}-{engine}-{run}"
                 out.mkdir()
                 env = dict(base_env)

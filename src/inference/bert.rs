@@ -113,13 +113,7 @@ impl Dense {
             // Quantized from `W` as loaded: no transposed f32 copy.
             Precision::Int8 => {
                 let (n, k) = weight.dims2()?;
-                let (storage, layout) = weight.storage_and_layout();
-                match (&*storage, layout.contiguous_offsets()) {
-                    (Storage::Cpu(CpuStorage::F32(w)), Some((from, to))) => {
-                        Int8Weights::from_rows(&w[from..to], n, k)
-                    }
-                    _ => None,
-                }
+                on_host_f32(&weight, |w| Int8Weights::from_rows(w, n, k))
             }
             Precision::F32 => None,
         };
@@ -287,17 +281,20 @@ impl Embeddings {
 /// the bundled model: 30 MB in f32) and only a row per token is read, so half the bytes cost
 /// nothing measurable; the f32 rows looked up are the same bits as before.
 fn compact(table: Tensor) -> Result<Tensor> {
-    let half = {
-        let (storage, layout) = table.storage_and_layout();
-        match (&*storage, layout.contiguous_offsets()) {
-            (Storage::Cpu(CpuStorage::F32(data)), Some((from, to))) => f16_exactly(&data[from..to]),
-            _ => None,
-        }
-    };
-    Ok(match half {
+    Ok(match on_host_f32(&table, f16_exactly) {
         Some(h) => Tensor::from_vec(h, table.shape(), table.device())?,
         None => table,
     })
+}
+
+/// `f` over `t`'s values in place, where `t` is contiguous f32 in host memory (no copy);
+/// `None` elsewhere (another dtype, a strided view, a GPU).
+fn on_host_f32<T>(t: &Tensor, f: impl FnOnce(&[f32]) -> Option<T>) -> Option<T> {
+    let (storage, layout) = t.storage_and_layout();
+    match (&*storage, layout.contiguous_offsets()) {
+        (Storage::Cpu(CpuStorage::F32(data)), Some((from, to))) => f(&data[from..to]),
+        _ => None,
+    }
 }
 
 /// `values` in f16, if each converts there and back unchanged (NaN never does).
