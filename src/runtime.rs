@@ -26,6 +26,14 @@ pub enum BuildError {
     /// Returned when `PHIGUARD_FAULTS` does not parse.
     #[error(transparent)]
     Faults(#[from] crate::engine::FaultSpecError),
+    /// Returned when `models.device` names a device this build or machine cannot open.
+    #[error("models.device (PHIGUARD_DEVICE) is {value}, which cannot be used here: {source}")]
+    Device {
+        /// The setting's value.
+        value: String,
+        /// Why the device did not open.
+        source: crate::inference::InferenceError,
+    },
 }
 
 /// What tests and embedders may inject into an engine; the defaults are the real parts.
@@ -164,7 +172,7 @@ fn batch_config(s: &Settings) -> BatchConfig {
 ///
 /// # Errors
 /// [`BuildError::Guard`] for settings the guard refuses, [`BuildError::Faults`] for a bad
-/// `PHIGUARD_FAULTS`.
+/// `PHIGUARD_FAULTS`, [`BuildError::Device`] for a `models.device` that does not open.
 pub fn build_engine(
     settings: &Settings,
     home: &Home,
@@ -189,9 +197,15 @@ pub fn build_engine(
     }
     let rules: Arc<dyn crate::detect::Recognizer> =
         Arc::new(crate::detect::DeferredRules::service_rules());
-    let loader = opts
-        .loader
-        .unwrap_or_else(|| crate::engine::loader::default_loader(settings));
+    let loader = match opts.loader {
+        Some(loader) => loader,
+        None => crate::engine::loader::default_loader(settings).map_err(|source| {
+            BuildError::Device {
+                value: settings.get(keys::MODELS_DEVICE).to_string(),
+                source,
+            }
+        })?,
+    };
     let mut specs: Vec<ModelSpec> = crate::engine::loader::installed_specs(home);
     for (id, _) in &opts.extra_backends {
         specs.push(ModelSpec {

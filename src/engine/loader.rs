@@ -6,6 +6,10 @@
 //! ([`crate::models::verify_before_load`]) and builds the model from the very weight bytes
 //! that were hashed: a changed weights file is a load failure, which the registry reports
 //! and the guard counts like any other, never a model that quietly answers differently.
+//!
+//! The device is opened once, when the loader is made (at start-up): an explicit `metal` or
+//! `cuda` that this build or this machine cannot open stops start-up with that reason,
+//! instead of every model load failing later behind a `ready` service.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,7 +22,7 @@ use crate::settings::{Home, Settings};
 
 /// Loads model folders with candle on the configured device and precision.
 struct CandleLoader {
-    device: String,
+    device: candle_core::Device,
     precision: Precision,
 }
 
@@ -26,27 +30,34 @@ impl Loader for CandleLoader {
     fn load(&self, spec: &ModelSpec) -> Result<Arc<dyn Recognizer>, LoadError> {
         let dir = spec.dir.as_ref().ok_or(LoadError::NoFolder)?;
         let weights = crate::models::verify_before_load(&spec.id, dir)?;
-        let device = crate::inference::parse_device(&self.device).and_then(|d| d.open())?;
         let options = ClassifierOptions {
             precision: self.precision,
             ..ClassifierOptions::default()
         };
         let model =
-            crate::inference::TokenClassifier::load_verified(dir, &device, options, weights)?;
+            crate::inference::TokenClassifier::load_verified(dir, &self.device, options, weights)?;
         crate::memory::release_freed_heap();
         Ok(Arc::new(model))
     }
 }
 
-/// The production loader, for `models.device` and `models.precision`.
-pub fn default_loader(settings: &Settings) -> Arc<dyn Loader> {
-    Arc::new(CandleLoader {
-        device: settings.get(keys::MODELS_DEVICE).to_string(),
+/// The production loader, for `models.device` and `models.precision`, on the device it
+/// opens now.
+///
+/// # Errors
+/// [`crate::inference::InferenceError::Device`] when `models.device` names a device this
+/// build lacks or that does not open (`auto` falls back to the CPU instead).
+pub fn default_loader(
+    settings: &Settings,
+) -> Result<Arc<dyn Loader>, crate::inference::InferenceError> {
+    let device = crate::inference::parse_device(settings.get(keys::MODELS_DEVICE))?.open()?;
+    Ok(Arc::new(CandleLoader {
+        device,
         precision: match settings.get(keys::MODELS_PRECISION) {
             "int8" => Precision::Int8,
             _ => Precision::F32,
         },
-    })
+    }))
 }
 
 /// Installed models: the bundled one and everything in the store.
@@ -91,7 +102,7 @@ mod tests {
 
     fn loader() -> CandleLoader {
         CandleLoader {
-            device: "cpu".into(),
+            device: candle_core::Device::Cpu,
             precision: Precision::F32,
         }
     }

@@ -92,6 +92,9 @@ pub enum ServerError {
     /// Returned when `PHIGUARD_FAULTS` does not parse.
     #[error(transparent)]
     Faults(#[from] crate::engine::FaultSpecError),
+    /// Returned when `models.device` names a device that cannot be used.
+    #[error(transparent)]
+    Device(BuildError),
     /// Returned when the `cluster.*` settings are invalid.
     #[error(transparent)]
     Cluster(#[from] crate::cluster::ClusterError),
@@ -105,6 +108,7 @@ impl From<BuildError> for ServerError {
         match e {
             BuildError::Guard(e) => ServerError::Guard(e),
             BuildError::Faults(e) => ServerError::Faults(e),
+            e @ BuildError::Device { .. } => ServerError::Device(e),
         }
     }
 }

@@ -713,7 +713,7 @@ fn an_unrecorded_weights_file_beside_the_model_is_not_loaded() -> TestResult {
         .into_iter()
         .find(|s| s.id == "local/tiny-bert")
         .ok_or("local/tiny-bert is not listed")?;
-    default_loader(&Settings::defaults())
+    default_loader(&Settings::defaults())?
         .load(&spec)
         .map_err(|e| format!("load with an unrecorded file beside it: {e}"))?;
     Ok(())
@@ -728,7 +728,7 @@ fn a_tampered_weights_file_is_refused_at_load() -> TestResult {
     let home = Home::at(tmp.path());
     let store = Store::with_bundled(home.models_dir(), None)?;
     let m = store.import(&fixture_dir(), Some("local/tiny-bert"))?;
-    let loader = default_loader(&Settings::defaults());
+    let loader = default_loader(&Settings::defaults())?;
     let specs = installed_specs(&home);
     let spec = |id: &str| {
         specs

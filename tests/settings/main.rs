@@ -1,6 +1,6 @@
 //! `phiguard settings list` through the real binary, in a temporary `PHIGUARD_HOME` with the
 //! keychain off: the JSON form (values, sources, no blanks, secrets hidden) and the plain
-//! table (fits 100 columns, has the descriptions).
+//! table (fits 100 columns, has the descriptions); a bad value stops start-up, named.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -189,4 +189,54 @@ fn a_key_that_is_not_64_hex_digits_is_named_and_never_shown() {
         "{err}"
     );
     assert!(!err.contains("my-secret-passphrase"), "{err}");
+}
+
+/// A `models.device` this build cannot open (Metal, off macOS) stops `serve` and `deid` at
+/// start, named with its reason, before a port is held or a file written: it is not a
+/// service that reports ready while every model load fails.
+#[cfg(not(target_os = "macos"))]
+#[test]
+fn a_device_that_cannot_be_opened_stops_serve_and_deid_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("a.txt"), "Seen on 03/04/2021.\n").expect("write");
+    for args in [
+        &["serve", "--port", "0"][..],
+        &["deid", "a.txt", "--out", "out"],
+    ] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_phiguard"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("PHIGUARD_") || k.starts_with("OPENMED_") {
+                cmd.env_remove(k);
+            }
+        }
+        let mut child = cmd
+            .env("PHIGUARD_HOME", dir.path().join("home"))
+            .env("PHIGUARD_KEYRING", "off")
+            .env("PHIGUARD_DEVICE", "metal")
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn phiguard");
+        // A `serve` that started anyway would never exit: bounded wait, then fail.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while child.try_wait().expect("wait").is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("phiguard {args:?} with PHIGUARD_DEVICE=metal did not stop");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().expect("output");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("models.device (PHIGUARD_DEVICE) is metal")
+                && err.contains("without metal support"),
+            "{args:?}: {err}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("listening on"));
+    }
+    assert!(!dir.path().join("out").exists(), "deid wrote an output");
 }
