@@ -31,8 +31,8 @@ pub enum BuildError {
     Device {
         /// The setting's value.
         value: String,
-        /// Why the device did not open.
-        source: crate::inference::InferenceError,
+        /// Why the device did not open (boxed: candle's error is large, and this one is rare).
+        source: Box<crate::inference::InferenceError>,
     },
 }
 
@@ -202,7 +202,7 @@ pub fn build_engine(
         None => crate::engine::loader::default_loader(settings).map_err(|source| {
             BuildError::Device {
                 value: settings.get(keys::MODELS_DEVICE).to_string(),
-                source,
+                source: Box::new(source),
             }
         })?,
     };
