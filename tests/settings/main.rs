@@ -10,6 +10,11 @@ use serde_json::Value;
 /// Runs the built `phiguard` with `args`, only the given `PHIGUARD_*`/`OPENMED_*` variables
 /// (the caller's own are removed) and its home in `home`.
 fn phiguard(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    command(home, args, env).output().expect("run phiguard")
+}
+
+/// The command [`phiguard`] runs, not yet started.
+fn command(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_phiguard"));
     for (k, _) in std::env::vars() {
         if k.starts_with("PHIGUARD_") || k.starts_with("OPENMED_") || k == "COLUMNS" {
@@ -21,7 +26,7 @@ fn phiguard(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .envs(env.iter().copied())
         .args(args)
         .current_dir(home);
-    cmd.output().expect("run phiguard")
+    cmd
 }
 
 fn list_json(home: &Path, env: &[(&str, &str)]) -> Vec<Value> {
@@ -203,18 +208,7 @@ fn a_device_that_cannot_be_opened_stops_serve_and_deid_at_start() {
         &["serve", "--port", "0"][..],
         &["deid", "a.txt", "--out", "out"],
     ] {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_phiguard"));
-        for (k, _) in std::env::vars() {
-            if k.starts_with("PHIGUARD_") || k.starts_with("OPENMED_") {
-                cmd.env_remove(k);
-            }
-        }
-        let mut child = cmd
-            .env("PHIGUARD_HOME", dir.path().join("home"))
-            .env("PHIGUARD_KEYRING", "off")
-            .env("PHIGUARD_DEVICE", "metal")
-            .args(args)
-            .current_dir(dir.path())
+        let mut child = command(dir.path(), args, &[("PHIGUARD_DEVICE", "metal")])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()

@@ -104,17 +104,19 @@ impl Int8Weights {
     /// Quantizes `w_t: [k, n]` (row-major, i.e. `Wᵀ`). `None` when the CPU lacks VNNI, `k`
     /// is not a multiple of 4, or `n` is not a multiple of 16 (narrow heads stay f32).
     pub fn new(w_t: &[f32], k: usize, n: usize) -> Option<Int8Weights> {
-        (w_t.len() == k * n)
-            .then(|| Self::build(k, n, |row, col| w_t[row * n + col]))
-            .flatten()
+        if w_t.len() != k * n {
+            return None;
+        }
+        Self::build(k, n, |row, col| w_t[row * n + col])
     }
 
     /// As [`new`](Self::new), from `w: [n, k]` (row-major: a linear layer's weight as
     /// checkpoints store it), whose rows are `Wᵀ`'s columns: no transposed copy is needed.
     pub fn from_rows(w: &[f32], n: usize, k: usize) -> Option<Int8Weights> {
-        (w.len() == k * n)
-            .then(|| Self::build(k, n, |row, col| w[col * k + row]))
-            .flatten()
+        if w.len() != k * n {
+            return None;
+        }
+        Self::build(k, n, |row, col| w[col * k + row])
     }
 
     /// Quantizes the `[k, n]` matrix whose element `(row, col)` is `at(row, col)`, straight
