@@ -449,3 +449,98 @@ async fn a_storm_of_refusals_is_one_full_line_and_a_count_and_each_line_at_debug
         }
     }
 }
+
+/// A default model whose file is damaged, as an operator meets it: the binary still starts
+/// (its admin routes work), but `/readyz` answers `503 not_ready` so a balancer sends the work
+/// elsewhere, a model route answers `503 model_load_error` with `Retry-After`, and the log
+/// says which model failed and why, without the note. Once the file is put back, the service
+/// loads it on its own (no request, no restart) and turns ready.
+#[tokio::test]
+async fn a_default_model_that_does_not_load_is_not_ready_until_it_loads() {
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/phiguard-deid");
+    let copy = tempfile::tempdir().expect("tempdir");
+    for entry in std::fs::read_dir(&bundled).expect("the bundled model") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), copy.path().join(entry.file_name())).expect("copy");
+    }
+    let weights = copy.path().join("model.safetensors");
+    std::fs::write(&weights, b"damaged").expect("damage the weights");
+    let model_dir = copy.path().to_str().expect("a UTF-8 path");
+    let serve = Serve::start(&[
+        ("PHIGUARD_LOG_FORMAT", "json"),
+        ("PHIGUARD_BUNDLED_MODEL_DIR", model_dir),
+        ("PHIGUARD_RETRY_MAX_ATTEMPTS", "1"),
+    ])
+    .await;
+    let ready = || async {
+        let r = serve
+            .http
+            .get(format!("{}/readyz", serve.base))
+            .send()
+            .await
+            .expect("request");
+        let status = r.status().as_u16();
+        (status, r.json::<Value>().await.expect("json"))
+    };
+    let (status, body) = ready().await;
+    assert_eq!((status, &body["error"]["code"]), (503, &json!("not_ready")));
+    let note = format!("Patient {CANARY_NAME} (MRN {CANARY_MRN}) seen 03/04/2021.");
+    let r = serve.post("/pii/deidentify", json!({ "text": note })).await;
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "model_load_error");
+    let health = serve
+        .http
+        .get(format!("{}/livez", serve.base))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(health.status(), 200, "alive while not ready");
+
+    std::fs::copy(bundled.join("model.safetensors"), &weights).expect("restore the weights");
+    let started = Instant::now();
+    while ready().await.0 != 200 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "not ready after the model was restored:\n{}",
+            serve.read("stderr")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let r = serve.post("/pii/deidentify", json!({ "text": note })).await;
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.expect("json");
+    let out = body["deidentified_text"].as_str().unwrap_or_default();
+    assert!(
+        !out.contains(CANARY_NAME) && !out.contains(CANARY_MRN),
+        "{out}"
+    );
+
+    let (stdout, stderr) = serve.stop();
+    assert_no_canary(&stdout, &stderr);
+    let messages: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["target"] != "phiguard::access")
+        .map(|e| e["fields"].clone())
+        .collect();
+    let failed = messages
+        .iter()
+        .find(|f| f["message"] == "model load failed")
+        .unwrap_or_else(|| panic!("no load failure logged:\n{stderr}"));
+    assert_eq!(failed["model"], "phiguard-deid");
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("sha256"),
+        "{failed}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|f| f["message"] == "the default model loaded; ready"),
+        "{stderr}"
+    );
+}

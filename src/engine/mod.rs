@@ -228,6 +228,13 @@ impl Engine {
         self.lease(id, None).await.is_ok()
     }
 
+    /// True when the default model's last load failed and none has succeeded since: the
+    /// service cannot answer its model routes, so it is not ready (`/readyz`).
+    pub fn default_load_failed(&self) -> bool {
+        self.resolve(None)
+            .is_ok_and(|id| self.registry.load_failed(&id))
+    }
+
     /// Leases model `id` from the registry, loading it on first use. Loading is short
     /// blocking I/O and parsing: `spawn_blocking` is the right pool for it.
     async fn lease(

@@ -6,7 +6,7 @@
 //! the rule recognizers (how, `detect::merged` says). The `rules` backend has no model and is
 //! always resident.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -114,6 +114,9 @@ pub struct Registry {
     /// resident wait for the one load instead of each loading a copy (a burst of first
     /// requests once held one transient copy per request: 380 MB peak for one model).
     loading: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Models whose last load failed (files damaged, device gone) and that have not loaded
+    /// since: readiness asks about the default model here.
+    failed: Mutex<HashSet<String>>,
     rules: Arc<dyn Recognizer>,
     loader: Arc<dyn Loader>,
     faults: Arc<Faults>,
@@ -150,6 +153,7 @@ impl Registry {
             specs: RwLock::new(map),
             resident: Mutex::new(HashMap::new()),
             loading: Mutex::new(HashMap::new()),
+            failed: Mutex::new(HashSet::new()),
             rules,
             loader,
             faults,
@@ -183,6 +187,12 @@ impl Registry {
     pub fn remove(&self, id: &str) {
         self.specs.write().remove(id);
         self.resident.lock().remove(id);
+        self.failed.lock().remove(id);
+    }
+
+    /// True when the last attempt to load `id` failed and no load has succeeded since.
+    pub fn load_failed(&self, id: &str) -> bool {
+        self.failed.lock().contains(id)
     }
 
     /// Installed ids.
@@ -234,11 +244,17 @@ impl Registry {
         let model = match &spec.dir {
             None => None,
             Some(_) => {
-                self.faults.before_load().map_err(|_| RegistryError::Load)?;
-                let loaded = self.loader.load(&spec).map_err(|e| {
-                    tracing::error!(model = %spec.id, error = %e, "model load failed");
-                    RegistryError::Load
-                })?;
+                let loaded = match self.faults.before_load() {
+                    Ok(()) => self.loader.load(&spec).map_err(|e| {
+                        tracing::error!(model = %spec.id, error = %e, "model load failed");
+                    }),
+                    Err(_) => Err(()),
+                };
+                let Ok(loaded) = loaded else {
+                    self.failed.lock().insert(spec.id.clone());
+                    return Err(RegistryError::Load);
+                };
+                self.failed.lock().remove(&spec.id);
                 Some(loaded)
             }
         };

@@ -128,7 +128,7 @@ pub enum ApiError {
     /// Returned when the model failed after retries (or panicked): 500 `inference_error`.
     #[error("inference failed")]
     Inference,
-    /// Returned when the model could not be loaded: 500 `model_load_error`.
+    /// Returned when the model could not be loaded: 503 `model_load_error`.
     #[error("model load failed")]
     ModelLoad,
     /// Returned when the body exceeds a limit: 413 `payload_too_large`.
@@ -188,14 +188,15 @@ impl ApiError {
             ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            // A model that does not load is unavailable, not broken mid-call: 503, as
+            // OpenMed answers `model_load_error`, so a balancer tries another replica.
             ApiError::Backpressure { .. }
             | ApiError::Busy { .. }
             | ApiError::BreakerOpen { .. }
+            | ApiError::ModelLoad
             | ApiError::NotReady { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            ApiError::Inference | ApiError::ModelLoad | ApiError::Internal => {
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
+            ApiError::Inference | ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
         }
@@ -355,7 +356,7 @@ impl ApiError {
                 retry_after_seconds,
                 ..
             } => *retry_after_seconds as f64,
-            ApiError::NotReady { .. } => 1.0,
+            ApiError::NotReady { .. } | ApiError::ModelLoad => 1.0,
             _ => return None,
         };
         Some((secs.ceil() as u64).max(1))

@@ -294,9 +294,11 @@ impl Server {
                 // One clock for all three: the keep-alive sweep, the dashboard's history
                 // sample and the refusal log's closed windows share its five seconds.
                 history::sample(&st);
+                let mut reload = Reload::default();
                 loop {
                     tokio::time::sleep(history::INTERVAL).await;
                     st.engine.expire_idle();
+                    reload.tick(&st).await;
                     history::sample(&st);
                     for closed in st.refusals.sweep(st.clock.now()) {
                         closed.log();
@@ -379,6 +381,44 @@ impl Server {
         }
         for closed in self.state.refusals.close_all() {
             closed.log();
+        }
+    }
+}
+
+/// Tries the default model again while its last load failed (the files were damaged and
+/// then restored, a device came back), so that a replica a balancer stopped sending work to
+/// becomes ready without a request or a restart. The tries back off from one tick to
+/// [`Reload::MAX_TICKS`] ticks apart: a load reads and checks the whole model file.
+#[derive(Default)]
+struct Reload {
+    /// Ticks to wait before the next try.
+    wait: u32,
+    /// Ticks between the last two tries.
+    every: u32,
+}
+
+impl Reload {
+    /// At most this many ticks (of [`history::INTERVAL`]) between tries.
+    const MAX_TICKS: u32 = 12;
+
+    async fn tick(&mut self, st: &AppState) {
+        if !st.engine.default_load_failed() {
+            *self = Reload::default();
+            return;
+        }
+        if self.wait > 0 {
+            self.wait -= 1;
+            return;
+        }
+        let Ok(id) = st.engine.resolve(None) else {
+            return;
+        };
+        if st.engine.preload(&id).await {
+            tracing::info!(model = %id, "the default model loaded; ready");
+            *self = Reload::default();
+        } else {
+            self.every = (self.every * 2).clamp(1, Self::MAX_TICKS);
+            self.wait = self.every - 1;
         }
     }
 }

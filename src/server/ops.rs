@@ -42,9 +42,14 @@ pub async fn livez() -> Response {
 }
 
 /// `GET /readyz`.
-#[utoipa::path(get, path = "/readyz", responses((status = 200, description = "ready", body = ProbeResponse), (status = 503, description = "starting or draining (`not_ready`)", body = super::error::ErrorEnvelope)))]
+#[utoipa::path(get, path = "/readyz", responses((status = 200, description = "ready", body = ProbeResponse), (status = 503, description = "starting, draining, or the default model does not load (`not_ready`)", body = super::error::ErrorEnvelope)))]
 pub async fn readyz(State(st): State<AppState>) -> Result<Response, ApiError> {
     match st.phase() {
+        // A replica whose default model does not load answers every model route with an
+        // error; a load balancer should send the work elsewhere until it loads again.
+        Phase::Serving if st.engine.default_load_failed() => Err(ApiError::NotReady {
+            message: "The default model could not be loaded; the service retries it",
+        }),
         Phase::Serving => Ok(axum::Json(ProbeResponse {
             status: "ready",
             service: SERVICE,

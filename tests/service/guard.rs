@@ -305,7 +305,7 @@ async fn a_failing_model_load_is_model_load_error() {
     .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (500, Some("model_load_error"))
+        (503, Some("model_load_error"))
     );
     let faults: serde_json::Value = t
         .admin_get("/admin/faults")
