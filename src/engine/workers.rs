@@ -14,7 +14,10 @@
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{
+    sync_channel, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -78,44 +81,70 @@ struct Job {
 #[derive(Clone)]
 pub struct WorkerPool {
     tx: SyncSender<Job>,
-    batch: Arc<RwLock<BatchConfig>>,
-    threads: usize,
+    shared: Arc<Shared>,
 }
+
+/// What the workers share: the queue's receiving end and what they need to know of each
+/// other to batch (how many are running a call, how many jobs wait).
+struct Shared {
+    rx: Mutex<Receiver<Job>>,
+    batch: RwLock<BatchConfig>,
+    threads: usize,
+    /// Workers running a model call now.
+    busy: AtomicUsize,
+    /// Jobs sent and not yet taken by a worker.
+    queued: AtomicUsize,
+}
+
+impl Shared {
+    /// Workers not running a call, this one included.
+    fn idle(&self) -> usize {
+        self.threads
+            .saturating_sub(self.busy.load(Ordering::SeqCst))
+            .max(1)
+    }
+}
+
+/// How often a worker filling a batch looks again whether another worker fell idle.
+const WAIT_SLICE: Duration = Duration::from_micros(200);
 
 impl WorkerPool {
     /// Starts `threads` workers behind a queue of `queue` jobs.
     pub fn new(threads: usize, queue: usize, batch: BatchConfig, faults: Arc<Faults>) -> Self {
         let (tx, rx) = sync_channel::<Job>(queue.max(1));
-        let rx = Arc::new(Mutex::new(rx));
-        let batch = Arc::new(RwLock::new(batch));
-        let threads = threads.max(1);
-        for i in 0..threads {
-            let rx = Arc::clone(&rx);
-            let batch = Arc::clone(&batch);
+        let shared = Arc::new(Shared {
+            rx: Mutex::new(rx),
+            batch: RwLock::new(batch),
+            threads: threads.max(1),
+            busy: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+        });
+        for i in 0..shared.threads {
+            let shared = Arc::clone(&shared);
             let faults = Arc::clone(&faults);
             let spawned = std::thread::Builder::new()
                 .name(format!("phiguard-infer-{i}"))
-                .spawn(move || worker_loop(&rx, &batch, &faults));
+                .spawn(move || worker_loop(&shared, &faults));
             if let Err(e) = spawned {
                 tracing::error!(error = %e, "could not start an inference worker");
             }
         }
-        WorkerPool { tx, batch, threads }
+        WorkerPool { tx, shared }
     }
 
     /// Number of worker threads.
     pub fn threads(&self) -> usize {
-        self.threads
+        self.shared.threads
     }
 
     /// The batching knobs in force.
     pub fn batch(&self) -> BatchConfig {
-        *self.batch.read()
+        *self.shared.batch.read()
     }
 
     /// Replaces the batching knobs (live settings).
     pub fn set_batch(&self, cfg: BatchConfig) {
-        *self.batch.write() = cfg;
+        *self.shared.batch.write() = cfg;
     }
 
     /// Runs `recognizer` on `text` on a worker; `key` groups jobs of one model into batches.
@@ -162,9 +191,14 @@ impl WorkerPool {
             reply,
             span: tracing::Span::current(),
         };
-        self.tx.try_send(job).map_err(|e| match e {
-            TrySendError::Full(_) => PoolError::Full,
-            TrySendError::Disconnected(_) => PoolError::Stopped,
+        // Counted before the send, so a worker never takes a job it did not count.
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
+        self.tx.try_send(job).map_err(|e| {
+            self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+            match e {
+                TrySendError::Full(_) => PoolError::Full,
+                TrySendError::Disconnected(_) => PoolError::Stopped,
+            }
         })?;
         match rx.await {
             Ok(r) => r.map_err(PoolError::Recognizer),
@@ -173,34 +207,63 @@ impl WorkerPool {
     }
 }
 
-fn worker_loop(rx: &Mutex<Receiver<Job>>, batch: &RwLock<BatchConfig>, faults: &Faults) {
+/// One worker: take a job, gather more for the same call, run it, repeat.
+///
+/// How much to gather is where throughput and latency meet. Taking every queued job (up to
+/// `max_batch`) makes one call of them, which shares a call's fixed costs (every weight
+/// matrix streamed once) among its notes. Two rules keep that from costing the other cores
+/// or a lone request:
+/// - while another worker is idle, a worker takes only its share of the queue (the jobs
+///   over the idle workers), so two idle workers split four queued notes two and two
+///   instead of one running four while the other waits;
+/// - with `wait` on, a worker waits up to `max_wait` for more jobs only while every other
+///   worker is running a call: a job arriving then could not start anywhere sooner, and
+///   joining this call costs it less than waiting for a whole call to end. As soon as
+///   another worker falls idle, the worker stops waiting and runs what it has, and the idle
+///   one takes what comes next. So one client never waits (there is always an idle worker
+///   when it sends), and a single worker waits as before. On a CPU the wait still costs
+///   the waiting core its time (25-35 % fewer notes a second at 4 and 16 clients on two
+///   cores, `docs/bench-peers.md`), which is why it is off by default.
+fn worker_loop(shared: &Shared, faults: &Faults) {
     let mut pending: VecDeque<Job> = VecDeque::new();
     loop {
-        let cfg = *batch.read();
+        let cfg = *shared.batch.read();
         {
-            let rx = rx.lock();
+            let rx = shared.rx.lock();
+            let take = |pending: &mut VecDeque<Job>, job| {
+                shared.queued.fetch_sub(1, Ordering::SeqCst);
+                pending.push_back(job);
+            };
             if pending.is_empty() {
                 match rx.recv() {
-                    Ok(job) => pending.push_back(job),
+                    Ok(job) => take(&mut pending, job),
                     Err(_) => return,
                 }
             }
+            let idle = shared.idle();
+            let limit = if idle > 1 {
+                let queued = pending.len() + shared.queued.load(Ordering::SeqCst);
+                cfg.max_batch.min(queued.div_ceil(idle).max(1))
+            } else {
+                cfg.max_batch
+            };
             let deadline = Instant::now() + cfg.max_wait;
-            while pending.len() < cfg.max_batch {
+            while pending.len() < limit {
                 match rx.try_recv() {
-                    Ok(job) => pending.push_back(job),
-                    Err(_) if cfg.wait => {
+                    Ok(job) => take(&mut pending, job),
+                    Err(TryRecvError::Disconnected) => break,
+                    Err(TryRecvError::Empty) => {
+                        let others_busy = shared.idle() == 1;
                         let left = deadline.saturating_duration_since(Instant::now());
-                        if left.is_zero() {
+                        if !cfg.wait || !others_busy || left.is_zero() {
                             break;
                         }
-                        match rx.recv_timeout(left) {
-                            Ok(job) => pending.push_back(job),
-                            Err(RecvTimeoutError::Timeout) => break,
+                        match rx.recv_timeout(left.min(WAIT_SLICE)) {
+                            Ok(job) => take(&mut pending, job),
+                            Err(RecvTimeoutError::Timeout) => {}
                             Err(RecvTimeoutError::Disconnected) => break,
                         }
                     }
-                    Err(_) => break,
                 }
             }
         }
@@ -218,7 +281,9 @@ fn worker_loop(rx: &Mutex<Receiver<Job>>, batch: &RwLock<BatchConfig>, faults: &
             }
         }
         pending = rest;
+        shared.busy.fetch_add(1, Ordering::SeqCst);
         run_group(group, faults);
+        shared.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -372,6 +437,74 @@ mod tests {
         // The only worker survived the injected panic.
         let again = pool.run(key, rec, Arc::from("XX")).await;
         assert_eq!(again.expect("the worker is alive").len(), 2);
+    }
+
+    /// Records each call's texts; a call holding "hold" runs until `release`.
+    #[derive(Default)]
+    struct Held {
+        calls: Mutex<Vec<Vec<String>>>,
+        release: std::sync::atomic::AtomicBool,
+    }
+
+    impl Recognizer for Held {
+        fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
+            self.calls
+                .lock()
+                .push(texts.iter().map(|t| t.to_string()).collect());
+            while texts.contains(&"hold") && !self.release.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(vec![Vec::new(); texts.len()])
+        }
+    }
+
+    /// With `wait` on and a wait far longer than the test: a lone job does not wait while
+    /// another worker is idle (before, it waited the whole `max_wait`, and with two workers
+    /// the pool served half as many notes a second); while the other worker is busy, jobs
+    /// arriving one after another join one call, which runs once that worker is free.
+    #[tokio::test]
+    async fn a_worker_waits_for_more_jobs_only_while_every_other_worker_is_busy() {
+        let wait = BatchConfig {
+            max_batch: 8,
+            max_wait: Duration::from_secs(3600),
+            wait: true,
+        };
+        let pool = WorkerPool::new(2, 16, wait, Arc::new(Faults::default()));
+        let held = Arc::new(Held::default());
+        let rec: Arc<dyn Recognizer> = held.clone();
+        let key: Arc<str> = Arc::from("m");
+        let run = |text: &'static str| {
+            let (pool, key, rec) = (pool.clone(), key.clone(), rec.clone());
+            tokio::spawn(async move { pool.run(key, rec, Arc::from(text)).await })
+        };
+        let alone = tokio::time::timeout(Duration::from_secs(60), run("alone"))
+            .await
+            .expect("a lone job with an idle worker beside it does not wait for a batch");
+        alone.expect("join").expect("spans");
+
+        let hold = run("hold");
+        while held.calls.lock().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let a = run("a");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let b = run("b");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            held.calls.lock().len(),
+            2,
+            "a and b wait while the other worker is busy"
+        );
+        held.release.store(true, Ordering::SeqCst);
+        for job in [hold, a, b] {
+            tokio::time::timeout(Duration::from_secs(60), job)
+                .await
+                .expect("released")
+                .expect("join")
+                .expect("spans");
+        }
+        let calls = held.calls.lock().clone();
+        assert_eq!(calls[2], ["a", "b"], "{calls:?}");
     }
 
     #[tokio::test]

@@ -204,7 +204,7 @@ settings! {
     ADMISSION_MAX_QUEUE_WAIT_MS: Float = d("admission.max_queue_wait_ms", "PHIGUARD_BATCH_MAX_QUEUE_WAIT_MS", Some("OPENMED_SERVICE_BATCH_MAX_QUEUE_WAIT_MS"),
         Kind::Float { min: 0.0, max: 3_600_000.0 }, "1000", "longest wait in the queue before 503 backpressure"),
     ADMISSION_BATCHING_ENABLED: Flag = d("admission.batching_enabled", "PHIGUARD_BATCHING_ENABLED", Some("OPENMED_SERVICE_BATCHING_ENABLED"),
-        Kind::Bool, "false", "wait up to batch_max_wait_ms to fill batches (off: batch only what is already queued)"),
+        Kind::Bool, "false", "while every other inference worker is busy, wait up to batch_max_wait_ms to fill a batch (off: batch only what is already queued)"),
     ADMISSION_BATCH_MAX_SIZE: Int = d("admission.batch_max_size", "PHIGUARD_BATCH_MAX_SIZE", Some("OPENMED_SERVICE_BATCH_MAX_SIZE"),
         Kind::Int { min: 1, max: 100 }, "8", "texts per batch"),
     ADMISSION_BATCH_MAX_WAIT_MS: Float = d("admission.batch_max_wait_ms", "PHIGUARD_BATCH_MAX_WAIT_MS", Some("OPENMED_SERVICE_BATCH_MAX_WAIT_MS"),
