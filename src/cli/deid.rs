@@ -440,6 +440,12 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         let id = engine.resolve(args.model.as_deref()).map_err(|_| {
             Failure::usage("the model is not installed (see `phiguard models list`)")
         })?;
+        // Loaded before any file is read or written: a model that does not load (a damaged
+        // file, say) is one clear failure here, not one "detection failed" per input file.
+        engine
+            .preload(&id)
+            .await
+            .map_err(|why| Failure::runtime(super::model_unusable(&id, &why)))?;
         let call = |text: String, subject: Option<crate::deid::SubjectKey>| {
             let engine = Arc::clone(&engine);
             let id = id.clone();

@@ -245,6 +245,14 @@ enum SettingsAction {
     },
 }
 
+/// The message of a command that stops because its model does not load.
+pub(crate) fn model_unusable(id: &str, why: &str) -> String {
+    format!(
+        "the model {id} cannot be loaded: {why}; check it with `phiguard models verify {id}`, \
+         or pull or import it again"
+    )
+}
+
 /// A failure with its exit code.
 #[derive(Debug)]
 pub(crate) struct Failure {

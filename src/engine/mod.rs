@@ -223,9 +223,21 @@ impl Engine {
         self.registry.expire_idle();
     }
 
-    /// Loads `id` now (preloading before readiness); false when it does not load.
-    pub async fn preload(&self, id: &str) -> bool {
-        self.lease(id, None).await.is_ok()
+    /// Loads `id` now (preloading before readiness, or before a CLI command touches any
+    /// file).
+    ///
+    /// # Errors
+    /// Why it does not load: the loader's reason (file names and checks, never request
+    /// content).
+    pub async fn preload(&self, id: &str) -> Result<(), String> {
+        match self.lease(id, None).await {
+            Ok(_) => Ok(()),
+            Err(CallError::Unknown) => Err("it is not installed".into()),
+            Err(_) => Err(self
+                .registry
+                .load_failure(id)
+                .unwrap_or_else(|| "it could not be loaded".into())),
+        }
     }
 
     /// True when the default model's last load failed and none has succeeded since: the

@@ -6,7 +6,7 @@
 //! the rule recognizers (how, `detect::merged` says). The `rules` backend has no model and is
 //! always resident.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -115,8 +115,9 @@ pub struct Registry {
     /// requests once held one transient copy per request: 380 MB peak for one model).
     loading: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     /// Models whose last load failed (files damaged, device gone) and that have not loaded
-    /// since: readiness asks about the default model here.
-    failed: Mutex<HashSet<String>>,
+    /// since, with the reason (file names and checks, never request content): readiness
+    /// asks about the default model here, and the CLI says why it cannot start.
+    failed: Mutex<HashMap<String, String>>,
     rules: Arc<dyn Recognizer>,
     loader: Arc<dyn Loader>,
     faults: Arc<Faults>,
@@ -153,7 +154,7 @@ impl Registry {
             specs: RwLock::new(map),
             resident: Mutex::new(HashMap::new()),
             loading: Mutex::new(HashMap::new()),
-            failed: Mutex::new(HashSet::new()),
+            failed: Mutex::new(HashMap::new()),
             rules,
             loader,
             faults,
@@ -192,7 +193,12 @@ impl Registry {
 
     /// True when the last attempt to load `id` failed and no load has succeeded since.
     pub fn load_failed(&self, id: &str) -> bool {
-        self.failed.lock().contains(id)
+        self.failed.lock().contains_key(id)
+    }
+
+    /// Why the last attempt to load `id` failed, when it did and no load has succeeded since.
+    pub fn load_failure(&self, id: &str) -> Option<String> {
+        self.failed.lock().get(id).cloned()
     }
 
     /// Installed ids.
@@ -247,12 +253,16 @@ impl Registry {
                 let loaded = match self.faults.before_load() {
                     Ok(()) => self.loader.load(&spec).map_err(|e| {
                         tracing::error!(model = %spec.id, error = %e, "model load failed");
+                        e.to_string()
                     }),
-                    Err(_) => Err(()),
+                    Err(e) => Err(e.to_string()),
                 };
-                let Ok(loaded) = loaded else {
-                    self.failed.lock().insert(spec.id.clone());
-                    return Err(RegistryError::Load);
+                let loaded = match loaded {
+                    Ok(loaded) => loaded,
+                    Err(why) => {
+                        self.failed.lock().insert(spec.id.clone(), why);
+                        return Err(RegistryError::Load);
+                    }
                 };
                 self.failed.lock().remove(&spec.id);
                 Some(loaded)

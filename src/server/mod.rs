@@ -413,7 +413,7 @@ impl Reload {
         let Ok(id) = st.engine.resolve(None) else {
             return;
         };
-        if st.engine.preload(&id).await {
+        if st.engine.preload(&id).await.is_ok() {
             tracing::info!(model = %id, "the default model loaded; ready");
             *self = Reload::default();
         } else {
@@ -435,7 +435,7 @@ async fn preload(st: &AppState) {
             tracing::warn!("a preload model is not installed; skipped");
             continue;
         };
-        if !st.engine.preload(&id).await {
+        if st.engine.preload(&id).await.is_err() {
             tracing::warn!("a preload model failed to load");
         }
     }

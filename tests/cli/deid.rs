@@ -327,3 +327,51 @@ fn csv_and_jsonl_columns_keep_the_file_shape() {
         csv_in
     );
 }
+
+/// A bundled model whose weights are damaged stops `deid` and `eval` before they touch a
+/// file: one message naming the model and the failed check (exit 1), no output folder, no
+/// line per input file. Before, each of 615 files failed on its own ("detection failed:
+/// circuit breaker open" once the breaker opened) and the reason was only in a log line.
+#[test]
+fn a_model_that_does_not_load_stops_deid_and_eval_before_any_file() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/phiguard-deid");
+    let model = tmp.path().join("damaged-model");
+    std::fs::create_dir_all(&model).expect("mkdir");
+    for entry in std::fs::read_dir(&bundled).expect("the bundled model") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), model.join(entry.file_name())).expect("copy");
+    }
+    std::fs::write(model.join("model.safetensors"), b"damaged").expect("damage the weights");
+    let notes = tmp.path().join("notes");
+    for i in 0..3 {
+        write(&notes.join(format!("{i}.txt")), NOTE);
+    }
+    let gold = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/outside/deidgate.jsonl");
+    let out = tmp.path().join("out");
+    for args in [
+        vec![
+            "deid",
+            notes.to_str().expect("utf-8"),
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+        vec!["eval", "--gold", gold.to_str().expect("utf-8")],
+    ] {
+        let mut c = command(&binary(), tmp.path());
+        c.current_dir(tmp.path())
+            .env("PHIGUARD_BUNDLED_MODEL_DIR", &model)
+            .args(&args);
+        let o = run(c, None);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("the model phiguard-deid cannot be loaded")
+                && err.contains("sha256")
+                && err.contains("phiguard models verify phiguard-deid"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("detection failed"), "{args:?}: {err}");
+        assert!(!out.exists(), "nothing is written");
+    }
+}
