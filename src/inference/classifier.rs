@@ -205,7 +205,7 @@ impl TokenClassifier {
         // One file (the usual case): tensors are converted to f32 one by one as the
         // model asks for them, so the f16 copy never exists in full next to the f32 one.
         let vb = if let [only] = weight_files.as_slice() {
-            VarBuilder::from_buffered_safetensors(read(only)?, DType::F32, device)?
+            super::weights::var_builder(read(only)?, device)?
         } else {
             let mut tensors = std::collections::HashMap::new();
             for file in &weight_files {
@@ -231,7 +231,7 @@ impl TokenClassifier {
         let (cfg, tokenizer) = Self::read_config(dir)?;
         // Tensors are converted to f32 one by one as the model asks for them, so the f16
         // copy never exists in full next to the f32 one.
-        let vb = VarBuilder::from_buffered_safetensors(weights.into_bytes(), DType::F32, device)?;
+        let vb = super::weights::var_builder(weights.into_bytes(), device)?;
         Self::from_parts(cfg, tokenizer, vb, device, options)
     }
 

@@ -37,6 +37,7 @@ mod distilbert;
 pub mod labels;
 mod modernbert;
 pub mod tokenize;
+mod weights;
 pub mod window;
 mod xlm_roberta;
 
