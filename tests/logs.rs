@@ -91,6 +91,14 @@ impl Serve {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("request")
+    }
+
     async fn post(&self, path: &str, body: Value) -> reqwest::Response {
         self.http
             .post(format!("{}{path}", self.base))
@@ -349,12 +357,7 @@ async fn the_access_line_of_a_refusal_names_its_error_code() {
         .await
         .expect("request");
     assert_eq!(invalid.status(), 422);
-    let served = serve
-        .http
-        .get(format!("{}/health", serve.base))
-        .send()
-        .await
-        .expect("request");
+    let served = serve.get("/health").await;
     assert_eq!(served.status(), 200);
     let (_, stderr) = serve.stop();
     let access: Vec<Value> = stderr
@@ -473,12 +476,7 @@ async fn a_default_model_that_does_not_load_is_not_ready_until_it_loads() {
     ])
     .await;
     let ready = || async {
-        let r = serve
-            .http
-            .get(format!("{}/readyz", serve.base))
-            .send()
-            .await
-            .expect("request");
+        let r = serve.get("/readyz").await;
         let status = r.status().as_u16();
         (status, r.json::<Value>().await.expect("json"))
     };
@@ -490,13 +488,8 @@ async fn a_default_model_that_does_not_load_is_not_ready_until_it_loads() {
     assert_eq!(r.headers()["retry-after"], "1");
     let body: Value = r.json().await.expect("json");
     assert_eq!(body["error"]["code"], "model_load_error");
-    let health = serve
-        .http
-        .get(format!("{}/livez", serve.base))
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(health.status(), 200, "alive while not ready");
+    let alive = serve.get("/livez").await;
+    assert_eq!(alive.status(), 200, "alive while not ready");
 
     std::fs::copy(bundled.join("model.safetensors"), &weights).expect("restore the weights");
     let started = Instant::now();
