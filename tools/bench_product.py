@@ -31,7 +31,10 @@ Every engine runs one model: `--model DIR`, by default phiguard's bundled defaul
    of every answer, and the server's peak RSS (`VmHWM`) at the end; `--runs` passes per
    client count, the best reported (as for `deid`), each pass's rate beside it. The clients share the
    machine with the server. The first line names the CPU and the int8 kernel it runs (AMX
-   tiles or AVX-512 VNNI): the ratios differ between the two.
+   tiles or AVX-512 VNNI): the ratios differ between the two. With `--wrk SECONDS` the same
+   server is also loaded by `wrk` (Debian package `wrk`: one C thread, `-cN` connections,
+   the bodies in turn from a Lua table, SECONDS a pass), which leaves the CPUs to the
+   server: what the server does when its clients cost nothing.
 
 The notes: `tests/fixtures/outside/deidgate.jsonl` (an outside generator's clinical notes;
 held out for accuracy, used here for timing only, never printed), as "short" (one note per
@@ -40,7 +43,8 @@ file) and "long" (ten consecutive notes per file).
     tools/.venv-parity/bin/python tools/export_onnx.py --out ONNX_DIR    # once per model
     tools/.venv-parity/bin/python tools/bench_product.py --onnx-dir ONNX_DIR [--threads 2] \
         [--runs 2] [--clients 1,4,16,64] [--model models/phiguard-deid] \
-        [--phiguard target/release/phiguard] [--device cuda] [--skip-onnx] [--skip-torch]
+        [--phiguard target/release/phiguard] [--device cuda] [--skip-onnx] [--skip-torch] \
+        [--wrk 5]
 
 Needs the parity venv (tools/requirements-parity.txt) and `cargo build --release --bin
 phiguard`. Output: Markdown on stdout.
@@ -223,6 +227,66 @@ def serve_load(port: int, texts: list[str], clients: int) -> dict:
             "errors": ", ".join(f"{n} × {what}" for what, n in sorted(refused.items())) or "0"}
 
 
+# wrk script for `--wrk`: the notes' bodies in turn, each answer that is not 200 counted.
+# Counters and the body index live in each thread's Lua state and are summed in done().
+WRK_NOTES_LUA = """\
+bodies = { %(bodies)s }
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer %(token)s"
+
+local threads = {}
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  i = 0
+  refused = 0
+end
+
+function request()
+  i = i + 1
+  return wrk.format(nil, "/pii/deidentify", nil, bodies[(i - 1) %% #bodies + 1])
+end
+
+function response(status, headers, body)
+  if status ~= 200 then refused = refused + 1 end
+end
+
+function done(summary, latency, requests)
+  local r = 0
+  for _, t in ipairs(threads) do r = r + t:get("refused") end
+  io.write(string.format('BENCH_JSON {"requests": %%d, "duration_us": %%d, "p50_us": %%d, "p99_us": %%d, "refused": %%d, "errors": %%d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), r,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
+"""
+
+
+def wrk_load(port: int, texts: list[str], clients: int, seconds: int, workdir: Path) -> dict:
+    """`wrk -t1 -cCLIENTS` for SECONDS over the notes in turn: a load generator in C that
+    costs the two CPUs almost nothing, beside the Python clients (which share the machine with
+    the server as a local EHR tool would)."""
+    bodies = [json.dumps({"text": t, "method": "mask"}) for t in texts]
+    level = next(n for n in range(1, 64) if not any(f"]{'=' * n}]" in b for b in bodies))
+    eq = "=" * level
+    lua = workdir / f"notes-{len(texts)}.lua"
+    lua.write_text(WRK_NOTES_LUA % {"bodies": ",\n".join(f"[{eq}[{b}]{eq}]" for b in bodies),
+                                    "token": ff.CLIENT_TOKEN}, encoding="utf-8")
+    cmd = ["wrk", "-t1", f"-c{clients}", f"-d{seconds}s", "--timeout", "30s", "-s", str(lua),
+           f"http://127.0.0.1:{port}"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=False).stdout
+    for line in out.splitlines():
+        if line.startswith("BENCH_JSON "):
+            r = json.loads(line[len("BENCH_JSON "):])
+            return {"notes_s": (r["requests"] - r["refused"]) / (r["duration_us"] / 1e6),
+                    "p50_ms": r["p50_us"] / 1e3, "p99_ms": r["p99_us"] / 1e3,
+                    "errors": f"{r['refused']} refused, {r['errors']} socket errors"
+                    if r["refused"] or r["errors"] else "0"}
+    raise RuntimeError(f"wrk gave no result: {out[-500:]}")
+
+
 def gpu() -> str:
     return ff.cmd_out(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]) or "?"
 
@@ -257,6 +321,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--onnx-dir", type=Path, default=None, help="folder tools/export_onnx.py wrote for --model")
     p.add_argument("--skip-torch", action="store_true")
     p.add_argument("--skip-onnx", action="store_true", help="no onnxruntime peers (no --onnx-dir needed)")
+    p.add_argument("--wrk", type=int, default=0, metavar="SECONDS",
+                   help="also load the server with wrk (C, one thread) for SECONDS a pass, beside the Python clients")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                    help="cuda: phiguard and transformers on the GPU, each beside its CPU run")
     p.add_argument("--peer-device", default="cpu", help=argparse.SUPPRESS)
@@ -383,6 +449,20 @@ def main(argv: list[str]) -> int:
             each = " / ".join(f"{p['notes_s']:.0f}" for p in passes)
             lines.append(f"| {name} | {c} | {r['notes_s']:.1f} | {each} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
                          f"{r['p99_ms'] / r['p50_ms']:.1f} | {r['errors']} |")
+    if args.wrk:
+        lines += ["", f"The same server under `wrk -t1 -cN -d{args.wrk}s` (one C thread, the notes' bodies in "
+                  "turn from a Lua table): a load generator that leaves the CPUs to the server. Best of "
+                  f"{args.runs} passes, every pass beside it.", "",
+                  "| notes | connections | notes/s (200s only, best) | each pass | p50 ms | p99 ms | p99/p50 | non-200 |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, files in sets.items():
+            texts = [f.read_text(encoding="utf-8") for f in files]
+            for c in clients:
+                passes = [wrk_load(srv.port, texts, c, args.wrk, work) for _ in range(args.runs)]
+                r = max(passes, key=lambda p: p["notes_s"])
+                each = " / ".join(f"{p['notes_s']:.0f}" for p in passes)
+                lines.append(f"| {name} | {c} | {r['notes_s']:.1f} | {each} | {r['p50_ms']:.1f} | "
+                             f"{r['p99_ms']:.1f} | {r['p99_ms'] / r['p50_ms']:.1f} | {r['errors']} |")
     lines += ["", f"Server peak RSS (VmHWM) after every run above: {vm_hwm_mb(srv.popen.pid):.0f} MB.", ""]
     ff.stop_all()
     sys.stdout.write("\n".join(lines) + "\n")
