@@ -113,12 +113,10 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), workers=1,
             access_log=False, log_level="warning")
 '''
 
-# wrk script: the same POST for both peers, and a per-response check that tallies every
-# answer that is not 503 circuit_breaker_open. Counters live in each thread's Lua state
-# and are summed in done().
-WRK_LUA = """\
+# The start of every wrk script here: an authenticated JSON POST, and each thread's Lua
+# state kept in `threads` so that done() can sum its counters (bench_product uses it too).
+WRK_POST_LUA = """\
 wrk.method = "POST"
-wrk.body = %(body)s
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer %(token)s"
 
@@ -126,6 +124,12 @@ local threads = {}
 function setup(thread)
   table.insert(threads, thread)
 end
+"""
+
+# wrk script: the same POST for both peers, and a per-response check that tallies every
+# answer that is not 503 circuit_breaker_open.
+WRK_LUA = WRK_POST_LUA + """
+wrk.body = %(body)s
 
 function init(args)
   cbo = 0
@@ -426,12 +430,18 @@ class Run:
 
 
 def wrk(port: int, lua: Path, args: argparse.Namespace) -> dict:
-    cmd = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{args.duration}s",
-           "--timeout", "5s", "-s", str(lua), f"http://127.0.0.1:{port}{PATH}"]
+    return run_wrk(port, lua, args.threads, args.connections, args.duration, PATH, timeout=5)
+
+
+def run_wrk(port: int, lua: Path, threads: int, connections: int, duration: int, path: str = "",
+            timeout: int = 5) -> dict:
+    """Runs `lua` under wrk against 127.0.0.1:PORT and returns its `BENCH_JSON` line."""
+    cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s",
+           "--timeout", f"{timeout}s", "-s", str(lua), f"http://127.0.0.1:{port}{path}"]
     workdir = lua.parent
     p = start("wrk", cmd, dict(os.environ), workdir, workdir)  # stopped on error like the servers
     try:
-        p.popen.wait(timeout=args.duration + 60)
+        p.popen.wait(timeout=duration + 60)
     except subprocess.TimeoutExpired:
         raise BenchError("wrk did not finish in time") from None
     finally:

@@ -229,16 +229,8 @@ def serve_load(port: int, texts: list[str], clients: int) -> dict:
 
 # wrk script for `--wrk`: the notes' bodies in turn, each answer that is not 200 counted.
 # Counters and the body index live in each thread's Lua state and are summed in done().
-WRK_NOTES_LUA = """\
+WRK_NOTES_LUA = ff.WRK_POST_LUA + """
 bodies = { %(bodies)s }
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer %(token)s"
-
-local threads = {}
-function setup(thread)
-  table.insert(threads, thread)
-end
 
 function init(args)
   i = 0
@@ -274,17 +266,11 @@ def wrk_load(port: int, texts: list[str], clients: int, seconds: int, workdir: P
     lua = workdir / f"notes-{len(texts)}.lua"
     lua.write_text(WRK_NOTES_LUA % {"bodies": ",\n".join(f"[{eq}[{b}]{eq}]" for b in bodies),
                                     "token": ff.CLIENT_TOKEN}, encoding="utf-8")
-    cmd = ["wrk", "-t1", f"-c{clients}", f"-d{seconds}s", "--timeout", "30s", "-s", str(lua),
-           f"http://127.0.0.1:{port}"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=False).stdout
-    for line in out.splitlines():
-        if line.startswith("BENCH_JSON "):
-            r = json.loads(line[len("BENCH_JSON "):])
-            return {"notes_s": (r["requests"] - r["refused"]) / (r["duration_us"] / 1e6),
-                    "p50_ms": r["p50_us"] / 1e3, "p99_ms": r["p99_us"] / 1e3,
-                    "errors": f"{r['refused']} refused, {r['errors']} socket errors"
-                    if r["refused"] or r["errors"] else "0"}
-    raise RuntimeError(f"wrk gave no result: {out[-500:]}")
+    r = ff.run_wrk(port, lua, 1, clients, seconds, timeout=30)
+    return {"notes_s": (r["requests"] - r["refused"]) / (r["duration_us"] / 1e6),
+            "p50_ms": r["p50_us"] / 1e3, "p99_ms": r["p99_us"] / 1e3,
+            "errors": f"{r['refused']} refused, {r['errors']} socket errors"
+            if r["refused"] or r["errors"] else "0"}
 
 
 def gpu() -> str:
