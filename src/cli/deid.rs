@@ -435,17 +435,8 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     let rt = runtime()?;
     rt.block_on(async move {
         let started = Instant::now();
-        let engine = crate::runtime::build_engine(&settings, &home, Default::default())
-            .map_err(|e| Failure::usage(e.to_string()))?;
-        let id = engine.resolve(args.model.as_deref()).map_err(|_| {
-            Failure::usage("the model is not installed (see `phiguard models list`)")
-        })?;
-        // Loaded before any file is read or written: a model that does not load (a damaged
-        // file, say) is one clear failure here, not one "detection failed" per input file.
-        engine
-            .preload(&id)
-            .await
-            .map_err(|why| Failure::runtime(super::model_unusable(&id, &why)))?;
+        let (engine, id) =
+            super::engine_with_model(&settings, &home, args.model.as_deref()).await?;
         let call = |text: String, subject: Option<crate::deid::SubjectKey>| {
             let engine = Arc::clone(&engine);
             let id = id.clone();

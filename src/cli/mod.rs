@@ -245,12 +245,27 @@ enum SettingsAction {
     },
 }
 
-/// The message of a command that stops because its model does not load.
-pub(crate) fn model_unusable(id: &str, why: &str) -> String {
-    format!(
-        "the model {id} cannot be loaded: {why}; check it with `phiguard models verify {id}`, \
-         or pull or import it again"
-    )
+/// The engine of `deid` and `eval`, and the id of the model they run (`model`, else the
+/// default), loaded before the command reads or writes any file: a model that does not load
+/// (a damaged file, say) is one failure naming the model and the reason, not one "detection
+/// failed" per input.
+pub(crate) async fn engine_with_model(
+    settings: &crate::settings::Settings,
+    home: &crate::settings::Home,
+    model: Option<&str>,
+) -> Result<(std::sync::Arc<crate::engine::Engine>, String), Failure> {
+    let engine = crate::runtime::build_engine(settings, home, Default::default())
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let id = engine
+        .resolve(model)
+        .map_err(|_| Failure::usage("the model is not installed (see `phiguard models list`)"))?;
+    engine.preload(&id).await.map_err(|why| {
+        Failure::runtime(format!(
+            "the model {id} cannot be loaded: {why}; check it with `phiguard models verify \
+             {id}`, or pull or import it again"
+        ))
+    })?;
+    Ok((engine, id))
 }
 
 /// A failure with its exit code.
