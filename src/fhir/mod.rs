@@ -510,6 +510,7 @@ impl State<'_> {
             Site::Telecom => self.telecom(node, patient),
             Site::Address => self.address(node, patient),
             Site::Identifier => self.identifier(node, patient),
+            Site::IdentifierString => self.identifier_string(node, patient),
             Site::BirthDate => self.birth_date(node, patient),
             Site::Date(instant) => self.date(node, instant, patient),
             Site::AttachmentUrl | Site::Photo | Site::BinaryData => {
@@ -711,6 +712,21 @@ impl State<'_> {
         };
         let action = self.opts.profile.identifiers;
         self.set(obj, "value", action, Label::IdNum, patient)
+    }
+
+    /// A string that is an identifier by its element's definition: the identifier action
+    /// on the string itself.
+    fn identifier_string(&mut self, node: &mut Value, patient: Option<&str>) -> bool {
+        let action = self.opts.profile.identifiers;
+        let Value::String(s) = node else { return false };
+        if action == ElementAction::Keep {
+            return false;
+        }
+        let s = s.clone();
+        *node = self
+            .value(action, crate::detect::Label::IdNum, &s, patient)
+            .map_or(Value::Null, Value::String);
+        true
     }
 
     fn birth_date(&mut self, node: &mut Value, patient: Option<&str>) -> bool {

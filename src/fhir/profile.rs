@@ -9,7 +9,8 @@
 //! | `Address` city, district | redact | pseudonymize |
 //! | `Address.state`, `Address.country` | keep | keep |
 //! | `Address.postalCode` | generalize (US: three digits, `000` where the area is small) | pseudonymize |
-//! | `Identifier.value` | redact | hash (keyed, stable per install) |
+//! | `Identifier.value` (`identifier`, `accessionIdentifier`, …), and identifier strings (`Coverage.subscriberId`, `Device.serialNumber`, `lotNumber`, UDI numbers, `preAuthRef`, `businessArrangement`) | redact | hash (keyed, stable per install) |
+//! | primitive values of extensions (`valueCode`, `valueUri`, …) | free text | free text |
 //! | `birthDate` | generalize (year; removed when it reveals an age over 89) | date_shift |
 //! | every other date, dateTime, instant | date_shift (one offset per patient) | date_shift |
 //! | `Attachment.url`, `photo`, non-text `Attachment.data` | redact | redact |
@@ -86,7 +87,7 @@ pub struct Profile {
     pub country: ElementAction,
     /// `Address.postalCode`.
     pub postal_code: ElementAction,
-    /// `Identifier.value`.
+    /// `Identifier.value`, and the string elements that are identifiers.
     pub identifiers: ElementAction,
     /// `Patient.birthDate` and other `birthDate` elements.
     pub birth_date: ElementAction,

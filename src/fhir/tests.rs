@@ -410,6 +410,74 @@ fn extensions_of_structured_types_and_message_payloads_are_handled() {
     );
 }
 
+/// Identifiers that are not `Identifier` objects under the key `identifier`: an
+/// `Identifier` named for what it identifies, identifier strings of R4 resources, and PHI
+/// in the primitive values of extensions.
+fn identifiers_elsewhere() -> Value {
+    json!({
+        "resourceType": "Bundle", "type": "collection",
+        "entry": [
+            {"resource": {"resourceType": "Patient", "id": "p7",
+                "extension": [
+                    {"url": "http://example.org/ssn", "valueCode": "123-45-6789"},
+                    {"url": "http://example.org/contact", "valueUri": "mailto:zq@example.com"},
+                    {"url": "http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex", "valueCode": "F"}
+                ]}},
+            {"resource": {"resourceType": "Coverage", "id": "c1", "status": "active",
+                "subscriberId": "XQZ99887766", "beneficiary": {"reference": "Patient/p7"}}},
+            {"resource": {"resourceType": "Specimen", "id": "s1", "subject": {"reference": "Patient/p7"},
+                "accessionIdentifier": {"system": "urn:acc", "value": "ACC-55512345"}}},
+            {"resource": {"resourceType": "Device", "id": "d1", "patient": {"reference": "Patient/p7"},
+                "serialNumber": "SN-778899001", "lotNumber": "LOT-4471",
+                "udiCarrier": [{"deviceIdentifier": "00844588003288", "carrierHRF": "(01)00844588003288(21)SN-778899001"}]}},
+            {"resource": {"resourceType": "Claim", "id": "cl1", "status": "active", "patient": {"reference": "Patient/p7"},
+                "insurance": [{"sequence": 1, "focal": true, "preAuthRef": ["PA-20240117-88"], "coverage": {"reference": "Coverage/c1"}}]}}
+        ]
+    })
+}
+
+const IDENTIFIERS_ELSEWHERE: &[&str] = &[
+    "123-45-6789",
+    "zq@example.com",
+    "XQZ99887766",
+    "ACC-55512345",
+    "SN-778899001",
+    "LOT-4471",
+    "00844588003288",
+    "PA-20240117-88",
+];
+
+#[test]
+fn identifiers_outside_identifier_elements_are_removed_or_hashed() {
+    let body = identifiers_elsewhere().to_string();
+    let (doc, _) = run(&body, Format::Json, &[], &opts(Profile::safe_harbor()));
+    let out = Value::Array(doc.values().to_vec());
+    assert_eq!(
+        leaks(&out, IDENTIFIERS_ELSEWHERE),
+        Vec::<String>::new(),
+        "{out}"
+    );
+    let entry = |i: usize| &doc.values()[0]["entry"][i]["resource"];
+    // A code that is no PHI stays; the element keeps its place and its system.
+    assert_eq!(entry(0)["extension"][2]["valueCode"], "F", "{out}");
+    assert_eq!(
+        entry(2)["accessionIdentifier"]["system"],
+        "urn:acc",
+        "{out}"
+    );
+    assert_eq!(entry(1)["status"], "active", "{out}");
+
+    // Pseudonymized: the same member id hashes to the same value in every run.
+    let pseudonymized = || {
+        let (doc, _) = run(&body, Format::Json, &[], &opts(Profile::pseudonymize()));
+        doc.values()[0]["entry"][1]["resource"]["subscriberId"].clone()
+    };
+    let first = pseudonymized();
+    let out = first.as_str().unwrap_or_default().to_owned();
+    assert!(!out.is_empty() && !out.contains("XQZ99887766"), "{out}");
+    assert_eq!(pseudonymized(), first);
+}
+
 #[test]
 fn actions_by_path_come_before_everything_else() {
     let mut o = opts(Profile::safe_harbor());

@@ -38,6 +38,9 @@ pub(super) enum Site {
     Address,
     /// An `Identifier` object.
     Identifier,
+    /// A string element that is an identifier by its definition
+    /// ([`IDENTIFIER_STRING_KEYS`]): a member id, a serial number.
+    IdentifierString,
     /// A `birthDate` string.
     BirthDate,
     /// Any other date, dateTime or instant string; `true` for an instant (which FHIR
@@ -72,6 +75,33 @@ const TEXT_KEYS: &[&str] = &[
     "note",
     "display",
     "authorString",
+    // Primitive values of extensions (and of `Parameters`) have no schema here: an SSN
+    // written as a `valueCode`, an e-mail as a `valueUri`. The engine reads them as text, so
+    // whatever PHI they hold is found there; a code such as `F` comes back as it was.
+    "valueCode",
+    "valueUri",
+    "valueUrl",
+    "valueId",
+    "valueOid",
+    "valueUuid",
+    "valueCanonical",
+];
+
+/// String elements of FHIR R4 that are identifiers by their definition, not `Identifier`
+/// objects: the insurer's member id, a device's serial, lot and UDI numbers, prior
+/// authorisation and contract references. Safe Harbor's identifier categories (health plan
+/// beneficiary, account, device serial numbers) cover them; they get the identifier action
+/// (redacted under `hipaa_safe_harbor`, a keyed hash under `pseudonymize`).
+const IDENTIFIER_STRING_KEYS: &[&str] = &[
+    "subscriberId",
+    "serialNumber",
+    "lotNumber",
+    "distinctIdentifier",
+    "deviceIdentifier",
+    "carrierHRF",
+    "carrierAIDC",
+    "preAuthRef",
+    "businessArrangement",
 ];
 
 /// Keys whose dates are FHIR `instant`s.
@@ -252,7 +282,12 @@ fn object_site(key: &str, m: &Map<String, Value>) -> Option<Site> {
         "address" | "valueAddress" if is_address(m) || m.contains_key("text") => {
             Some(Site::Address)
         }
-        "identifier" | "valueIdentifier" if m.contains_key("value") => Some(Site::Identifier),
+        // `identifier`, `valueIdentifier`, and the elements of type `Identifier` named for
+        // what they identify (`Specimen.accessionIdentifier`,
+        // `DocumentReference.masterIdentifier`).
+        k if (k == "identifier" || k.ends_with("Identifier")) && m.contains_key("value") => {
+            Some(Site::Identifier)
+        }
         _ => None,
     }
 }
@@ -272,6 +307,7 @@ fn string_site(key: &str, s: &str, shape: &Shape) -> Option<Site> {
             });
         }
         "url" if shape.content_type.is_some() => return Some(Site::AttachmentUrl),
+        k if IDENTIFIER_STRING_KEYS.contains(&k) => return Some(Site::IdentifierString),
         _ => {}
     }
     let text = TEXT_KEYS.contains(&key)
