@@ -43,18 +43,33 @@ pub(super) fn docs() -> Result<(), Failure> {
 
 pub(super) fn get(key: &str) -> Result<(), Failure> {
     let s = Settings::load(&Home::from_env())?;
-    let def = crate::settings::table::def(key)
-        .ok_or_else(|| Failure::usage(format!("unknown setting {key}")))?;
+    let def = known(key)?;
     if def.secret {
-        return Err(Failure::usage(format!(
-            "{key} is a secret; use `phiguard token show`"
-        )));
+        // Only the two tokens have a command that prints them; the keys and the Redis URL
+        // are never printed.
+        let how = match def.key {
+            "security.auth_token" => "print it with `phiguard token show`".to_string(),
+            "security.admin_token" => "print it with `phiguard token show --admin`".to_string(),
+            _ => format!("it is never printed (set it with {})", def.env),
+        };
+        return Err(Failure::usage(format!("{key} is a secret; {how}")));
     }
     println!("{}", s.value(def.key));
     Ok(())
 }
 
+/// The definition of `key`, or the usage error every subcommand gives for an unknown one
+/// (the settings' own check answers the HTTP API, whose message points at its route).
+fn known(key: &str) -> Result<&'static crate::settings::table::Def, Failure> {
+    crate::settings::table::def(key).ok_or_else(|| {
+        Failure::usage(format!(
+            "unknown setting {key}; `phiguard settings list` lists every key"
+        ))
+    })
+}
+
 pub(super) fn set(key: &str, value: &str) -> Result<(), Failure> {
+    known(key)?;
     let mut s = Settings::load(&Home::from_env())?;
     s.apply(&[(key.to_string(), value.to_string())])
         .map_err(|errs| {

@@ -234,3 +234,36 @@ fn a_device_that_cannot_be_opened_stops_serve_and_deid_at_start() {
     }
     assert!(!dir.path().join("out").exists(), "deid wrote an output");
 }
+
+/// The CLI names an unknown key and how to find the right one, for `get` and `set` alike
+/// (`set` answered with the HTTP API's message, `body: … GET /admin/settings …`), and says
+/// of each secret how it can be had.
+#[test]
+fn unknown_keys_and_secrets_get_the_cli_s_own_words() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for args in [
+        &["settings", "set", "nope.key", "1"][..],
+        &["settings", "get", "nope.key"][..],
+    ] {
+        let out = phiguard(dir.path(), args, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("unknown setting nope.key") && err.contains("phiguard settings list"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("/admin/settings"), "{args:?}: {err}");
+    }
+    let says = |key: &str| {
+        let out = phiguard(dir.path(), &["settings", "get", key], &[]);
+        assert_eq!(out.status.code(), Some(2), "{key}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(says("security.auth_token").contains("`phiguard token show`"));
+    assert!(says("security.admin_token").contains("`phiguard token show --admin`"));
+    let hash_key = says("security.hash_key");
+    assert!(
+        hash_key.contains("never printed") && !hash_key.contains("token show"),
+        "{hash_key}"
+    );
+}
