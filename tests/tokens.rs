@@ -295,3 +295,32 @@ async fn a_pinned_token_is_not_rotated() {
     assert!(out.stdout.is_empty());
     assert_eq!(show(home.path(), false), before, "the stored token is kept");
 }
+
+/// A label with a line break would print a row of its own in `token list`, one that looks
+/// like another token: the CLI and the admin API refuse it, and nothing is created.
+#[tokio::test]
+async fn a_label_with_a_line_break_is_refused_by_the_cli_and_the_api() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let spoof = "a\ntok_fake  admin  no expiry";
+    let out = run(phiguard(home.path()).args(["token", "create", "--label", spoof]));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("control characters"), "{err}");
+    assert!(out.stdout.is_empty(), "no token printed");
+
+    let server = Serve::start(home.path());
+    let http = reqwest::Client::new();
+    let admin = show(home.path(), true);
+    let r = http
+        .post(server.url("/admin/tokens"))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({"label": spoof}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 422);
+    let list = tokens_listed(&http, &server.url("/admin/tokens"), &admin).await;
+    assert!(!list.to_string().contains("tok_fake"), "{list}");
+    let listed = run(phiguard(home.path()).args(["token", "list"]));
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains("tok_fake"));
+}

@@ -204,7 +204,7 @@ enum TokenAction {
     /// Running services on this home accept it within a few seconds. With --expires-in it
     /// is refused from then on (`invalid_credentials`) and listed as expired.
     Create {
-        /// A name for people (at most 80 characters).
+        /// A name for people (at most 80 characters, no line breaks or other control characters).
         #[arg(long, default_value = "")]
         label: String,
         /// An admin token instead of a client (inference) one.

@@ -111,8 +111,8 @@ fn registry(home: &Home) -> Result<TokenRegistry, Failure> {
 
 pub(super) fn create(label: &str, admin: bool, expires_in: Option<&str>) -> Result<(), Failure> {
     let label = label.trim();
-    if label.chars().count() > 80 {
-        return Err(Failure::usage("--label must be at most 80 characters"));
+    if let Some(problem) = crate::secrets::label_problem(label) {
+        return Err(Failure::usage(format!("--{problem}")));
     }
     let lifetime = expires_in.map(lifetime).transpose()?;
     let home = Home::from_env();

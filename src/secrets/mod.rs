@@ -13,8 +13,8 @@ mod tokens;
 
 pub use store::{SecretStore, StoreKind};
 pub use tokens::{
-    registry_file, rotate, spawn_refresh, NewToken, Primary, Scope, TokenInfo, TokenRegistry,
-    PRIMARY_CLIENT_ID, REFRESH_PERIOD,
+    label_problem, registry_file, rotate, spawn_refresh, NewToken, Primary, Scope, TokenInfo,
+    TokenRegistry, PRIMARY_CLIENT_ID, REFRESH_PERIOD,
 };
 
 /// Errors of the secrets module.

@@ -41,6 +41,20 @@ pub const REFRESH_PERIOD: Duration = Duration::from_secs(1);
 /// The id under which the primary client token is listed (and revoked).
 pub const PRIMARY_CLIENT_ID: &str = "client";
 
+/// What is wrong with a token's label (already trimmed), if anything: at most 80
+/// characters, and no control characters (a line break in a label would print a row of its
+/// own in `phiguard token list`, one that looks like another token). The CLI and
+/// `POST /admin/tokens` both ask this.
+pub fn label_problem(label: &str) -> Option<&'static str> {
+    if label.chars().count() > 80 {
+        Some("label must be at most 80 characters")
+    } else if label.chars().any(char::is_control) {
+        Some("label must not contain control characters (line breaks, tabs)")
+    } else {
+        None
+    }
+}
+
 /// The registry file of a home: `tokens.json` in its data directory.
 pub fn registry_file(home: &Home) -> PathBuf {
     home.data_dir().join("tokens.json")

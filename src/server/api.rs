@@ -760,7 +760,7 @@ impl Body for ReidentifyRequest {
 #[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenCreateRequest {
-    /// A name for people (at most 80 characters).
+    /// A name for people (at most 80 characters, no control characters).
     #[serde(
         default,
         deserialize_with = "read::opt_string",
@@ -786,8 +786,12 @@ pub struct TokenCreateRequest {
 
 impl Body for TokenCreateRequest {
     fn check(&self, c: &mut Checks<'_>) {
-        if self.label.as_ref().is_some_and(|l| l.chars().count() > 80) {
-            c.body("label must be at most 80 characters");
+        if let Some(problem) = self
+            .label
+            .as_deref()
+            .and_then(|l| crate::secrets::label_problem(l.trim()))
+        {
+            c.body(problem);
         }
     }
 }
