@@ -105,8 +105,9 @@ pub struct Shed {
     pub priority: Priority,
     /// Depth (queued + running) when it was shed.
     pub depth: usize,
-    /// Concurrent executions admitted.
-    pub capacity: usize,
+    /// The depth the queue holds before it sheds: the high watermark (OpenMed's
+    /// `queue_capacity`, which is its `HIGH_WATERMARK`).
+    pub queue_capacity: usize,
     /// Depth at which shedding stops.
     pub low_watermark: usize,
     /// When the caller may try again (whole seconds, at least one).
@@ -237,7 +238,7 @@ impl State {
             reason,
             priority,
             depth,
-            capacity: self.cfg.capacity,
+            queue_capacity: self.cfg.high_watermark,
             low_watermark: self.cfg.low_watermark,
             retry_after: Duration::from_secs(ceil_secs_min1(self.cfg.max_queue_wait)),
         }

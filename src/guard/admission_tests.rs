@@ -55,7 +55,12 @@ fn hysteresis_sheds_from_high_until_low() {
     assert_eq!(adm.snapshot().depth[0], 4);
     let shed = admit_now(&adm, Priority::Interactive).unwrap_err();
     assert_eq!(shed.reason, ShedReason::HighWatermark);
-    assert_eq!((shed.depth, shed.capacity, shed.low_watermark), (4, 1, 2));
+    // `queue_capacity` is the high watermark, as OpenMed reports it (not the execution
+    // capacity, 1 here).
+    assert_eq!(
+        (shed.depth, shed.queue_capacity, shed.low_watermark),
+        (4, 4, 2)
+    );
     assert_eq!(shed.retry_after, Duration::from_secs(10));
     assert!(adm.snapshot().shedding);
 

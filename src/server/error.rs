@@ -490,7 +490,7 @@ impl ApiError {
                 priority: s.priority.as_str(),
                 reason: s.reason.as_str(),
                 depth: s.depth as u64,
-                capacity: s.capacity as u64,
+                capacity: s.queue_capacity as u64,
                 low_watermark: s.low_watermark as u64,
                 retry_after: s.retry_after.as_secs_f64(),
             },

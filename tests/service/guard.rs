@@ -178,6 +178,10 @@ async fn admission_sheds_at_high_watermark_until_low() {
     )
     .await;
     assert_eq!(body["error"]["details"]["reason"], "high_watermark");
+    // As OpenMed reports it: the queue's capacity is the high watermark, not the one
+    // execution slot.
+    assert_eq!(body["error"]["details"]["queue_capacity"], 3);
+    assert_eq!(body["error"]["details"]["queue_depth"], 3);
     assert!(headers.get("retry-after").is_some());
     // One finishes: depth 2, above the low watermark, so shedding continues (hysteresis).
     t.script.release_one();
