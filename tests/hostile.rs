@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use phiguard::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
 use phiguard::deid::{DeidOptions, Deidentifier, HashKey, Method, Policy};
-use phiguard::detect::{CharIndex, Label, RuleRecognizer, Source, Span};
+use phiguard::detect::{CharIndex, Label, RuleRecognizer, Source, Sources, Span};
 use phiguard::server::api::{
     AnalyzeRequest, DeidentifyRequest, DeidentifyStreamRequest, ExtractRequest,
     ExtractStreamRequest, UnloadRequest,
@@ -295,6 +295,7 @@ fn spans_for(len: usize) -> impl Strategy<Value = Vec<Span>> {
                 label,
                 score,
                 source: if rule { Source::Rule } else { Source::Model },
+                found_by: Sources::of(if rule { Source::Rule } else { Source::Model }),
             })
             .collect()
     })
@@ -415,6 +416,7 @@ fn detect(window: &str, extra: &[(usize, usize)]) -> Vec<Span> {
                 label: Label::IdNum,
                 score: 0.9,
                 source: Source::Model,
+                found_by: Sources::of(Source::Model),
             });
             i = j;
         } else {
@@ -428,6 +430,7 @@ fn detect(window: &str, extra: &[(usize, usize)]) -> Vec<Span> {
             label: Label::Person,
             score: 0.8,
             source: Source::Model,
+            found_by: Sources::of(Source::Model),
         });
     }
     out

@@ -360,7 +360,7 @@
  * @property {number} confidence Confidence, four decimals.
  * @property {string} redacted_text What the entity became.
  * @property {string} canonical_label The canonical label.
- * @property {Array<string>} sources Who found it (`rule`, `ml`).
+ * @property {Array<string>} sources Every detector that found it (`ml`, `rule`; the model first).
  * @property {Evidence} evidence Where it came from.
  * @property {number} threshold The request's threshold.
  * @property {string} action What was done (`mask`, `shift_dates`, `year_only`, …).

@@ -22,6 +22,8 @@
 
 use std::cmp::Ordering;
 
+#[cfg(test)]
+use super::Sources;
 use super::{Label, Source, Span};
 
 /// Resolves overlaps: the result is sorted by start, non-overlapping, and covers every
@@ -40,6 +42,7 @@ pub fn resolve(mut spans: Vec<Span>) -> Vec<Span> {
                 // confidence threshold applied after the merge must not drop a rule's
                 // span because a weaker model span with a more specific label joined it.
                 let score = cur.score.max(s.score);
+                cur.found_by = cur.found_by.with(s.found_by);
                 if better(&s, b) {
                     cur.label = s.label;
                     cur.source = s.source;
@@ -96,13 +99,22 @@ mod tests {
         Span::new(start, end, label, score, source)
     }
 
+    /// `s` as a merge of a model's and a rule's spans.
+    fn by_both(mut s: Span) -> Span {
+        s.found_by = Sources::of(Source::Model).with(Sources::of(Source::Rule));
+        s
+    }
+
     #[test]
     fn union_extent_label_from_higher_score() {
         let out = resolve(vec![
             sp(0, 5, Label::FirstName, 0.6, Source::Model),
             sp(3, 10, Label::Person, 0.9, Source::Rule),
         ]);
-        assert_eq!(out, vec![sp(0, 10, Label::Person, 0.9, Source::Rule)]);
+        assert_eq!(
+            out,
+            vec![by_both(sp(0, 10, Label::Person, 0.9, Source::Rule))]
+        );
     }
 
     #[test]
@@ -115,7 +127,7 @@ mod tests {
         ]);
         assert_eq!(
             out,
-            vec![sp(4, 16, Label::AccountNumber, 0.9, Source::Model)]
+            vec![by_both(sp(4, 16, Label::AccountNumber, 0.9, Source::Model))]
         );
     }
 
@@ -125,7 +137,10 @@ mod tests {
             sp(2, 4, Label::Date, 0.8, Source::Rule),
             sp(0, 8, Label::DateOfBirth, 0.8, Source::Model),
         ]);
-        assert_eq!(out, vec![sp(0, 8, Label::DateOfBirth, 0.8, Source::Model)]);
+        assert_eq!(
+            out,
+            vec![by_both(sp(0, 8, Label::DateOfBirth, 0.8, Source::Model))]
+        );
     }
 
     #[test]
@@ -137,7 +152,13 @@ mod tests {
         assert_eq!(
             out,
             // The label is the rule's; the score the stronger member's.
-            vec![sp(4, 11, Label::MedicalRecordNumber, 0.97, Source::Rule)]
+            vec![by_both(sp(
+                4,
+                11,
+                Label::MedicalRecordNumber,
+                0.97,
+                Source::Rule
+            ))]
         );
     }
 
@@ -147,7 +168,10 @@ mod tests {
             sp(0, 12, Label::Phone, 0.99, Source::Model),
             sp(0, 12, Label::Fax, 0.82, Source::Rule),
         ]);
-        assert_eq!(out, vec![sp(0, 12, Label::Fax, 0.99, Source::Rule)]);
+        assert_eq!(
+            out,
+            vec![by_both(sp(0, 12, Label::Fax, 0.99, Source::Rule))]
+        );
     }
 
     #[test]
@@ -167,6 +191,20 @@ mod tests {
                 sp(10, 20, Label::Phone, 0.7, Source::Rule),
             ]
         );
+    }
+
+    #[test]
+    fn a_merged_span_lists_every_detector_that_found_part_of_it() {
+        let out = resolve(vec![
+            sp(0, 5, Label::FirstName, 0.99, Source::Model),
+            sp(0, 5, Label::FirstName, 0.82, Source::Rule),
+            sp(10, 14, Label::Date, 0.9, Source::Rule),
+        ]);
+        assert_eq!(out.len(), 2);
+        // The rule names the first (it covers the model's span); both found it.
+        assert_eq!(out[0].source, Source::Rule);
+        assert_eq!(out[0].found_by.wire(), vec!["ml", "rule"]);
+        assert_eq!(out[1].found_by.wire(), vec!["rule"]);
     }
 
     fn arb_span() -> impl Strategy<Value = Span> {
@@ -213,6 +251,12 @@ mod tests {
                     .map(|s| s.score)
                     .fold(f32::MIN, f32::max);
                 prop_assert_eq!(o.score, top);
+                // Every member's detector is listed, and no other.
+                let members = spans
+                    .iter()
+                    .filter(|s| o.start <= s.start && s.end <= o.end)
+                    .fold(Sources::default(), |acc, s| acc.with(s.found_by));
+                prop_assert_eq!(o.found_by, members);
             }
         }
     }

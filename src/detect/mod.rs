@@ -20,7 +20,7 @@ pub use context::ContextRecognizer;
 pub use merge::resolve;
 pub use merged::{Detectors, Merged};
 pub use rules::RuleRecognizer;
-pub use span::{CharIndex, Label, Source, Span};
+pub use span::{CharIndex, Label, Source, Sources, Span};
 pub use terms::{Terms, TermsError};
 pub use thresholds::LabelThresholds;
 

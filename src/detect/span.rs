@@ -198,6 +198,45 @@ impl Source {
     }
 }
 
+/// The detectors that found one entity: every member of a merged span adds its own
+/// ([`super::merge::resolve`]). OpenMed lists them as `detector_sources`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Sources(u8);
+
+impl Sources {
+    /// The set holding `source` alone.
+    pub fn of(source: Source) -> Self {
+        Sources(Self::bit(source))
+    }
+
+    /// Both sets.
+    #[must_use]
+    pub fn with(self, other: Sources) -> Self {
+        Sources(self.0 | other.0)
+    }
+
+    /// Whether `source` is in the set.
+    pub fn contains(self, source: Source) -> bool {
+        self.0 & Self::bit(source) != 0
+    }
+
+    /// The wire names, the model first (as OpenMed orders `["ml", "locale_rule"]`).
+    pub fn wire(self) -> Vec<&'static str> {
+        [Source::Model, Source::Rule]
+            .into_iter()
+            .filter(|s| self.contains(*s))
+            .map(Source::wire)
+            .collect()
+    }
+
+    fn bit(source: Source) -> u8 {
+        match source {
+            Source::Rule => 1,
+            Source::Model => 2,
+        }
+    }
+}
+
 /// One detected PHI span, in code-point offsets into the text it was found in.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Span {
@@ -209,8 +248,11 @@ pub struct Span {
     pub label: Label,
     /// Confidence in [0, 1]; rules report a fixed confidence per pattern.
     pub score: f32,
-    /// Who found it.
+    /// Who named it: the detector of the member whose label it carries.
     pub source: Source,
+    /// Every detector whose span is part of it (`source` among them).
+    #[serde(default)]
+    pub found_by: Sources,
 }
 
 impl Span {
@@ -223,6 +265,7 @@ impl Span {
             label,
             score,
             source,
+            found_by: Sources::of(source),
         }
     }
 

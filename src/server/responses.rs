@@ -20,7 +20,7 @@ pub fn round4(x: f32) -> f64 {
 pub struct EntityMetadata {
     /// Always true: offsets are code points of the (stripped) text.
     pub span_valid: bool,
-    /// `/pii/extract`: who found the entity (`rule`, `ml`).
+    /// `/pii/extract`: every detector that found the entity (`ml`, `rule`; the model first).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detector_sources: Option<Vec<&'static str>>,
     /// `/pii/extract`: the canonical label.
@@ -64,7 +64,7 @@ impl Entity {
             end: s.end,
             metadata: EntityMetadata {
                 span_valid: true,
-                detector_sources: Some(vec![s.source.wire()]),
+                detector_sources: Some(s.found_by.wire()),
                 canonical_label: Some(s.label.canonical()),
             },
         }
@@ -161,7 +161,7 @@ pub struct PiiEntity {
     pub redacted_text: String,
     /// The canonical label.
     pub canonical_label: &'static str,
-    /// Who found it (`rule`, `ml`).
+    /// Every detector that found it (`ml`, `rule`; the model first).
     pub sources: Vec<&'static str>,
     /// Where it came from.
     pub evidence: Evidence,
@@ -192,7 +192,7 @@ impl PiiEntity {
             confidence: round4(r.span.score),
             redacted_text: r.replacement.clone(),
             canonical_label: r.span.label.canonical(),
-            sources: vec![r.span.source.wire()],
+            sources: r.span.found_by.wire(),
             evidence: Evidence {
                 raw_label: r.span.label.wire(),
                 language: lang,
