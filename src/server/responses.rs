@@ -510,7 +510,7 @@ pub mod stream {
         pub kind: &'static str,
     }
 
-    /// The error of a failed `/pii/deidentify/stream`, after its headers went out.
+    /// The error of a stream that failed after its first line went out.
     #[derive(Clone, Debug, Serialize)]
     pub struct StreamErrorBody {
         /// `timeout` or `internal_error`.
@@ -521,7 +521,7 @@ pub mod stream {
         pub details: Option<serde_json::Value>,
     }
 
-    /// The last line of a failed `/pii/deidentify/stream`.
+    /// The last line of a stream that failed after its first line went out.
     #[derive(Clone, Debug, Serialize)]
     pub struct StreamError {
         /// The error.

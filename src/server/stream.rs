@@ -5,8 +5,13 @@
 //! identifier split across chunks is never emitted partially and the chunks joined equal the
 //! single-shot output. The admission permit travels with the stream and is released when the
 //! stream ends. A stream answered by the rules alone in degraded mode says so in its `final`
-//! line (`"degraded": true`): its headers went out before any window was detected. Audit hashes are keyed (HMAC with the install secret), never plain SHA-256 of
-//! an entity, so they cannot be reversed by guessing names.
+//! line (`"degraded": true`). Audit hashes are keyed (HMAC with the install secret), never
+//! plain SHA-256 of an entity, so they cannot be reversed by guessing names.
+//!
+//! Both streams end the same way ([`Lines`], [`Pending`]): the headers wait for the first
+//! line, so a stream that fails before it (an open breaker, a passed deadline) is an
+//! ordinary error response with its status and `Retry-After`; a failure after it is the
+//! last line, `{"type":"error",...}`, never a body that just stops.
 
 use std::sync::Arc;
 
@@ -77,18 +82,87 @@ fn entity_id(label: &str, start: usize) -> String {
     format!("ent_{}", &hex::encode(h)[..16])
 }
 
-fn ndjson_response(rx: mpsc::Receiver<Bytes>) -> Response {
-    let stream =
-        tokio_stream::wrappers::ReceiverStream::new(rx).map(Ok::<Bytes, std::convert::Infallible>);
-    let mut resp = (StatusCode::OK, axum::body::Body::from_stream(stream)).into_response();
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/x-ndjson"),
-    );
-    resp
+/// The last line of a stream that failed after its first line went out (the status is
+/// already `200`): `{"type":"error","error":{"code","message","details"}}` with `timeout` for
+/// a passed deadline and `internal_error` for anything else (an open breaker included), as
+/// OpenMed's `/pii/deidentify/stream` words it. Fixed text and the configured timeout only.
+fn error_line(e: &ApiError, compact: bool) -> Bytes {
+    let (code, message, details) = match e {
+        ApiError::Timeout { timeout_seconds } => (
+            "timeout",
+            format!("Request exceeded configured timeout of {timeout_seconds} seconds"),
+            Some(json!({"timeout_seconds": timeout_seconds})),
+        ),
+        _ => ("internal_error", "Internal server error".to_string(), None),
+    };
+    let line = StreamError {
+        error: StreamErrorBody {
+            code,
+            message,
+            details,
+        },
+        kind: "error",
+    };
+    let v = serde_json::to_value(line).unwrap_or(Value::Null);
+    Bytes::from(format!("{}\n", dumps(&v, compact)))
 }
 
-use tokio_stream::StreamExt as _;
+/// What a stream's producer hands its body.
+enum Out {
+    /// A line; more follow.
+    Line(Bytes),
+    /// The `final` line.
+    Last(Bytes),
+    /// The failure that ends the stream: before the first line, the request's error
+    /// response; after it, the `error` line.
+    Failed(ApiError),
+}
+
+/// The receiving side of a stream's body, until the handler answers.
+struct Pending {
+    rx: mpsc::Receiver<Out>,
+    compact: bool,
+}
+
+impl Pending {
+    /// Waits for the stream's first line, so that a stream that fails before it (an open
+    /// breaker, a passed deadline, a model that does not load) is answered as every other
+    /// route answers that failure (`503` with `Retry-After`, `504`, …), and only a stream that
+    /// has something to say is answered `200`. After that, every line as it comes; a
+    /// failure, or a producer that ended without its `final` line, is the `error` line.
+    async fn respond(mut self) -> Result<Response, ApiError> {
+        let first = match self.rx.recv().await {
+            Some(Out::Failed(e)) => return Err(e),
+            Some(out) => out,
+            None => return Err(ApiError::Internal),
+        };
+        let compact = self.compact;
+        let lines =
+            futures::stream::unfold((Some(first), Some(self.rx)), move |(next, rx)| async move {
+                let mut rx = rx?;
+                let out = match next {
+                    Some(out) => Some(out),
+                    None => rx.recv().await,
+                };
+                let (line, more) = match out {
+                    Some(Out::Line(line)) => (line, true),
+                    Some(Out::Last(line)) => (line, false),
+                    Some(Out::Failed(e)) => (error_line(&e, compact), false),
+                    None => (error_line(&ApiError::Internal, compact), false),
+                };
+                Some((
+                    Ok::<Bytes, std::convert::Infallible>(line),
+                    (None, more.then_some(rx)),
+                ))
+            });
+        let mut resp = (StatusCode::OK, axum::body::Body::from_stream(lines)).into_response();
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-ndjson"),
+        );
+        Ok(resp)
+    }
+}
 
 /// Drives the carry buffer over a text: each call to [`Driver::next`] returns the next
 /// committed fragment (detecting windows through the guarded engine as needed).
@@ -182,14 +256,17 @@ impl<'a> Driver<'a> {
 /// `server.send_timeout_seconds` (it stopped reading, and the socket and this channel are
 /// full) abandons the stream: the producer ends, and with it the admission it holds.
 struct Lines {
-    tx: mpsc::Sender<Bytes>,
+    tx: mpsc::Sender<Out>,
+    compact: bool,
     timeout: std::time::Duration,
     abandoned: prometheus::IntCounter,
 }
 
 impl Lines {
-    fn new(st: &AppState) -> (Lines, mpsc::Receiver<Bytes>) {
-        let (tx, rx) = mpsc::channel::<Bytes>(32);
+    /// A stream's two ends; `compact`: JSON without spaces (the deidentify stream) or with
+    /// OpenMed's default separators (the extract stream).
+    fn new(st: &AppState, compact: bool) -> (Lines, Pending) {
+        let (tx, rx) = mpsc::channel::<Out>(32);
         let timeout = std::time::Duration::from_secs_f64(
             st.settings().get(keys::SERVER_SEND_TIMEOUT_SECONDS),
         );
@@ -197,18 +274,37 @@ impl Lines {
         (
             Lines {
                 tx,
+                compact,
                 timeout,
                 abandoned,
             },
-            rx,
+            Pending { rx, compact },
         )
     }
 
-    /// Sends one line; false when the stream is over (the client left or stopped reading).
-    async fn send<T: serde::Serialize>(&self, line: &T, compact: bool) -> bool {
+    fn encode<T: serde::Serialize>(&self, line: &T) -> Bytes {
         let v = serde_json::to_value(line).unwrap_or(Value::Null);
-        let line = Bytes::from(format!("{}\n", dumps(&v, compact)));
-        match self.tx.send_timeout(line, self.timeout).await {
+        Bytes::from(format!("{}\n", dumps(&v, self.compact)))
+    }
+
+    /// Sends one line; false when the stream is over (the client left or stopped reading).
+    async fn send<T: serde::Serialize>(&self, line: &T) -> bool {
+        self.put(Out::Line(self.encode(line))).await
+    }
+
+    /// Sends the `final` line, which ends the stream.
+    async fn finish<T: serde::Serialize>(&self, line: &T) {
+        self.put(Out::Last(self.encode(line))).await;
+    }
+
+    /// Ends the stream with a failure: the error response if no line went out yet, else
+    /// the `error` line.
+    async fn fail(&self, e: ApiError) {
+        self.put(Out::Failed(e)).await;
+    }
+
+    async fn put(&self, out: Out) -> bool {
+        match self.tx.send_timeout(out, self.timeout).await {
             Ok(()) => true,
             Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
                 self.abandoned.inc();
@@ -221,7 +317,7 @@ impl Lines {
 }
 
 /// `POST /pii/extract/stream`.
-#[utoipa::path(post, path = "/pii/extract/stream", request_body = ExtractStreamRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON events: `emit`, `retract`, then `final`", body = String, content_type = "application/x-ndjson")))]
+#[utoipa::path(post, path = "/pii/extract/stream", request_body = ExtractStreamRequest, security(("bearer" = []), ("api_key" = [])), responses((status = 200, description = "NDJSON events: `emit`, `retract`, then `final` or `error`", body = String, content_type = "application/x-ndjson")))]
 pub async fn pii_extract_stream(
     State(st): State<AppState>,
     held: Option<Extension<Arc<HeldAdmission>>>,
@@ -229,7 +325,7 @@ pub async fn pii_extract_stream(
 ) -> Result<Response, ApiError> {
     let (req, so) = parse::<ExtractStreamRequest>(&body, limits(&st))?.split();
     let model_id = st.resolve_model(req.model_name.as_deref())?;
-    let (lines, rx) = Lines::new(&st);
+    let (lines, pending) = Lines::new(&st, false);
     let held = held.map(|h| h.0);
     tokio::spawn(async move {
         let _held = held;
@@ -255,9 +351,10 @@ pub async fn pii_extract_stream(
             req.confidence_threshold as f32,
         );
         while let Some(commit) = driver.next().await {
-            // Errors after the headers were sent abort the stream without an error event
-            // (as OpenMed does): the client sees a truncated body.
-            let Ok(commit) = commit else { return };
+            let commit = match commit {
+                Ok(c) => c,
+                Err(e) => return lines.fail(e).await,
+            };
             for s in &commit.spans {
                 let id = entity_id(s.label.wire(), s.start);
                 let etext = idx.slice(&req.text, s.start, s.end);
@@ -287,7 +384,7 @@ pub async fn pii_extract_stream(
                     span,
                     kind: "emit",
                 };
-                if !lines.send(&event, false).await {
+                if !lines.send(&event).await {
                     return;
                 }
                 final_spans.push(event.span);
@@ -307,9 +404,9 @@ pub async fn pii_extract_stream(
             final_spans,
             degraded: driver.degraded.then_some(true),
         };
-        lines.send(&fin, false).await;
+        lines.finish(&fin).await;
     });
-    Ok(ndjson_response(rx))
+    pending.respond().await
 }
 
 /// `POST /pii/deidentify/stream`.
@@ -321,7 +418,7 @@ pub async fn pii_deidentify_stream(
 ) -> Result<Response, ApiError> {
     let (req, chunk_size) = parse::<DeidentifyStreamRequest>(&body, limits(&st))?.split();
     let model_id = st.resolve_model(req.model_name.as_deref())?;
-    let (lines, rx) = Lines::new(&st);
+    let (lines, pending) = Lines::new(&st, true);
     let held = held.map(|h| h.0);
     tokio::spawn(async move {
         let _held = held;
@@ -346,14 +443,10 @@ pub async fn pii_deidentify_stream(
             &opts,
             req.confidence_threshold as f32,
         );
-        let mut result = Ok(());
         while let Some(commit) = driver.next().await {
             let commit = match commit {
                 Ok(c) => c,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
+                Err(e) => return lines.fail(e).await,
             };
             let out = commit.redact(&mut deid);
             for r in &out.replacements {
@@ -380,7 +473,7 @@ pub async fn pii_deidentify_stream(
                 };
                 index += 1;
                 chunks += 1;
-                if !lines.send(&line, true).await {
+                if !lines.send(&line).await {
                     return;
                 }
             }
@@ -388,67 +481,40 @@ pub async fn pii_deidentify_stream(
         let max_buffer = driver.max_buffered();
         let degraded = driver.degraded;
         drop(driver);
-        match result {
-            Ok(()) => {
-                // As OpenMed: the document id is the input hash, and each span carries it.
-                let doc_id = keyed_hash(&st, &req.text);
-                for s in &mut spans_out {
-                    s["doc_id"] = json!(doc_id);
-                }
-                let redacted_hash = format!("sha256:{}", hex::encode(redacted_hasher.finalize()));
-                let audit = json!({
-                    "doc_id": doc_id,
-                    "input_text_hash": doc_id,
-                    "language": req.lang.as_str(), "model_name": model_id,
-                    "normalized_length": req.text.chars().count(),
-                    "redacted_length": redacted_len,
-                    "redacted_text_hash": redacted_hash,
-                    "script": "latin",
-                    "span_count": spans_out.len(),
-                    "spans": spans_out,
-                    "stages": [{"stage": 10, "name": "emit", "span_count": spans_out.len(),
-                        "metadata": {"redacted_text_hash": redacted_hash, "audit_stage_count": 10}}],
-                    "stream": {"chunks": chunks, "max_buffer": 4096, "max_observed_buffer": max_buffer},
-                });
-                let mut fin = json!({"audit": audit, "spans": spans_out, "type": "final"});
-                if degraded {
-                    st.metrics.degraded.inc();
-                    fin["degraded"] = json!(true);
-                }
-                if deid.keeps_mapping() && !deid.mapping().is_empty() {
-                    let m: serde_json::Map<String, Value> = deid
-                        .mapping()
-                        .iter()
-                        .map(|(r, o)| (r.clone(), json!(o)))
-                        .collect();
-                    fin["mapping"] = Value::Object(m);
-                }
-                lines.send(&fin, true).await;
-            }
-            Err(e) => {
-                let (code, message, details) = match &e {
-                    ApiError::Timeout { timeout_seconds } => (
-                        "timeout",
-                        format!("Request exceeded configured timeout of {timeout_seconds} seconds"),
-                        json!({"timeout_seconds": timeout_seconds}),
-                    ),
-                    _ => (
-                        "internal_error",
-                        "Internal server error".to_string(),
-                        Value::Null,
-                    ),
-                };
-                let line = StreamError {
-                    error: StreamErrorBody {
-                        code,
-                        message,
-                        details: Some(details).filter(|d| !d.is_null()),
-                    },
-                    kind: "error",
-                };
-                lines.send(&line, true).await;
-            }
+        // As OpenMed: the document id is the input hash, and each span carries it.
+        let doc_id = keyed_hash(&st, &req.text);
+        for s in &mut spans_out {
+            s["doc_id"] = json!(doc_id);
         }
+        let redacted_hash = format!("sha256:{}", hex::encode(redacted_hasher.finalize()));
+        let audit = json!({
+            "doc_id": doc_id,
+            "input_text_hash": doc_id,
+            "language": req.lang.as_str(), "model_name": model_id,
+            "normalized_length": req.text.chars().count(),
+            "redacted_length": redacted_len,
+            "redacted_text_hash": redacted_hash,
+            "script": "latin",
+            "span_count": spans_out.len(),
+            "spans": spans_out,
+            "stages": [{"stage": 10, "name": "emit", "span_count": spans_out.len(),
+                "metadata": {"redacted_text_hash": redacted_hash, "audit_stage_count": 10}}],
+            "stream": {"chunks": chunks, "max_buffer": 4096, "max_observed_buffer": max_buffer},
+        });
+        let mut fin = json!({"audit": audit, "spans": spans_out, "type": "final"});
+        if degraded {
+            st.metrics.degraded.inc();
+            fin["degraded"] = json!(true);
+        }
+        if deid.keeps_mapping() && !deid.mapping().is_empty() {
+            let m: serde_json::Map<String, Value> = deid
+                .mapping()
+                .iter()
+                .map(|(r, o)| (r.clone(), json!(o)))
+                .collect();
+            fin["mapping"] = Value::Object(m);
+        }
+        lines.finish(&fin).await;
     });
-    Ok(ndjson_response(rx))
+    pending.respond().await
 }

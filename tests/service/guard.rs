@@ -359,3 +359,121 @@ async fn coalescing_shares_one_model_call_among_identical_requests() {
     assert!(stamps.windows(2).all(|w| w[0] == w[1]), "one shared result");
     t.shutdown().await;
 }
+
+const STREAMS: [&str; 2] = ["/pii/extract/stream", "/pii/deidentify/stream"];
+
+/// A stream that fails before its first line (an open breaker, a passed deadline) is
+/// answered as the other routes answer that failure: an error envelope with its status and
+/// `Retry-After`, not a `200` whose body is empty or one error line.
+#[tokio::test]
+async fn a_stream_that_fails_before_its_first_line_is_an_error_response() {
+    let t = TestServer::start(&[("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "5")]).await;
+    // The deadline passes while the first window is in the model.
+    for path in STREAMS {
+        t.script.block();
+        let req = t.spawn_post(path, json!({"text": "Zed Canary"}));
+        t.until("call in flight", || {
+            t.script.waiting.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        t.clock.advance(Duration::from_secs(6));
+        let (body, _) = expect_error(req.await.expect("join"), 504, "timeout").await;
+        assert_eq!(body["error"]["details"]["timeout_seconds"], 5.0, "{path}");
+        t.script.release();
+        t.until("call finished", || {
+            t.script.waiting.load(Ordering::SeqCst) == 0
+        })
+        .await;
+    }
+    // The breaker is open.
+    let r = t
+        .admin_post("/admin/breakers/scripted/force-open", json!({}))
+        .await;
+    assert_eq!(r.status(), 200);
+    for path in STREAMS {
+        let (body, headers) = expect_error(
+            t.post(path, json!({"text": "Zed Canary"})).await,
+            503,
+            "circuit_breaker_open",
+        )
+        .await;
+        assert!(headers.get("retry-after").is_some(), "{path}: {body}");
+        assert!(!body.to_string().contains("Canary"), "{body}");
+    }
+    t.shutdown().await;
+}
+
+/// A stream that fails after its first line went out (its status is `200`) ends with an
+/// `error` line naming the failure, on both stream routes: `internal_error` for a model call
+/// that failed, `timeout` for the deadline. Never a body that just stops.
+#[tokio::test]
+async fn a_stream_that_fails_after_its_first_line_ends_with_an_error_line() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "5"),
+        ("PHIGUARD_RETRY_MAX_ATTEMPTS", "1"),
+    ])
+    .await;
+    // Several windows, each with an entity.
+    let text = "Zed was seen today. ".repeat(800);
+    for (path, deadline) in [
+        (STREAMS[0], false),
+        (STREAMS[1], false),
+        (STREAMS[0], true),
+        (STREAMS[1], true),
+    ] {
+        t.script.block();
+        let req = t.spawn_post(path, json!({"text": text}));
+        t.until("first window in the model", || {
+            t.script.waiting.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        let calls = t.script.calls.load(Ordering::SeqCst);
+        t.script.release_one();
+        t.until("second window in the model", || {
+            t.script.calls.load(Ordering::SeqCst) == calls + 1
+                && t.script.waiting.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        if deadline {
+            t.clock.advance(Duration::from_secs(6));
+        } else {
+            t.script.failing.store(true, Ordering::SeqCst);
+            t.script.release();
+        }
+        let resp = req.await.expect("join");
+        assert_eq!(resp.status(), 200, "{path}");
+        let body = resp.text().await.expect("body");
+        let lines: Vec<serde_json::Value> = body
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        let (last, before) = lines.split_last().expect("lines");
+        assert!(!before.is_empty(), "{path}: the first window's lines");
+        assert!(
+            before
+                .iter()
+                .all(|l| l["type"] != "final" && l["type"] != "error"),
+            "{path}: {body}"
+        );
+        let code = if deadline {
+            "timeout"
+        } else {
+            "internal_error"
+        };
+        assert_eq!(
+            (&last["type"], &last["error"]["code"]),
+            (&json!("error"), &json!(code)),
+            "{path}: {last}"
+        );
+        if deadline {
+            assert_eq!(last["error"]["details"]["timeout_seconds"], 5.0);
+        }
+        t.script.failing.store(false, Ordering::SeqCst);
+        t.script.release();
+        t.until("calls finished", || {
+            t.script.waiting.load(Ordering::SeqCst) == 0
+        })
+        .await;
+    }
+    t.shutdown().await;
+}
