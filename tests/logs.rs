@@ -24,30 +24,38 @@ struct Serve {
     http: reqwest::Client,
 }
 
+/// `phiguard serve` on a free loopback port in a home under `dir`, with `env` on top of the
+/// test defaults; its stdout and stderr go to the files `dir/stdout` and `dir/stderr`.
+fn serve_command(dir: &std::path::Path, env: &[(&str, &str)]) -> Command {
+    let stdout = std::fs::File::create(dir.join("stdout")).expect("stdout file");
+    let stderr = std::fs::File::create(dir.join("stderr")).expect("stderr file");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_phiguard"));
+    cmd.arg("serve")
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .env("PHIGUARD_HOME", dir.join("home"))
+        .env("PHIGUARD_HOST", "127.0.0.1")
+        .env("PHIGUARD_PORT", "0")
+        .env("PHIGUARD_AUTH_TOKEN", CLIENT)
+        .env("PHIGUARD_ADMIN_TOKEN", ADMIN)
+        .env("PHIGUARD_KEYRING", "off")
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
 impl Serve {
     /// Starts `phiguard serve` on a free loopback port with `env` on top of the test
     /// defaults; waits (bounded) for its "listening on" line.
     async fn start(env: &[(&str, &str)]) -> Serve {
         let dir = tempfile::tempdir().expect("tempdir");
-        let stdout = std::fs::File::create(dir.path().join("stdout")).expect("stdout file");
-        let stderr = std::fs::File::create(dir.path().join("stderr")).expect("stderr file");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_phiguard"));
-        cmd.arg("serve")
-            .env_remove("RUST_LOG")
-            .env_remove("NO_COLOR")
-            .env("PHIGUARD_HOME", dir.path().join("home"))
-            .env("PHIGUARD_HOST", "127.0.0.1")
-            .env("PHIGUARD_PORT", "0")
-            .env("PHIGUARD_AUTH_TOKEN", CLIENT)
-            .env("PHIGUARD_ADMIN_TOKEN", ADMIN)
-            .env("PHIGUARD_KEYRING", "off")
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let child = cmd.spawn().expect("start phiguard serve");
+        let child = serve_command(dir.path(), env)
+            .spawn()
+            .expect("start phiguard serve");
         let mut serve = Serve {
             child,
             dir,
@@ -536,4 +544,76 @@ async fn a_default_model_that_does_not_load_is_not_ready_until_it_loads() {
             .any(|f| f["message"] == "the default model loaded; ready"),
         "{stderr}"
     );
+}
+
+/// A default model that is not installed (a typo of the bundled model's id) is a bad
+/// setting: start-up stops with a message naming the variable and the model, exit 2, rather
+/// than a service that answers every request naming no model `422 model_not_served`.
+#[tokio::test]
+async fn a_default_model_that_is_not_installed_stops_start_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = serve_command(dir.path(), &[("PHIGUARD_DEFAULT_MODEL", "phiguard_deid")])
+        .spawn()
+        .expect("start phiguard serve");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "phiguard serve started with a default model that is not installed: {}",
+                std::fs::read_to_string(dir.path().join("stdout")).unwrap_or_default()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let stdout = std::fs::read_to_string(dir.path().join("stdout")).unwrap_or_default();
+    let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(!stdout.contains("listening on"), "{stdout}");
+    for part in ["PHIGUARD_DEFAULT_MODEL", "phiguard_deid", "not installed"] {
+        assert!(stderr.contains(part), "{part:?} not in: {stderr}");
+    }
+}
+
+/// A default model changed, while the service runs, to one that is not installed keeps the
+/// service out of rotation (`/readyz` `503 not_ready`, saying so) until it names an
+/// installed model again.
+#[tokio::test]
+async fn a_default_model_changed_to_one_not_installed_is_not_ready() {
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/phiguard-deid");
+    let serve = Serve::start(&[(
+        "PHIGUARD_BUNDLED_MODEL_DIR",
+        bundled.to_str().expect("a UTF-8 path"),
+    )])
+    .await;
+    let set_default = |model: &'static str| {
+        serve
+            .http
+            .put(format!("{}/admin/settings", serve.base))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "models.default": model }))
+            .send()
+    };
+    assert_eq!(serve.get("/readyz").await.status(), 200);
+    let r = set_default("phiguard_deid").await.expect("request");
+    assert_eq!(r.status(), 200);
+    let r = serve.get("/readyz").await;
+    assert_eq!(r.status(), 503);
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "not_ready");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("default model") && m.contains("not installed")),
+        "{body}"
+    );
+    let r = set_default("phiguard-deid").await.expect("request");
+    assert_eq!(r.status(), 200);
+    assert_eq!(serve.get("/readyz").await.status(), 200);
+    let (stdout, stderr) = serve.stop();
+    assert_no_canary(&stdout, &stderr);
 }

@@ -91,6 +91,17 @@ pub struct Detection {
     pub model_id: String,
 }
 
+/// Why the default model (`models.default`) cannot serve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultModelProblem {
+    /// Returned when `models.default` names no installed model (nor an alias of one): it was
+    /// changed to one, or its model was removed, while the service ran.
+    NotInstalled,
+    /// Returned when its last load failed and none has succeeded since (damaged files, a
+    /// device gone).
+    LoadFailed,
+}
+
 /// Per-call options.
 #[derive(Clone, Debug)]
 pub struct CallOptions {
@@ -240,11 +251,14 @@ impl Engine {
         }
     }
 
-    /// True when the default model's last load failed and none has succeeded since: the
-    /// service cannot answer its model routes, so it is not ready (`/readyz`).
-    pub fn default_load_failed(&self) -> bool {
-        self.resolve(None)
-            .is_ok_and(|id| self.registry.load_failed(&id))
+    /// Why the default model cannot answer requests that name no model, if it cannot: the
+    /// service is then not ready (`/readyz`).
+    pub fn default_model_problem(&self) -> Option<DefaultModelProblem> {
+        match self.resolve(None) {
+            Err(_) => Some(DefaultModelProblem::NotInstalled),
+            Ok(id) if self.registry.load_failed(&id) => Some(DefaultModelProblem::LoadFailed),
+            Ok(_) => None,
+        }
     }
 
     /// Leases model `id` from the registry, loading it on first use. Loading is short

@@ -222,7 +222,9 @@ pub fn status(st: &AppState) -> Status {
     let open = any(&|s| matches!(s, BreakerState::Open | BreakerState::ForcedOpen));
     let half = any(&|s| s == BreakerState::HalfOpen);
     let phase = st.phase();
-    let tray = if phase != Phase::Serving || (open && !fallback) || st.engine.default_load_failed()
+    let tray = if phase != Phase::Serving
+        || (open && !fallback)
+        || st.engine.default_model_problem().is_some()
     {
         TrayState::Red
     } else if half || open || adm.shedding {

@@ -45,7 +45,7 @@ use router::app;
 pub use state::{AppState, Phase};
 
 use crate::deid::{HashKey, SealKey};
-use crate::engine::Loader;
+use crate::engine::{DefaultModelProblem, Loader};
 use crate::guard::{Clock, Jitter, Sleeper, SystemClock};
 use crate::runtime::{BuildError, EngineOptions};
 use crate::secrets::{SecretStore, TokenRegistry};
@@ -101,6 +101,17 @@ pub enum ServerError {
     /// Returned when secrets or tokens cannot be read or created.
     #[error(transparent)]
     Secrets(#[from] crate::secrets::SecretsError),
+    /// Returned when `models.default` names no installed model (a typo, a model not pulled
+    /// yet): every request that names no model would be refused as if the client had asked
+    /// for a model not served. The bundled model's id is not refused: a build or package
+    /// without its files still starts, not ready, and says so.
+    #[error(
+        "models.default (PHIGUARD_DEFAULT_MODEL) is {model}, which is not installed: set it to an installed model (phiguard models list) or install that one (phiguard models pull)"
+    )]
+    DefaultModelNotInstalled {
+        /// The configured default model (configuration, never a request's).
+        model: String,
+    },
 }
 
 impl From<BuildError> for ServerError {
@@ -223,6 +234,12 @@ impl Server {
                 extra_backends: opts.extra_backends,
             },
         )?;
+        let default_model = engine.default_model();
+        if engine.resolve(None).is_err() && default_model != crate::models::store::BUNDLED_ID {
+            return Err(ServerError::DefaultModelNotInstalled {
+                model: default_model,
+            });
+        }
         let port = settings.get(keys::SERVER_PORT) as u16;
         let max_body = settings.get(keys::LIMITS_MAX_REQUEST_BYTES) as usize;
         let cluster = match settings.get(keys::CLUSTER_REDIS_URL) {
@@ -402,7 +419,7 @@ impl Reload {
     const MAX_TICKS: u32 = 12;
 
     async fn tick(&mut self, st: &AppState) {
-        if !st.engine.default_load_failed() {
+        if st.engine.default_model_problem() != Some(DefaultModelProblem::LoadFailed) {
             *self = Reload::default();
             return;
         }
@@ -428,8 +445,8 @@ impl Reload {
 async fn preload(st: &AppState) {
     let settings = st.settings();
     let mut names: Vec<String> = settings.get(keys::MODELS_PRELOAD).to_vec();
-    names.push(st.engine.default_model());
-    names.dedup();
+    let default = st.engine.default_model();
+    names.retain(|n| *n != default);
     for name in &names {
         let Ok(id) = st.engine.resolve(Some(name)) else {
             tracing::warn!("a preload model is not installed; skipped");
@@ -437,6 +454,19 @@ async fn preload(st: &AppState) {
         };
         if st.engine.preload(&id).await.is_err() {
             tracing::warn!("a preload model failed to load");
+        }
+    }
+    // The default model last: a request that names no model needs it, and `/readyz` says
+    // whether it serves. Its id is configuration, never a request's.
+    match st.engine.resolve(None) {
+        Err(_) => tracing::warn!(
+            model = %default,
+            "the default model (models.default) is not installed; requests that name no model are refused and the service is not ready"
+        ),
+        Ok(id) => {
+            if st.engine.preload(&id).await.is_err() {
+                tracing::warn!(model = %id, "the default model failed to load; not ready until it loads");
+            }
         }
     }
 }

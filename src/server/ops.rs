@@ -10,6 +10,7 @@ use super::responses::{
 };
 use super::state::{AppState, Phase};
 use super::validate::parse;
+use crate::engine::DefaultModelProblem;
 use crate::settings::keys;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -42,19 +43,25 @@ pub async fn livez() -> Response {
 }
 
 /// `GET /readyz`.
-#[utoipa::path(get, path = "/readyz", responses((status = 200, description = "ready", body = ProbeResponse), (status = 503, description = "starting, draining, or the default model does not load (`not_ready`)", body = super::error::ErrorEnvelope)))]
+#[utoipa::path(get, path = "/readyz", responses((status = 200, description = "ready", body = ProbeResponse), (status = 503, description = "starting, draining, or the default model is not installed or does not load (`not_ready`)", body = super::error::ErrorEnvelope)))]
 pub async fn readyz(State(st): State<AppState>) -> Result<Response, ApiError> {
     match st.phase() {
-        // A replica whose default model does not load answers every model route with an
-        // error; a load balancer should send the work elsewhere until it loads again.
-        Phase::Serving if st.engine.default_load_failed() => Err(ApiError::NotReady {
-            message: "The default model could not be loaded; the service retries it",
-        }),
-        Phase::Serving => Ok(axum::Json(ProbeResponse {
-            status: "ready",
-            service: SERVICE,
-        })
-        .into_response()),
+        // A replica whose default model is not installed or does not load answers every
+        // request that names no model with an error; a load balancer should send the work
+        // elsewhere until it serves again.
+        Phase::Serving => match st.engine.default_model_problem() {
+            Some(DefaultModelProblem::LoadFailed) => Err(ApiError::NotReady {
+                message: "The default model could not be loaded; the service retries it",
+            }),
+            Some(DefaultModelProblem::NotInstalled) => Err(ApiError::NotReady {
+                message: "The default model (models.default) is not installed; install it or set an installed model",
+            }),
+            None => Ok(axum::Json(ProbeResponse {
+                status: "ready",
+                service: SERVICE,
+            })
+            .into_response()),
+        },
         Phase::Starting => Err(ApiError::NotReady {
             message: "Service preload has not completed",
         }),
