@@ -385,6 +385,56 @@ async fn the_access_line_of_a_refusal_names_its_error_code() {
     assert_eq!(code_of(200), "");
 }
 
+/// A method is whatever token a client sends (`curl -X ZebulonQuartermaine`): the access
+/// line names one outside HTTP's own `OTHER`, so it never reaches the log, the file or
+/// `GET /admin/logs`.
+#[tokio::test]
+async fn a_method_the_client_made_up_is_logged_as_other() {
+    const MADE_UP: &str = "ZebulonQuartermaine";
+    let serve = Serve::start(&[("PHIGUARD_LOG_FORMAT", "json")]).await;
+    let method = reqwest::Method::from_bytes(MADE_UP.as_bytes()).expect("a method token");
+    for path in ["/health", "/pii/extract", "/admin/logs", "/no/such/route"] {
+        let r = serve
+            .http
+            .request(method.clone(), format!("{}{path}", serve.base))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("request");
+        assert!(r.status().is_client_error(), "{path}: {}", r.status());
+        let _ = r.bytes().await;
+    }
+    let tail = serve
+        .http
+        .get(format!("{}/admin/logs", serve.base))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(tail.status(), 200);
+    let tail = tail.text().await.expect("log tail");
+    assert!(tail.contains("OTHER"), "{tail}");
+    assert!(
+        !tail.contains("Zebulon"),
+        "the method in GET /admin/logs: {tail}"
+    );
+    let (stdout, stderr) = serve.stop();
+    for (name, out) in [("stdout", &stdout), ("stderr", &stderr)] {
+        assert!(!out.contains("Zebulon"), "the method in {name}:\n{out}");
+    }
+    let methods: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["target"] == "phiguard::access")
+        .map(|e| e["fields"]["method"].clone())
+        .collect();
+    assert_eq!(
+        methods.iter().filter(|m| *m == "OTHER").count(),
+        4,
+        "{stderr}"
+    );
+}
+
 /// A refusal storm: with the breaker open, the first refusal's access line is in full (its
 /// request id, at `warn`), the rest are one `requests refused` line with their count, which
 /// the shutdown writes; at `debug` each still has its own line.

@@ -252,6 +252,7 @@ impl Answered<'_> {
         } = self;
         let elapsed = started.elapsed();
         let status = resp.status().as_u16();
+        let method_name = method_name(method);
         if route != "/metrics" {
             st.metrics.inflight.dec();
             match series {
@@ -274,7 +275,9 @@ impl Answered<'_> {
         // are counted (`refusals.rs`).
         let counted = refusals::is_refusal(status) && {
             let now = st.clock.now();
-            let (line, closed) = st.refusals.note(method, route, status, code, caller, now);
+            let (line, closed) = st
+                .refusals
+                .note(method_name, route, status, code, caller, now);
             if let Some(closed) = closed {
                 closed.log();
             }
@@ -285,7 +288,7 @@ impl Answered<'_> {
         let polled = matches!(route, "/admin/logs" | "/admin/history") && status < 400;
         macro_rules! access {
             ($level:expr) => {
-                tracing::event!(target: "phiguard::access", $level, request_id = %id, method = %method,
+                tracing::event!(target: "phiguard::access", $level, request_id = %id, method = method_name,
                     route = %route, status, duration_ms = elapsed.as_secs_f64() * 1000.0, error = code,
                     token = %caller, "request")
             };
@@ -394,6 +397,24 @@ fn origin_allowed(origin: &str, host: Option<&str>, allowed: &[String], desktop:
         .iter()
         .any(|o| o.trim_end_matches('/').eq_ignore_ascii_case(origin))
         || (desktop && DESKTOP_ORIGINS.contains(&origin))
+}
+
+/// The method as the logs name it: one of the methods HTTP defines, or `OTHER`. A client may
+/// send any token as a method (`curl -X Anything`), and nothing a request supplies reaches a
+/// log line; the closed set also keeps the refusal kinds (`refusals.rs`) few.
+pub(super) fn method_name(m: &Method) -> &'static str {
+    match *m {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "OTHER",
+    }
 }
 
 /// Whether a method changes state (and so must not be sendable by another site's page).
@@ -786,6 +807,20 @@ impl<S: Send + Sync> FromRequest<S> for Body {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_method_outside_http_s_own_is_logged_as_other() {
+        for m in [
+            "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE",
+        ] {
+            let method = Method::from_bytes(m.as_bytes()).expect("method");
+            assert_eq!(method_name(&method), m);
+        }
+        for m in ["ZebulonQuartermaine", "PROPFIND", "get"] {
+            let method = Method::from_bytes(m.as_bytes()).expect("method");
+            assert_eq!(method_name(&method), "OTHER", "{m}");
+        }
+    }
 
     #[test]
     fn hosts_and_ports() {

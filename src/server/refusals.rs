@@ -32,7 +32,6 @@
 
 use std::time::{Duration, Instant};
 
-use axum::http::Method;
 use parking_lot::Mutex;
 
 /// How long a kind's refusals are counted after its first one is logged in full.
@@ -50,8 +49,9 @@ pub fn is_refusal(status: u16) -> bool {
 /// A kind of refusal, as the access line names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Kind {
-    /// The method.
-    pub method: Method,
+    /// The method, as [`method_name`](super::middleware::method_name) names it (`OTHER`
+    /// for one outside HTTP's own).
+    pub method: &'static str,
     /// The route template (or `unknown`).
     pub route: String,
     /// The status.
@@ -63,7 +63,7 @@ pub struct Kind {
 }
 
 impl Kind {
-    fn is(&self, method: &Method, route: &str, status: u16, error: &str, token: &str) -> bool {
+    fn is(&self, method: &str, route: &str, status: u16, error: &str, token: &str) -> bool {
         self.status == status
             && self.error == error
             && self.route == route
@@ -106,7 +106,7 @@ impl Summary {
         } = &self.kind;
         macro_rules! summary {
             ($level:expr) => {
-                tracing::event!(target: "phiguard::access", $level, method = %method, route = %route,
+                tracing::event!(target: "phiguard::access", $level, method = *method, route = %route,
                     status, error, token = %token, count = self.count, seconds = self.seconds,
                     "requests refused")
             };
@@ -149,7 +149,7 @@ impl RefusalLog {
     /// summary of the kind's previous window if this refusal closed one.
     pub fn note(
         &self,
-        method: &Method,
+        method: &'static str,
         route: &str,
         status: u16,
         error: &'static str,
@@ -177,7 +177,7 @@ impl RefusalLog {
                 if windows.len() < KINDS_MAX {
                     windows.push(Window {
                         kind: Kind {
-                            method: method.clone(),
+                            method,
                             route: route.to_owned(),
                             status,
                             error,
@@ -226,7 +226,7 @@ mod tests {
     const CBO: &str = "circuit_breaker_open";
 
     fn note(log: &RefusalLog, status: u16, error: &'static str, at: Instant) -> Line {
-        let (line, closed) = log.note(&Method::POST, "/pii/extract", status, error, "t1", at);
+        let (line, closed) = log.note("POST", "/pii/extract", status, error, "t1", at);
         assert_eq!(closed, None);
         line
     }
@@ -244,7 +244,7 @@ mod tests {
         }
         // Another kind has its own window.
         assert_eq!(note(&log, 429, "rate_limited", t0), Line::Full);
-        let (line, _) = log.note(&Method::POST, "/pii/extract", 503, CBO, "t2", t0);
+        let (line, _) = log.note("POST", "/pii/extract", 503, CBO, "t2", t0);
         assert_eq!(line, Line::Full, "another caller is another kind");
         // Not yet passed: nothing to say.
         assert_eq!(log.sweep(t0 + WINDOW - Duration::from_millis(1)), vec![]);
@@ -270,7 +270,7 @@ mod tests {
         note(&log, 503, CBO, t0 + Duration::from_secs(2));
         note(&log, 503, CBO, t0 + Duration::from_secs(3));
         let later = t0 + WINDOW + Duration::from_secs(5);
-        let (line, closed) = log.note(&Method::POST, "/pii/extract", 503, CBO, "t1", later);
+        let (line, closed) = log.note("POST", "/pii/extract", 503, CBO, "t1", later);
         assert_eq!(line, Line::Full);
         let closed = closed.expect("the first window's summary");
         assert_eq!((closed.count, closed.seconds), (2, 3.0));
@@ -290,11 +290,11 @@ mod tests {
         let t0 = Instant::now();
         for i in 0..KINDS_MAX {
             let token = format!("t{i}");
-            let (line, _) = log.note(&Method::POST, "/pii/extract", 503, CBO, &token, t0);
+            let (line, _) = log.note("POST", "/pii/extract", 503, CBO, &token, t0);
             assert_eq!(line, Line::Full);
         }
         for _ in 0..3 {
-            let (line, _) = log.note(&Method::POST, "/pii/extract", 503, CBO, "one-more", t0);
+            let (line, _) = log.note("POST", "/pii/extract", 503, CBO, "one-more", t0);
             assert_eq!(line, Line::Full);
         }
         assert_eq!(log.windows.lock().len(), KINDS_MAX);
