@@ -135,7 +135,7 @@ fn collision_key(p: &Path) -> String {
     }
 }
 
-fn io_reason(e: &std::io::Error) -> String {
+pub(super) fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file or folder".into(),
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),
@@ -279,7 +279,7 @@ fn plan(
 
 /// Writes `body` to `dest` through a temporary file beside it, so a reader never sees half a
 /// file; without `force`, an output that appeared since the plan is not replaced.
-fn write_output(dest: &Path, body: &[u8], force: bool) -> std::io::Result<()> {
+pub(super) fn write_output(dest: &Path, body: &[u8], force: bool) -> std::io::Result<()> {
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent)?;
     }

@@ -1,8 +1,18 @@
 //! `phiguard eval --gold FILE`: scores the engine (rules + model, as the service runs them)
 //! against gold spans; exits 1 when `--min-recall` is not met. `--detectors model|rules`
 //! scores one side of the merge alone (the same backend, without the guard).
+//!
+//! # Why a gate fails on an empty gold file
+//! Recall over no gold span is 1.0 by convention, so a CI gate over a gold file that lost
+//! its rows (a bad export, an empty file, every `gold_spans` empty) would pass for ever. A
+//! gold file with no note is refused (exit 2), and `--min-recall` over one with no gold
+//! span fails (exit 1), before the model loads.
+//!
+//! `--predictions` never replaces an input (the gold file or the label map, however it is
+//! reached: a link, a hard link) and replaces an existing file only with `--force`; both
+//! are checked before the model loads, so a refusal writes nothing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -22,6 +32,33 @@ pub(super) struct Args {
     pub(super) threshold: f64,
     pub(super) detectors: String,
     pub(super) predictions: Option<PathBuf>,
+    pub(super) force: bool,
+}
+
+/// Refuses (usage error) a `--predictions` path that is one of `inputs` (the same file,
+/// through a link or a hard link too) or, without `force`, any existing file.
+fn check_predictions(path: &Path, inputs: &[&Path], force: bool) -> Result<(), Failure> {
+    for input in inputs {
+        if same_file::is_same_file(path, input).unwrap_or(false) {
+            return Err(Failure::usage(format!(
+                "--predictions {} is the input {}: writing it would destroy it, so nothing \
+                 was written; choose another file",
+                path.display(),
+                input.display()
+            )));
+        }
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => Err(Failure::usage(format!(
+            "--predictions {} is a folder",
+            path.display()
+        ))),
+        Ok(_) if !force => Err(Failure::usage(format!(
+            "--predictions {} already exists, so nothing was written; --force overwrites it",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 pub(super) fn run(args: Args) -> Result<(), Failure> {
@@ -33,6 +70,24 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         None => None,
     };
     let docs = read_gold(&args.gold, map.as_ref()).map_err(|e| Failure::usage(e.to_string()))?;
+    if docs.is_empty() {
+        return Err(Failure::usage(format!(
+            "the gold file {} holds no notes",
+            args.gold.display()
+        )));
+    }
+    if args.min_recall.is_some() && docs.iter().all(|d| d.spans.is_empty()) {
+        return Err(Failure::runtime(format!(
+            "--min-recall is not met: the gold file {} holds no gold span, so there is \
+             nothing to recall",
+            args.gold.display()
+        )));
+    }
+    if let Some(path) = &args.predictions {
+        let mut inputs = vec![args.gold.as_path()];
+        inputs.extend(args.label_map.as_deref());
+        check_predictions(path, &inputs, args.force)?;
+    }
     let method = super::deid::method(&args.method)?;
     let detectors = match args.detectors.as_str() {
         "both" => Detectors::Both,
@@ -66,7 +121,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         .map_err(|e| Failure::runtime(format!("detection failed: {e}")))?;
         bar.finish_and_clear();
         if let Some(path) = &args.predictions {
-            write_predictions(path, &predicted)?;
+            write_predictions(path, &predicted, args.force)?;
         }
         Ok::<_, Failure>(report)
     })?;
@@ -90,14 +145,21 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
 }
 
 /// Writes one JSON line per document: its index and its predicted spans (offsets, labels,
-/// scores and sources; never text).
-fn write_predictions(path: &std::path::Path, predicted: &[Vec<Span>]) -> Result<(), Failure> {
-    use std::io::Write as _;
-    let io = |e: std::io::Error| Failure::runtime(format!("cannot write predictions: {e}"));
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+/// scores and sources; never text), as `deid` writes an output: through a temporary file,
+/// without `force` never over a file that appeared since [`check_predictions`], with it
+/// replacing a link rather than writing through it.
+fn write_predictions(path: &Path, predicted: &[Vec<Span>], force: bool) -> Result<(), Failure> {
+    let mut body = String::new();
     for (i, spans) in predicted.iter().enumerate() {
         let line = serde_json::json!({ "index": i, "spans": spans });
-        writeln!(out, "{line}").map_err(io)?;
+        body.push_str(&line.to_string());
+        body.push('\n');
     }
-    out.flush().map_err(io)
+    super::deid::write_output(path, body.as_bytes(), force).map_err(|e| {
+        Failure::runtime(format!(
+            "cannot write predictions {}: {}",
+            path.display(),
+            super::deid::io_reason(&e)
+        ))
+    })
 }

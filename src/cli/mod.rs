@@ -21,6 +21,17 @@ use crate::settings::keys;
 /// (OpenMed's), so the CLI de-identifies and scores what the service does.
 const DEID_THRESHOLD: f64 = 0.7;
 
+/// Parses a confidence or a recall: a finite number from 0 to 1, the range
+/// `confidence_threshold` has in the HTTP API (`server::validate::read::unit_interval`).
+/// Anything else is a usage error: a threshold above 1 (or NaN) would keep no model span
+/// and silently let the text through, a recall gate of NaN would pass anything.
+fn unit_interval(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err("must be a number from 0 to 1".into()),
+    }
+}
+
 /// Local-first clinical de-identification service.
 #[derive(Debug, Parser)]
 #[command(name = "phiguard", version, about, long_about = None)]
@@ -68,8 +79,8 @@ enum Command {
         /// Days to shift dates by (with --method shift_dates).
         #[arg(long, allow_hyphen_values = true)]
         date_shift_days: Option<i64>,
-        /// Minimum confidence of model spans (the default of /pii/deidentify).
-        #[arg(long, default_value_t = DEID_THRESHOLD)]
+        /// Minimum confidence of model spans, from 0 to 1 (the default of /pii/deidentify).
+        #[arg(long, default_value_t = DEID_THRESHOLD, value_parser = unit_interval, allow_hyphen_values = true)]
         threshold: f64,
         /// Only files in the input folders whose path below the folder matches this glob
         /// (e.g. `*.txt`, `**/notes/*.md`); files named directly are always taken.
@@ -116,24 +127,29 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
-        /// Exit 1 when overall character recall is below this.
-        #[arg(long)]
+        /// Exit 1 when overall character recall is below this (from 0 to 1), or when the
+        /// gold file holds no gold span (nothing to recall).
+        #[arg(long, value_parser = unit_interval, allow_hyphen_values = true)]
         min_recall: Option<f64>,
         /// Foreign label -> canonical label map (TOML or JSON). phiguard's and OpenMed's
         /// labels need none; a label no vocabulary knows is scored as its own category,
         /// with a warning.
         #[arg(long)]
         label_map: Option<PathBuf>,
-        /// Minimum confidence of model spans (as `deid` and /pii/deidentify).
-        #[arg(long, default_value_t = DEID_THRESHOLD)]
+        /// Minimum confidence of model spans, from 0 to 1 (as `deid` and /pii/deidentify).
+        #[arg(long, default_value_t = DEID_THRESHOLD, value_parser = unit_interval, allow_hyphen_values = true)]
         threshold: f64,
         /// Which recognizers to score: the model alone, the rules alone, or both merged.
         #[arg(long, default_value = "both", value_parser = ["both", "model", "rules"])]
         detectors: String,
         /// Also write each document's predicted spans (JSON Lines: index, start, end, label,
-        /// score, source; no text) for error analysis.
+        /// score, source; no text) for error analysis. Never the gold file or the label
+        /// map; an existing file only with --force.
         #[arg(long)]
         predictions: Option<PathBuf>,
+        /// Overwrite the --predictions file if it exists (never an input).
+        #[arg(long)]
+        force: bool,
     },
     /// Manage models: the catalog, downloads, imports.
     Models {
@@ -346,6 +362,7 @@ pub fn main() -> ExitCode {
             threshold,
             detectors,
             predictions,
+            force,
         } => eval_cmd::run(eval_cmd::Args {
             gold,
             model,
@@ -356,6 +373,7 @@ pub fn main() -> ExitCode {
             threshold,
             detectors,
             predictions,
+            force,
         }),
         Command::Models { action } => match action {
             ModelsAction::List => models_cmd::list(),
@@ -410,4 +428,21 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::runtime(format!("cannot start the runtime: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_interval_takes_finite_numbers_from_0_to_1_only() {
+        for ok in ["0", "1", "0.7", " 0.5 ", "1e-3", "-0"] {
+            assert!(unit_interval(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "1.5", "-1", "-0.01", "nan", "NaN", "inf", "-inf", "", "x", "2",
+        ] {
+            assert!(unit_interval(bad).is_err(), "{bad}");
+        }
+    }
 }

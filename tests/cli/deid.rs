@@ -375,3 +375,29 @@ fn a_model_that_does_not_load_stops_deid_and_eval_before_any_file() {
         assert!(!out.exists(), "nothing is written");
     }
 }
+
+/// A threshold outside 0 to 1 (or not a number) is a usage error. Before, `--threshold 1.5`,
+/// `nan` or `inf` kept no span at all, rule hits included, and wrote the notes out as they
+/// were with exit 0; `-1` was "unexpected argument".
+#[test]
+fn a_threshold_outside_0_to_1_is_refused_before_anything_is_written() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("in/a.txt"), NOTE);
+    for bad in ["1.5", "nan", "inf", "-1", "x"] {
+        let o = deid(t.path(), &["in", "--out", "out", "--threshold", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("must be a number from 0 to 1"),
+            "{bad}: {}",
+            stderr(&o)
+        );
+        assert!(
+            !t.path().join("out").exists(),
+            "{bad}: something was written"
+        );
+    }
+    let o = deid(t.path(), &["in", "--out", "out", "--threshold", "0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let masked = std::fs::read_to_string(t.path().join("out/a.txt")).expect("read");
+    assert!(!masked.contains("617-555-0142"), "{masked}");
+}
