@@ -9,6 +9,13 @@
 //! | `date` | the date moved by the row's offset, in its own format; a cell that is not a date is emptied |
 //! | `redact` | emptied |
 //!
+//! In JSON Lines a value need not be a string, and a named column never lets one through
+//! unchanged: a number or a boolean is handled as its JSON text (`4455667`, `true`) and
+//! written back as a string when it changes; `redact` empties any value whatever its type;
+//! an array or an object under a `text`, `id` or `date` column (or the subject column)
+//! fails the file, naming the line and the column, since its parts cannot be handled as one
+//! value. A `null` or a missing key stays as it is.
+//!
 //! Columns not named are copied as they are: naming the PHI columns is the user's
 //! statement about the table. With a subject column, each row's value there is its
 //! subject: that subject's dates move by one offset and its surrogates are its own, in
@@ -17,6 +24,7 @@
 //! Like [`crate::fhir`], this module only reads, lists the texts and writes; the caller
 //! finds the entities (the engine) in between.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
@@ -44,6 +52,17 @@ pub enum TableError {
     /// Returned when a JSON Lines line is not a JSON object.
     #[error("line {0} is not a JSON object")]
     NotObject(usize),
+    /// Returned when a JSON Lines value under a `text`, `id` or `date` column, or under the
+    /// subject column, is an array or an object (only `redact` applies to one).
+    #[error(
+        "line {line}: column {column:?} holds a JSON array or object; only redact applies to one"
+    )]
+    Nested {
+        /// 1-based line.
+        line: usize,
+        /// The column name, as the user gave it.
+        column: String,
+    },
 }
 
 /// How a column is handled.
@@ -149,7 +168,16 @@ impl Table {
     ) -> Result<Table, TableError> {
         let (header, rows) = match format {
             Format::Csv | Format::Tsv => read_delimited(text, format)?,
-            Format::Jsonl => read_jsonl(text)?,
+            Format::Jsonl => {
+                let scalar: Vec<&str> = columns
+                    .0
+                    .iter()
+                    .filter(|(_, kind)| *kind != Kind::Redact)
+                    .map(|(name, _)| name.as_str())
+                    .chain(subject_column)
+                    .collect();
+                read_jsonl(text, &scalar)?
+            }
         };
         let position = |name: &str| -> Result<usize, TableError> {
             match format {
@@ -182,10 +210,17 @@ impl Table {
         self.rows.len()
     }
 
-    fn cell<'a>(row: &'a Row, name: &str, at: usize) -> Option<&'a str> {
+    /// A cell's value: a JSON string as it is, any other JSON value as its JSON text (an
+    /// array or an object only reaches `redact`: [`Table::read`] refuses it elsewhere);
+    /// `None` for a missing cell or key and for `null`.
+    fn cell<'a>(row: &'a Row, name: &str, at: usize) -> Option<Cow<'a, str>> {
         match row {
-            Row::Cells(c) => c.get(at).map(String::as_str),
-            Row::Object(m) => m.get(name).and_then(Value::as_str),
+            Row::Cells(c) => c.get(at).map(|s| Cow::Borrowed(s.as_str())),
+            Row::Object(m) => match m.get(name)? {
+                Value::Null => None,
+                Value::String(s) => Some(Cow::Borrowed(s.as_str())),
+                other => Some(Cow::Owned(other.to_string())),
+            },
         }
     }
 
@@ -196,7 +231,7 @@ impl Table {
         for row in &self.rows {
             for (name, at, kind) in &self.columns {
                 if *kind == Kind::Text {
-                    out.push(Self::cell(row, name, *at).unwrap_or("").to_owned());
+                    out.push(Self::cell(row, name, *at).unwrap_or_default().into_owned());
                 }
             }
         }
@@ -222,7 +257,7 @@ impl Table {
                 .subject
                 .as_ref()
                 .and_then(|(name, at)| Self::cell(row, name, *at))
-                .map(str::to_owned);
+                .map(Cow::into_owned);
             let deid = deids.entry(who.clone()).or_insert_with(|| {
                 use rand::SeedableRng;
                 let subject = match &who {
@@ -239,7 +274,7 @@ impl Table {
                 )
             });
             for (name, at, kind) in &columns {
-                let value = Self::cell(row, name, *at).map(str::to_owned);
+                let value = Self::cell(row, name, *at).map(Cow::into_owned);
                 let new = match (kind, &value) {
                     (Kind::Text, v) => {
                         let found = spans.get(next).map(Vec::as_slice).unwrap_or(&[]);
@@ -255,11 +290,13 @@ impl Table {
                     (Kind::Date, Some(v)) => Some(deid.shift_date(v).unwrap_or_default()),
                     (Kind::Redact, Some(_)) => Some(String::new()),
                 };
+                // An unchanged value keeps its JSON type (a number the engine found nothing
+                // in stays a number); a changed one is written as a string.
                 if let Some(new) = new {
                     if value.as_deref() != Some(new.as_str()) {
                         changed += 1;
+                        set(row, name, *at, new);
                     }
-                    set(row, name, *at, new);
                 }
             }
         }
@@ -357,14 +394,27 @@ fn read_delimited(text: &str, format: Format) -> Result<(Vec<String>, Vec<Row>),
     Ok((header, rows))
 }
 
-fn read_jsonl(text: &str) -> Result<(Vec<String>, Vec<Row>), TableError> {
+/// Reads JSON Lines; a value under one of the `scalar` columns that is an array or an
+/// object is refused.
+fn read_jsonl(text: &str, scalar: &[&str]) -> Result<(Vec<String>, Vec<Row>), TableError> {
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(m)) => rows.push(Row::Object(m)),
+            Ok(Value::Object(m)) => {
+                if let Some(column) = scalar
+                    .iter()
+                    .find(|c| matches!(m.get(**c), Some(Value::Array(_) | Value::Object(_))))
+                {
+                    return Err(TableError::Nested {
+                        line: i + 1,
+                        column: (*column).to_owned(),
+                    });
+                }
+                rows.push(Row::Object(m));
+            }
             _ => return Err(TableError::NotObject(i + 1)),
         }
     }
@@ -457,6 +507,72 @@ mod tests {
             Table::read("{\"note\": 1}\n[2]\n", Format::Jsonl, &cols, None).err(),
             Some(TableError::NotObject(2))
         );
+    }
+
+    /// A named JSON Lines column never passes a number, a boolean, an array or an object
+    /// through unchanged. Before, every non-string value was copied out as it was, even
+    /// under `redact` (`table_cells_changed 0`).
+    #[test]
+    fn jsonl_values_that_are_not_strings_do_not_pass_a_named_column() {
+        let text = concat!(
+            r#"{"mrn":4455667,"phone":6175550142,"flag":true,"visit":20210304,"#,
+            r#""contact":{"name":"Zebulon"},"tags":["Zebulon"],"gone":null,"note":6175550142}"#,
+            "\n"
+        );
+        let cols = Columns::parse(
+            "mrn=id,phone=redact,flag=redact,visit=date,contact=redact,tags=redact,gone=redact,\
+             note=text,absent=redact",
+        )
+        .expect("parses");
+        let mut t = Table::read(text, Format::Jsonl, &cols, None).expect("reads");
+        let texts = t.texts();
+        assert_eq!(texts, ["6175550142"], "a number is read as its JSON text");
+        let found = spans(&texts, &["6175550142"]);
+        let changed = t.deidentify(&found, &HashKey::from_bytes([5; 32]), &opts(), None);
+        let out: Value = serde_json::from_str(&t.write().expect("writes")).expect("json");
+        assert!(
+            out["mrn"].as_str().is_some_and(|v| v.starts_with("id_")),
+            "{out}"
+        );
+        for redacted in ["phone", "flag", "contact", "tags"] {
+            assert_eq!(out[redacted], "", "{redacted}: {out}");
+        }
+        assert_ne!(out["visit"], 20210304, "{out}");
+        assert_eq!(out["note"], "[person]", "{out}");
+        assert!(
+            out["gone"].is_null() && out.get("absent").is_none(),
+            "{out}"
+        );
+        assert_eq!(changed, 7);
+        for phi in ["4455667", "6175550142", "20210304", "Zebulon"] {
+            assert!(!out.to_string().contains(phi), "{phi} left in {out}");
+        }
+    }
+
+    #[test]
+    fn an_array_or_object_under_text_id_date_or_the_subject_fails_naming_line_and_column() {
+        let text =
+            "{\"note\": \"ok\", \"who\": \"p1\"}\n\n{\"note\": [\"Zebulon\"], \"who\": \"p1\"}\n";
+        for (spec, subject) in [
+            ("note=text", None),
+            ("note=id", None),
+            ("note=date", None),
+            ("who=redact", Some("note")),
+        ] {
+            let cols = Columns::parse(spec).expect("parses");
+            let e = Table::read(text, Format::Jsonl, &cols, subject).unwrap_err();
+            assert_eq!(
+                e,
+                TableError::Nested {
+                    line: 3,
+                    column: "note".into()
+                },
+                "{spec}"
+            );
+            assert!(!e.to_string().contains("Zebulon"), "{e}");
+        }
+        let cols = Columns::parse("note=redact").expect("parses");
+        assert!(Table::read(text, Format::Jsonl, &cols, None).is_ok());
     }
 
     #[test]

@@ -401,3 +401,71 @@ fn a_threshold_outside_0_to_1_is_refused_before_anything_is_written() {
     let masked = std::fs::read_to_string(t.path().join("out/a.txt")).expect("read");
     assert!(!masked.contains("617-555-0142"), "{masked}");
 }
+
+/// Named `.jsonl` columns whose values are not strings. Before, numbers, booleans, arrays
+/// and objects were copied out unchanged under every kind, `redact` included, with exit 0.
+#[test]
+fn jsonl_columns_let_no_number_array_or_object_through() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(
+        &t.path().join("in/nested.jsonl"),
+        concat!(
+            r#"{"mrn":4455667,"note":"ok"}"#,
+            "\n",
+            r#"{"mrn":4455667,"note":["Zebulon Quartermaine seen 03/04/2021"]}"#,
+            "\n"
+        ),
+    );
+    write(
+        &t.path().join("in/flat.jsonl"),
+        concat!(
+            r#"{"mrn":4455667,"phone":6175550142,"visit_date":20210304,"#,
+            r#""note":"Call 617-555-0142","contact":{"name":"Zebulon Quartermaine"},"#,
+            r#""ok":true,"gone":null}"#,
+            "\n"
+        ),
+    );
+    let o = deid(
+        t.path(),
+        &[
+            "in",
+            "--out",
+            "out",
+            "--columns",
+            "note=text,mrn=id,phone=redact,visit_date=date,contact=redact,gone=redact",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nested.jsonl: line 2: column \"note\" holds a JSON array or object"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("Zebulon") && !err.contains("4455667"),
+        "{err}"
+    );
+    assert_eq!(tree(&t.path().join("out")), ["flat.jsonl"]);
+    let out = std::fs::read_to_string(t.path().join("out/flat.jsonl")).expect("read");
+    for phi in [
+        "4455667",
+        "6175550142",
+        "617-555-0142",
+        "20210304",
+        "Zebulon",
+    ] {
+        assert!(!out.contains(phi), "{phi} left in {out}");
+    }
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("json line");
+    assert!(
+        v["mrn"].as_str().is_some_and(|m| m.starts_with("id_")),
+        "{v}"
+    );
+    assert_eq!(
+        (&v["phone"], &v["contact"]),
+        (&"".into(), &"".into()),
+        "{v}"
+    );
+    assert_eq!(v["ok"], true, "an unnamed column is copied");
+    assert!(v["gone"].is_null(), "null stays null: {v}");
+}
