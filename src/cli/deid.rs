@@ -16,6 +16,15 @@
 //! unreadable is named and skipped, the rest still run, and the exit code is 1.
 //! Each output is written to a temporary name beside it and moved into place, so an
 //! interrupted run never leaves a half-written file under an output name.
+//!
+//! # Links
+//! Links inside an input folder are followed: a linked file or folder is de-identified
+//! like any other, under the link's own path below `--out`, and a file reached twice (by
+//! its own path and through a link) is done once. A link whose target is missing, or a
+//! loop, is named as failed (exit 1) rather than skipped in silence. An output name that
+//! exists as a link, even a dangling one, is an existing output: refused without
+//! `--force`, refused with it when the link leads to an input, and otherwise replaced by
+//! the new file, never written through (the link's target is left as it is).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Write};
@@ -143,6 +152,25 @@ pub(super) fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
+/// Why a folder entry cannot be read: a link whose target is missing, a link loop, or the
+/// I/O error.
+fn walk_reason(e: &walkdir::Error) -> String {
+    if e.loop_ancestor().is_some() {
+        return "a link loop (it leads back to a folder above it)".into();
+    }
+    let dangling = e
+        .path()
+        .and_then(|p| p.symlink_metadata().ok())
+        .is_some_and(|m| m.file_type().is_symlink());
+    match e.io_error() {
+        Some(io) if dangling && io.kind() == std::io::ErrorKind::NotFound => {
+            "a link whose target is missing".into()
+        }
+        Some(io) => io_reason(io),
+        None => "cannot be read".into(),
+    }
+}
+
 /// Decides every output; refuses (usage error, nothing written) when an output would
 /// overwrite an input, two inputs share an output, or an output exists without `force`.
 fn plan(
@@ -179,7 +207,12 @@ fn plan(
                     arg.display()
                 )));
             }
-            let walker = walkdir::WalkDir::new(arg).sort_by_file_name().into_iter();
+            // Links are followed (walkdir names a loop as an error, as it names a link
+            // whose target is missing).
+            let walker = walkdir::WalkDir::new(arg)
+                .follow_links(true)
+                .sort_by_file_name()
+                .into_iter();
             // An --out inside an input folder is not read back as input.
             let walker = walker.filter_entry(|e| {
                 out_canon.is_none()
@@ -191,11 +224,7 @@ fn plan(
                     Ok(e) => e,
                     Err(e) => {
                         let path = e.path().unwrap_or(arg).to_path_buf();
-                        let reason = e
-                            .io_error()
-                            .map(io_reason)
-                            .unwrap_or_else(|| "cannot be read".into());
-                        plan.skipped.push((path, reason));
+                        plan.skipped.push((path, walk_reason(&e)));
                         continue;
                     }
                 };
@@ -256,10 +285,14 @@ fn plan(
     let mut existing: Vec<PathBuf> = Vec::new();
     for job in &plan.jobs {
         let dest = out.join(&job.output);
-        let Ok(dest_canon) = dest.canonicalize() else {
+        // The name itself, not what it leads to: a dangling link exists as an output.
+        if dest.symlink_metadata().is_err() {
             continue;
-        };
-        if seen_inputs.contains(&dest_canon) {
+        }
+        if dest
+            .canonicalize()
+            .is_ok_and(|canon| seen_inputs.contains(&canon))
+        {
             return Err(Failure::usage(format!(
                 "the output {} is an input: writing it would destroy the original, so nothing was written; choose another --out",
                 dest.display()
@@ -278,7 +311,8 @@ fn plan(
 }
 
 /// Writes `body` to `dest` through a temporary file beside it, so a reader never sees half a
-/// file; without `force`, an output that appeared since the plan is not replaced.
+/// file; without `force`, an output that appeared since the plan is not replaced. With
+/// `force`, a link at `dest` is replaced by the file, never written through.
 pub(super) fn write_output(dest: &Path, body: &[u8], force: bool) -> std::io::Result<()> {
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent)?;
@@ -683,6 +717,32 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("is an input"), "{}", e.message);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_output_that_links_to_an_input_is_refused_even_with_force() {
+        let t = tempfile::tempdir().expect("tempdir");
+        touch(&t.path().join("in/a.txt"), "x");
+        std::fs::create_dir_all(t.path().join("out")).expect("mkdir");
+        std::os::unix::fs::symlink(t.path().join("in/a.txt"), t.path().join("out/a.txt"))
+            .expect("symlink");
+        let e = plan(&[t.path().join("in")], &t.path().join("out"), None, true).unwrap_err();
+        assert!(e.message.contains("is an input"), "{}", e.message);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_reached_through_a_link_is_planned_once_under_its_first_name() {
+        let t = tempfile::tempdir().expect("tempdir");
+        touch(&t.path().join("in/a.txt"), "x");
+        touch(&t.path().join("ext/sub/b.txt"), "x");
+        std::os::unix::fs::symlink("a.txt", t.path().join("in/again.txt")).expect("symlink");
+        std::os::unix::fs::symlink("../ext/sub", t.path().join("in/linked")).expect("symlink");
+        let p = plan(&[t.path().join("in")], &t.path().join("out"), None, false).expect("plan");
+        let outs: Vec<_> = p.jobs.iter().map(|j| j.output.clone()).collect();
+        assert_eq!(outs, [PathBuf::from("a.txt"), "linked/b.txt".into()]);
+        assert!(p.skipped.is_empty(), "{:?}", p.skipped);
     }
 
     #[test]

@@ -57,9 +57,11 @@ enum Command {
     /// De-identify files and folders (or `-` for stdin → stdout) without a server.
     ///
     /// Folders are read recursively and mirrored below --out; a file lands as
-    /// --out/<its name>. Nothing is written when an output would overwrite an input or two
-    /// inputs share an output, or when an output exists (unless --force). Missing or
-    /// unreadable paths are named and skipped; the exit code is then 1.
+    /// --out/<its name>. Links inside folders are followed (the output keeps the link's own
+    /// path). Nothing is written when an output would overwrite an input or two inputs share
+    /// an output, or when an output exists, a dangling link included (unless --force).
+    /// Missing or unreadable paths, dangling links and link loops are named and skipped; the
+    /// exit code is then 1.
     Deid {
         /// Input files and folders; `-` reads stdin and writes stdout.
         #[arg(required = true)]
@@ -86,7 +88,8 @@ enum Command {
         /// (e.g. `*.txt`, `**/notes/*.md`); files named directly are always taken.
         #[arg(long)]
         glob: Option<String>,
-        /// Overwrite outputs that already exist (never an input).
+        /// Overwrite outputs that already exist (never an input; a link there is replaced,
+        /// not written through).
         #[arg(long)]
         force: bool,
         /// The patient or study subject of every input: `replace` gives the same surrogate

@@ -469,3 +469,92 @@ fn jsonl_columns_let_no_number_array_or_object_through() {
     assert_eq!(v["ok"], true, "an unnamed column is copied");
     assert!(v["gone"].is_null(), "null stays null: {v}");
 }
+
+/// An output name that is a dangling link is an existing output. Before, it escaped the
+/// check: the other files were written and that one failed with "File exists", exit 1.
+/// With --force a link is replaced, never written through.
+#[cfg(unix)]
+#[test]
+fn an_output_that_is_a_dangling_link_is_an_existing_output() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("in/a.txt"), NOTE);
+    write(&t.path().join("in/b.txt"), NOTE);
+    write(&t.path().join("in/c.txt"), NOTE);
+    write(&t.path().join("elsewhere.txt"), "keep me\n");
+    std::fs::create_dir_all(t.path().join("out")).expect("mkdir");
+    std::os::unix::fs::symlink("../missing.txt", t.path().join("out/a.txt")).expect("symlink");
+    let o = deid(t.path(), &["in", "--out", "out"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 output(s) already exist") && stderr(&o).contains("a.txt"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!t.path().join("out/b.txt").exists(), "b.txt was written");
+
+    // With --force, neither a dangling link nor one to another file is written through.
+    std::os::unix::fs::symlink("../elsewhere.txt", t.path().join("out/c.txt")).expect("symlink");
+
+    let o = deid(t.path(), &["in", "--out", "out", "--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        !t.path().join("missing.txt").exists(),
+        "written through the link"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("elsewhere.txt")).expect("read"),
+        "keep me\n",
+        "written through the link"
+    );
+    for name in ["a.txt", "c.txt"] {
+        let p = t.path().join("out").join(name);
+        assert!(p.symlink_metadata().expect("meta").is_file(), "{name}");
+        assert!(!std::fs::read_to_string(&p)
+            .expect("read")
+            .contains("617-555-0142"));
+    }
+}
+
+/// Links inside an input folder are followed; a dangling link and a loop are named and make
+/// the exit code 1. Before, all three were skipped in silence ("0 failed", exit 0).
+#[cfg(unix)]
+#[test]
+fn links_in_an_input_folder_are_followed_and_broken_ones_named() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("in/a.txt"), NOTE);
+    write(&t.path().join("ext/l.txt"), NOTE);
+    write(&t.path().join("ext/dir/m.txt"), NOTE);
+    let link = |target: &str, name: &str| {
+        std::os::unix::fs::symlink(target, t.path().join("in").join(name)).expect("symlink")
+    };
+    link("../ext/l.txt", "linked.txt");
+    link("../ext/dir", "linkdir");
+    link("missing", "dangling.txt");
+    link(".", "loop");
+    // The same file by its own path and through a link: done once.
+    link("a.txt", "again.txt");
+    let o = deid(t.path(), &["in", "--out", "out"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(
+        tree(&t.path().join("out")),
+        ["a.txt", "linkdir/m.txt", "linked.txt"]
+    );
+    for p in ["a.txt", "linkdir/m.txt", "linked.txt"] {
+        let masked = std::fs::read_to_string(t.path().join("out").join(p)).expect("read");
+        assert!(!masked.contains("617-555-0142"), "{p}: {masked}");
+    }
+    assert!(
+        err.contains("dangling.txt: a link whose target is missing"),
+        "{err}"
+    );
+    assert!(err.contains("loop: a link loop"), "{err}");
+    assert!(
+        err.contains("3 file(s) written") && err.contains("2 failed"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("ext/l.txt")).expect("read"),
+        NOTE
+    );
+}
