@@ -1,5 +1,5 @@
 //! Tables de-identified by column: CSV, TSV and JSON Lines keep their shape (header,
-//! column order, quoting, multi-line cells, every other key of a JSON object) while the
+//! column order, quoting style, line endings, multi-line cells, every other key of a JSON object) while the
 //! columns the user names are handled by kind.
 //!
 //! | kind | what the cell becomes |
@@ -153,6 +153,35 @@ pub struct Table {
     /// The named columns with their positions (CSV/TSV) or keys (JSON Lines).
     columns: Vec<(String, usize, Kind)>,
     subject: Option<(String, usize)>,
+    /// How a CSV or TSV file was written, so that it is written back the same way.
+    layout: Layout,
+}
+
+/// The writing conventions of a delimited file that its reader does not keep: the line
+/// ending (`\r\n` from spreadsheet exports, `\n`) and whether every field is quoted (a
+/// `QUOTE_ALL` writer) or only those that need it. Read from the header line, which every
+/// such file has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Layout {
+    crlf: bool,
+    quote_all: bool,
+}
+
+impl Layout {
+    fn of(text: &str, format: Format) -> Layout {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let first = text.split('\n').next().unwrap_or("");
+        let crlf = text.contains('\n') && first.ends_with('\r');
+        // The header's fields as written (quotes kept): a header names columns, so a
+        // quote inside one (which would need a proper parse) is not expected here.
+        let header = first.strip_suffix('\r').unwrap_or(first);
+        let quote_all = !header.is_empty()
+            && header.split(char::from(delimiter(format))).all(|f| {
+                let f = f.trim();
+                f.len() >= 2 && f.starts_with('"') && f.ends_with('"')
+            });
+        Layout { crlf, quote_all }
+    }
 }
 
 impl Table {
@@ -202,6 +231,7 @@ impl Table {
             rows,
             columns: named,
             subject,
+            layout: Layout::of(text, format),
         })
     }
 
@@ -324,8 +354,21 @@ impl Table {
                     line: 0,
                     format: name_of(self.format),
                 };
+                // Flexible: a row longer or shorter than the header (which the reader
+                // accepts) is written as it was read.
                 let mut w = csv::WriterBuilder::new()
                     .delimiter(delimiter(self.format))
+                    .flexible(true)
+                    .terminator(if self.layout.crlf {
+                        csv::Terminator::CRLF
+                    } else {
+                        csv::Terminator::Any(b'\n')
+                    })
+                    .quote_style(if self.layout.quote_all {
+                        csv::QuoteStyle::Always
+                    } else {
+                        csv::QuoteStyle::Necessary
+                    })
                     .from_writer(Vec::new());
                 w.write_record(&self.header).map_err(err)?;
                 for row in &self.rows {
@@ -463,6 +506,43 @@ mod tests {
         assert_eq!(c.0[4], ("other".to_owned(), Kind::Text));
         assert_eq!(Columns::parse("a=text,b=nope"), Err(TableError::Spec(2)));
         assert_eq!(Columns::parse(""), Err(TableError::Spec(1)));
+    }
+
+    /// Spreadsheet exports end lines with CRLF and many writers quote every field; a row
+    /// may be longer than the header. Such a file comes back written the same way: byte for
+    /// byte where nothing was found (before: LF endings, quotes dropped, and the long row
+    /// failed the file as "line 0: not a valid CSV row").
+    #[test]
+    fn crlf_endings_quote_all_and_ragged_rows_are_written_as_read() {
+        let cols = Columns::parse("note=text").expect("parses");
+        for text in [
+            "\"a\",\"note\"\r\n\"x\",\"plain\"\r\n\"y\",\"also plain\",\"extra\"\r\n",
+            "a,note\r\nx,plain\r\ny,\"also, plain\"\r\n",
+            "a,note\nx,plain\ny,also plain,extra\n",
+        ] {
+            let mut t = Table::read(text, Format::Csv, &cols, None).expect("reads");
+            let texts = t.texts();
+            t.deidentify(
+                &spans(&texts, &[]),
+                &HashKey::from_bytes([1; 32]),
+                &opts(),
+                None,
+            );
+            assert_eq!(t.write().expect("writes"), text);
+        }
+        let text = "\"a\",\"note\"\r\n\"x\",\"Seen by Reyes\"\r\n";
+        let mut t = Table::read(text, Format::Csv, &cols, None).expect("reads");
+        let texts = t.texts();
+        t.deidentify(
+            &spans(&texts, &["Reyes"]),
+            &HashKey::from_bytes([1; 32]),
+            &opts(),
+            None,
+        );
+        assert_eq!(
+            t.write().expect("writes"),
+            "\"a\",\"note\"\r\n\"x\",\"Seen by [person]\"\r\n"
+        );
     }
 
     #[test]
