@@ -357,18 +357,32 @@ fn trusted_host<B>(settings: &Settings, req: &axum::http::Request<B>) -> Result<
     ) {
         return Ok(());
     }
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(strip_port)
-        .or_else(|| req.uri().host());
-    match host {
-        Some(h) if host_allowed(h, settings.get(keys::SECURITY_TRUSTED_HOSTS)) => Ok(()),
-        _ => Err(ApiError::BadRequest {
-            message: "Invalid host header",
-            reason: "Invalid host header",
-        }),
+    let bad = || ApiError::BadRequest {
+        message: "Invalid host header",
+        reason: "Invalid host header",
+    };
+    // Every name the request gives must be trusted: more than one `Host` header is refused
+    // (RFC 9112 §3.2), and a target in absolute form (`POST http://name/...`) names its
+    // host too, which a proxy in front would follow whatever `Host` says.
+    let mut headers = req.headers().get_all(header::HOST).iter();
+    let from_header = match (headers.next(), headers.next()) {
+        (_, Some(_)) => return Err(bad()),
+        (Some(h), None) => Some(h.to_str().map(strip_port).map_err(|_| bad())?),
+        (None, None) => None,
+    };
+    let from_target = req.uri().host();
+    if from_header.is_none() && from_target.is_none() {
+        return Err(bad());
+    }
+    let trusted = settings.get(keys::SECURITY_TRUSTED_HOSTS);
+    if [from_header, from_target]
+        .into_iter()
+        .flatten()
+        .all(|h| host_allowed(h, trusted))
+    {
+        Ok(())
+    } else {
+        Err(bad())
     }
 }
 

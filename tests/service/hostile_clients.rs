@@ -512,3 +512,54 @@ async fn ordinary_traffic_is_served_while_slow_clients_hold_connections() {
     drop(readers);
     t.shutdown().await;
 }
+
+/// The status line of the answer to `head` (a whole request without a body), sent raw.
+async fn status_of_raw(t: &TestServer, head: &str) -> String {
+    let mut s = connect(t).await;
+    s.write_all(head.as_bytes()).await.expect("request");
+    let answer = read_until_closed(&mut s, Duration::from_secs(10))
+        .await
+        .expect("an answer within 10 s");
+    answer.lines().next().unwrap_or_default().to_owned()
+}
+
+/// Every host a request names must be trusted. Two `Host` headers (a trusted one first)
+/// and a target in absolute form naming another host were answered 200; they are 400 now,
+/// while the ordinary and the trusted absolute forms still pass.
+#[tokio::test]
+async fn a_second_host_header_or_an_untrusted_absolute_target_is_refused() {
+    let t = TestServer::start(&[]).await;
+    let get = |target: &str, hosts: &[&str]| {
+        let hosts: String = hosts.iter().map(|h| format!("host: {h}\r\n")).collect();
+        format!(
+            "GET {target} HTTP/1.1\r\n{hosts}authorization: Bearer {CLIENT}\r\nconnection: close\r\n\r\n"
+        )
+    };
+    let port = t.base.rsplit(':').next().unwrap_or_default().to_owned();
+    for (head, want) in [
+        (get("/models/loaded", &["127.0.0.1"]), "200"),
+        (
+            get(
+                &format!("http://127.0.0.1:{port}/models/loaded"),
+                &["127.0.0.1"],
+            ),
+            "200",
+        ),
+        (
+            get("/models/loaded", &["127.0.0.1", "evil.example.com"]),
+            "400",
+        ),
+        (
+            get("/models/loaded", &["evil.example.com", "127.0.0.1"]),
+            "400",
+        ),
+        (
+            get("http://evil.example.com/models/loaded", &["127.0.0.1"]),
+            "400",
+        ),
+    ] {
+        let status = status_of_raw(&t, &head).await;
+        assert!(status.contains(want), "{head:?} -> {status}");
+    }
+    t.shutdown().await;
+}
