@@ -629,16 +629,30 @@ async fn a_default_model_that_is_not_installed_stops_start_up() {
     }
 }
 
-/// A default model changed, while the service runs, to one that is not installed keeps the
-/// service out of rotation (`/readyz` `503 not_ready`, saying so) until it names an
-/// installed model again.
+/// `PUT /admin/settings` refuses a default that names no installed model; a default whose
+/// model is removed while the service runs keeps the service out of rotation (`/readyz`
+/// `503 not_ready`, saying so) until it names an installed model again.
 #[tokio::test]
-async fn a_default_model_changed_to_one_not_installed_is_not_ready() {
+async fn a_default_model_that_is_not_installed_is_refused_or_not_ready() {
+    // A second model in the store, installed before the server starts.
+    let home = tempfile::tempdir().expect("tempdir");
     let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/phiguard-deid");
-    let serve = Serve::start(&[(
-        "PHIGUARD_BUNDLED_MODEL_DIR",
-        bundled.to_str().expect("a UTF-8 path"),
-    )])
+    let imported = Command::new(env!("CARGO_BIN_EXE_phiguard"))
+        .args(["models", "import", "--id", "copy-deid"])
+        .arg(&bundled)
+        .env("PHIGUARD_HOME", home.path())
+        .env("PHIGUARD_KEYRING", "off")
+        .env_remove("PHIGUARD_DEFAULT_MODEL")
+        .output()
+        .expect("phiguard models import");
+    assert!(imported.status.success(), "{imported:?}");
+    let serve = Serve::start(&[
+        ("PHIGUARD_HOME", home.path().to_str().expect("a UTF-8 path")),
+        (
+            "PHIGUARD_BUNDLED_MODEL_DIR",
+            bundled.to_str().expect("a UTF-8 path"),
+        ),
+    ])
     .await;
     let set_default = |model: &'static str| {
         serve
@@ -649,8 +663,28 @@ async fn a_default_model_changed_to_one_not_installed_is_not_ready() {
             .send()
     };
     assert_eq!(serve.get("/readyz").await.status(), 200);
+    // A default that names no installed model is refused, and nothing changes.
     let r = set_default("phiguard_deid").await.expect("request");
-    assert_eq!(r.status(), 200);
+    assert_eq!(r.status(), 422);
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(
+        body["error"]["details"][0]["field"], "models.default",
+        "{body}"
+    );
+    assert_eq!(serve.get("/readyz").await.status(), 200);
+    // The default's model removed while the service runs: not ready, and says why.
+    assert_eq!(
+        set_default("copy-deid").await.expect("request").status(),
+        200
+    );
+    let removed = serve
+        .http
+        .delete(format!("{}/admin/models/copy-deid", serve.base))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(removed.status(), 204);
     let r = serve.get("/readyz").await;
     assert_eq!(r.status(), 503);
     let body: Value = r.json().await.expect("json");

@@ -333,7 +333,17 @@ impl Engine {
     /// [`EngineError::NotServed`] when the name is not served or resolves to nothing
     /// installed.
     pub fn resolve(&self, requested: Option<&str>) -> Result<String, EngineError> {
-        let naming = self.naming.read();
+        self.resolve_in(&self.naming.read(), requested)
+    }
+
+    /// Whether the default model of `naming` (settings not applied yet) names an installed
+    /// model: `PUT /admin/settings` refuses a default that would leave every request that
+    /// names no model refused.
+    pub fn default_resolves_in(&self, naming: &Naming) -> bool {
+        self.resolve_in(naming, None).is_ok()
+    }
+
+    fn resolve_in(&self, naming: &Naming, requested: Option<&str>) -> Result<String, EngineError> {
         let name = requested.unwrap_or(naming.default_model.as_str());
         if requested.is_some()
             && !naming.served.is_empty()

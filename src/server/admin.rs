@@ -31,7 +31,7 @@ use super::validate::{parse, parse_object};
 use crate::cluster::{ClusterMode, ClusterStats};
 use crate::guard::{BreakerSnapshot, BreakerState, BreakerTransition};
 use crate::secrets::TokenInfo;
-use crate::settings::{SettingSource, Value as SettingValue, TABLE};
+use crate::settings::{keys, SettingSource, Value as SettingValue, TABLE};
 
 /// Tray colour, computed once here so the tray, the dashboard and tests agree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -427,6 +427,23 @@ fn settings_put(
                 .collect(),
         )
     })?;
+    // A default that names no installed model would refuse every request that names none
+    // (as `POST /admin/models/default` refuses it); the other settings cannot check this.
+    let default_changed = next.get(keys::MODELS_DEFAULT) != before.get(keys::MODELS_DEFAULT)
+        || next.get(keys::MODELS_ALIASES) != before.get(keys::MODELS_ALIASES)
+        || next.get(keys::MODELS_SERVED) != before.get(keys::MODELS_SERVED);
+    if default_changed
+        && !st
+            .engine
+            .default_resolves_in(&crate::runtime::naming(&next))
+    {
+        return Err(ApiError::Validation(vec![FieldProblem::new(
+            keys::MODELS_DEFAULT.name().to_string(),
+            "names no installed model (or alias of one) that is served; GET /admin/models lists them"
+                .to_string(),
+            "value_error",
+        )]));
+    }
     next.persist().map_err(|e| {
         tracing::error!(error = %e, "could not persist settings");
         ApiError::Internal

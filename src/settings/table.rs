@@ -247,7 +247,7 @@ settings! {
         "expected replicas; each falls back to admissions / replicas while Redis is unreachable")),
     // models
     MODELS_DEFAULT: Text = d("models.default", "PHIGUARD_DEFAULT_MODEL", None, Kind::Str, "phiguard-deid",
-        "model that serves requests naming no installed model; one not installed stops start-up (but the bundled phiguard-deid, which warns), and /readyz answers 503 while it names none"),
+        "model that serves requests naming no model; one not installed stops start-up (but the bundled phiguard-deid, which warns) and is refused by PUT /admin/settings; /readyz answers 503 while it names none (its model removed)"),
     MODELS_ALIASES: Items = d("models.aliases", "PHIGUARD_MODEL_ALIASES", None, Kind::List,
         "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1=default",
         "requested model id=installed model that serves it (`default` = models.default)"),
