@@ -123,6 +123,13 @@ def test_extract_pii_parses_in_openmed_models(client):
     found = {e.text for e in result.entities}
     for ident in DIRECT_IDENTIFIERS:
         assert ident in found, f"direct identifier not found: {ident!r} in {sorted(found)}"
+    # `detector_sources` lists every detector that found an entity, the model first, as
+    # OpenMed's ["ml", "locale_rule"]: the name is the model's (rules alone do not find it),
+    # and the e-mail both detectors'.
+    sources = {e["text"]: e["metadata"]["detector_sources"] for e in resp["entities"]}
+    assert all(s and s == sorted(set(s), key=["ml", "rule"].index) for s in sources.values())
+    assert "ml" in sources["John"], sources
+    assert sources["john.smith@example.com"] == ["ml", "rule"], sources
 
 
 def test_extract_pii_strips_text_and_offsets_follow(client):
