@@ -414,38 +414,15 @@ fn extensions_of_structured_types_and_message_payloads_are_handled() {
 /// `Identifier` named for what it identifies, identifier strings of R4 resources, and PHI
 /// in the primitive values of extensions.
 fn identifiers_elsewhere() -> Value {
-    json!({
-        "resourceType": "Bundle", "type": "collection",
-        "entry": [
-            {"resource": {"resourceType": "Patient", "id": "p7",
-                "extension": [
-                    {"url": "http://example.org/ssn", "valueCode": "123-45-6789"},
-                    {"url": "http://example.org/contact", "valueUri": "mailto:zq@example.com"},
-                    {"url": "http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex", "valueCode": "F"}
-                ]}},
-            {"resource": {"resourceType": "Coverage", "id": "c1", "status": "active",
-                "subscriberId": "XQZ99887766", "beneficiary": {"reference": "Patient/p7"}}},
-            {"resource": {"resourceType": "Specimen", "id": "s1", "subject": {"reference": "Patient/p7"},
-                "accessionIdentifier": {"system": "urn:acc", "value": "ACC-55512345"}}},
-            {"resource": {"resourceType": "Device", "id": "d1", "patient": {"reference": "Patient/p7"},
-                "serialNumber": "SN-778899001", "lotNumber": "LOT-4471",
-                "udiCarrier": [{"deviceIdentifier": "00844588003288", "carrierHRF": "(01)00844588003288(21)SN-778899001"}]}},
-            {"resource": {"resourceType": "Claim", "id": "cl1", "status": "active", "patient": {"reference": "Patient/p7"},
-                "insurance": [{"sequence": 1, "focal": true, "preAuthRef": ["PA-20240117-88"], "coverage": {"reference": "Coverage/c1"}}]}}
-        ]
-    })
+    serde_json::from_str(include_str!(
+        "../../tests/fixtures/fhir/identifiers-elsewhere.json"
+    ))
+    .expect("the fixture is JSON")
 }
 
-const IDENTIFIERS_ELSEWHERE: &[&str] = &[
-    "123-45-6789",
-    "zq@example.com",
-    "XQZ99887766",
-    "ACC-55512345",
-    "SN-778899001",
-    "LOT-4471",
-    "00844588003288",
-    "PA-20240117-88",
-];
+/// The identifying values in that fixture, one a line.
+const IDENTIFIERS_ELSEWHERE: &str =
+    include_str!("../../tests/fixtures/fhir/identifiers-elsewhere.phi.txt");
 
 #[test]
 fn identifiers_outside_identifier_elements_are_removed_or_hashed() {
@@ -453,7 +430,7 @@ fn identifiers_outside_identifier_elements_are_removed_or_hashed() {
     let (doc, _) = run(&body, Format::Json, &[], &opts(Profile::safe_harbor()));
     let out = Value::Array(doc.values().to_vec());
     assert_eq!(
-        leaks(&out, IDENTIFIERS_ELSEWHERE),
+        leaks(&out, &IDENTIFIERS_ELSEWHERE.lines().collect::<Vec<_>>()),
         Vec::<String>::new(),
         "{out}"
     );

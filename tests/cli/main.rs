@@ -51,3 +51,13 @@ pub(crate) fn run(mut c: Command, stdin: Option<&str>) -> Output {
 pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// Asserts that `o` is a refusal of the command line (exit 2) whose message says each of
+/// `says`.
+pub(crate) fn refused(o: &Output, says: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for s in says {
+        assert!(err.contains(s), "{s:?} not in: {err}");
+    }
+}
