@@ -199,9 +199,25 @@ impl Source {
 }
 
 /// The detectors that found one entity: every member of a merged span adds its own
-/// ([`super::merge::resolve`]). OpenMed lists them as `detector_sources`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// ([`super::merge::resolve`]). OpenMed lists them as `detector_sources` ([`Sources::wire`]);
+/// serialized as a list of [`Source`]s, as `source` is (`["model", "rule"]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Sources(u8);
+
+impl Serialize for Sources {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(Self::ORDER.into_iter().filter(|x| self.contains(*x)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Sources {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let list = Vec::<Source>::deserialize(d)?;
+        Ok(list
+            .into_iter()
+            .fold(Sources::default(), |acc, x| acc.with(Sources::of(x))))
+    }
+}
 
 impl Sources {
     /// The set holding `source` alone.
@@ -220,9 +236,12 @@ impl Sources {
         self.0 & Self::bit(source) != 0
     }
 
-    /// The wire names, the model first (as OpenMed orders `["ml", "locale_rule"]`).
+    /// The model first, as OpenMed orders `["ml", "locale_rule"]`.
+    const ORDER: [Source; 2] = [Source::Model, Source::Rule];
+
+    /// The wire names, the model first.
     pub fn wire(self) -> Vec<&'static str> {
-        [Source::Model, Source::Rule]
+        Self::ORDER
             .into_iter()
             .filter(|s| self.contains(*s))
             .map(Source::wire)
@@ -338,6 +357,16 @@ mod tests {
             assert_eq!(Label::parse(l.wire()), Some(l));
         }
         assert_eq!(Label::parse("nonsense"), None);
+    }
+
+    #[test]
+    fn detector_sets_serialize_as_their_sources_and_back() {
+        let both = Sources::of(Source::Rule).with(Sources::of(Source::Model));
+        let text = serde_json::to_string(&both).unwrap_or_default();
+        assert_eq!(text, r#"["model","rule"]"#);
+        assert_eq!(serde_json::from_str::<Sources>(&text).ok(), Some(both));
+        assert_eq!(both.wire(), ["ml", "rule"]);
+        assert!(serde_json::from_str::<Sources>(r#"["regex"]"#).is_err());
     }
 
     #[test]
