@@ -338,38 +338,53 @@ pub(super) fn write_output(dest: &Path, body: &[u8], force: bool) -> std::io::Re
 /// Entities transformed in one file, by wire label (for the summary).
 type LabelCounts = BTreeMap<&'static str, usize>;
 
-/// The entities of each of `texts` at `threshold` or above, from one engine call over the
-/// texts joined (no call when there is no text): a FHIR document or a table is one call.
+/// The entities of each of `texts` at `threshold` or above, from one engine call (no call
+/// when there is no text): a FHIR document or a table is one call, each text read on its
+/// own, then swept across the others (see [`crate::detect::sweep::across`]).
 async fn detect_each(
     engine: &crate::engine::Engine,
     id: &str,
     texts: &[crate::fhir::Text],
     threshold: f32,
 ) -> Result<Vec<Vec<crate::detect::Span>>, String> {
-    let joined = crate::fhir::Joined::of(texts);
-    if joined.text.trim().is_empty() {
-        return Ok(joined.nothing());
+    if texts.iter().all(|t| t.text.trim().is_empty()) {
+        return Ok(vec![Vec::new(); texts.len()]);
     }
-    let spans = detect_one(engine, id, &joined.text, threshold).await?;
-    Ok(joined.split(&spans))
+    let shared: crate::engine::Texts = texts.iter().map(|t| Arc::from(t.text.as_str())).collect();
+    let det = engine
+        .detect_each(id, shared, &file_call(engine))
+        .await
+        .map_err(|e| format!("detection failed: {e}"))?;
+    let kept = det
+        .spans
+        .into_iter()
+        .map(|spans| spans.into_iter().filter(|s| s.score >= threshold).collect())
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
+    Ok(crate::detect::sweep::across(&texts, kept))
 }
 
-/// The entities of `text` at `threshold` or above (no deadline: a file takes what it takes).
+/// How the CLI calls the engine: no deadline (a file takes what it takes), the model
+/// or nothing (no degraded answer), the configured allow and deny lists.
+fn file_call(engine: &crate::engine::Engine) -> CallOptions {
+    CallOptions {
+        deadline: Deadline::unbounded(engine.guard().clock().now()),
+        fallback_rules: false,
+        keep_alive: None,
+        terms: None,
+        configured_terms: true,
+    }
+}
+
+/// The entities of `text` at `threshold` or above.
 async fn detect_one(
     engine: &crate::engine::Engine,
     id: &str,
     text: &str,
     threshold: f32,
 ) -> Result<Vec<crate::detect::Span>, String> {
-    let copts = CallOptions {
-        deadline: Deadline::unbounded(engine.guard().clock().now()),
-        fallback_rules: false,
-        keep_alive: None,
-        terms: None,
-        configured_terms: true,
-    };
     let det = engine
-        .detect(id, Arc::from(text), &copts)
+        .detect(id, Arc::from(text), &file_call(engine))
         .await
         .map_err(|e| format!("detection failed: {e}"))?;
     Ok(det

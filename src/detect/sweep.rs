@@ -10,7 +10,8 @@
 //! three letters, not a protected term, not a common word) and marks its other occurrences
 //! — the same spelling, or its all-caps and title-case forms — on word boundaries. It only
 //! adds spans, so it can never lower recall; it runs within one call, so a streaming
-//! window sweeps what it sees.
+//! window sweeps what it sees. The texts of one document that are detected apart (a
+//! table's cells, a FHIR resource's strings) are swept across one another ([`across`]).
 //!
 //! The same holds within one name: a model that tags `Troy` in `Troy Hodneland` and leaves
 //! the rare surname has found a person whose surname is the next word. Before sweeping,
@@ -18,6 +19,8 @@
 //! heuristics accept that word as a surname.
 
 use std::collections::BTreeMap;
+
+use aho_corasick::AhoCorasick;
 
 use super::context::{surname_after, Surname};
 use super::protected::{followed_by_head, is_name_label, is_protected};
@@ -53,10 +56,45 @@ pub fn sweep(text: &str, spans: Vec<Span>) -> Vec<Span> {
     }
 }
 
+/// The free texts of one document (a table's cells, a FHIR resource's strings), each
+/// detected on its own: a value swept in one is marked in every other, as the sweep does
+/// within one text. `spans` are each text's, in its code points; the texts' own sweeps
+/// have run. Rows of a table are usually other patients, so this can mask a name that
+/// belongs to someone else: a recall-first choice, as within one text.
+pub fn across(texts: &[&str], spans: Vec<Vec<Span>>) -> Vec<Vec<Span>> {
+    let idxs: Vec<CharIndex> = texts.iter().map(|t| CharIndex::new(t)).collect();
+    let mut needles = Needles::new();
+    for ((text, idx), spans) in texts.iter().zip(&idxs).zip(&spans) {
+        gather(text, idx, spans, &mut needles);
+    }
+    let Some(finder) = Finder::new(needles) else {
+        return spans;
+    };
+    texts
+        .iter()
+        .zip(&idxs)
+        .zip(spans)
+        .map(|((text, idx), spans)| finder.mark(text, idx, spans))
+        .collect()
+}
+
 /// One pass of the sweep proper: every other occurrence of a swept value.
 fn sweep_once(text: &str, idx: &CharIndex, spans: Vec<Span>) -> Vec<Span> {
-    let mut needles: BTreeMap<String, Label> = BTreeMap::new();
-    for s in &spans {
+    let mut needles = Needles::new();
+    gather(text, idx, &spans, &mut needles);
+    match Finder::new(needles) {
+        Some(finder) => finder.mark(text, idx, spans),
+        None => spans,
+    }
+}
+
+/// The values to sweep, each spelling with the label of the span it came from.
+type Needles = BTreeMap<String, Label>;
+
+/// Adds the forms of every swept span's value in `text` to `needles` (the first label
+/// seen for a spelling stays).
+fn gather(text: &str, idx: &CharIndex, spans: &[Span], needles: &mut Needles) {
+    for s in spans {
         if !swept(s.label) || s.end > idx.char_len() {
             continue;
         }
@@ -69,13 +107,34 @@ fn sweep_once(text: &str, idx: &CharIndex, spans: Vec<Span>) -> Vec<Span> {
             needles.entry(form).or_insert(s.label);
         }
     }
-    if needles.is_empty() {
-        return spans;
+}
+
+/// Every needle at once: one pass over a text whatever their number (a table's rows
+/// can give thousands), overlapping matches included so that each occurrence is seen.
+struct Finder {
+    automaton: AhoCorasick,
+    labels: Vec<Label>,
+}
+
+impl Finder {
+    /// None when there is nothing to find.
+    fn new(needles: Needles) -> Option<Finder> {
+        if needles.is_empty() {
+            return None;
+        }
+        let (patterns, labels): (Vec<String>, Vec<Label>) = needles.into_iter().unzip();
+        // The patterns are at most a few thousand short words: building cannot fail on a
+        // size limit, and if it did the sweep would only add nothing.
+        let automaton = AhoCorasick::new(&patterns).ok()?;
+        Some(Finder { automaton, labels })
     }
-    let mut out = spans;
-    for (needle, label) in needles {
-        for (b, _) in text.match_indices(needle.as_str()) {
-            let e = b + needle.len();
+
+    /// `spans` plus a span for every occurrence of a needle in `text` on word boundaries,
+    /// resolved.
+    fn mark(&self, text: &str, idx: &CharIndex, spans: Vec<Span>) -> Vec<Span> {
+        let mut out = spans;
+        for m in self.automaton.find_overlapping_iter(text) {
+            let (b, e) = (m.start(), m.end());
             // Hyphens and apostrophes join words: `Wolff-Parkinson-White` is not `White`.
             let joined = |c: char| c.is_alphanumeric() || c == '-' || c == '\'' || c == '’';
             let before_ok = text[..b].chars().next_back().is_none_or(|c| !joined(c));
@@ -88,12 +147,13 @@ fn sweep_once(text: &str, idx: &CharIndex, spans: Vec<Span>) -> Vec<Span> {
             if before_ok && after_ok && !term {
                 let (start, end) = (idx.char_at_byte(b), idx.char_at_byte(e));
                 if start < end {
+                    let label = self.labels[m.pattern().as_usize()];
                     out.push(Span::new(start, end, label, SWEEP, Source::Rule));
                 }
             }
         }
+        merge::resolve(out)
     }
-    merge::resolve(out)
 }
 
 /// Completes names a recognizer found only in part: a given name followed by a
@@ -209,6 +269,32 @@ mod tests {
             .map(|s| (s.start, s.end))
             .collect();
         assert_eq!(got, vec![(0, 4), (16, 20), (21, 30)]);
+    }
+
+    #[test]
+    fn a_name_found_in_one_text_of_a_document_is_masked_in_the_others() {
+        let texts = [
+            "Seen by Dr. Quimby today.",
+            "QUIMBY called back; Quimbys is not.",
+            "No name.",
+        ];
+        let spans = vec![
+            vec![Span::new(12, 18, Label::LastName, 0.9, Source::Model)],
+            vec![],
+            vec![],
+        ];
+        let got: Vec<Vec<(usize, usize, Label)>> = across(&texts, spans)
+            .iter()
+            .map(|v| v.iter().map(|s| (s.start, s.end, s.label)).collect())
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                vec![(12, 18, Label::LastName)],
+                vec![(0, 6, Label::LastName)],
+                vec![]
+            ]
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::detect::{RecognizerError, Span};
 use crate::guard::{Classify, Deadline, Guard, GuardError};
 pub use faults::{FaultSpecError, Faults};
 pub use registry::{LoadError, Loader, ModelSpec, Registry, RULES_ID};
-pub use workers::{BatchConfig, PoolError, WorkerPool};
+pub use workers::{BatchConfig, PoolError, Texts, WorkerPool};
 
 /// Why a detection did not produce spans. Mapped to HTTP in `server::error`.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +85,17 @@ impl Classify for CallError {
 pub struct Detection {
     /// Resolved, non-overlapping spans.
     pub spans: Vec<Span>,
+    /// True when the rules answered because the model's breaker was open.
+    pub degraded: bool,
+    /// The installed model that really ran (`rules` in degraded mode).
+    pub model_id: String,
+}
+
+/// Spans of each text of one multi-text detection ([`Engine::detect_each`]).
+#[derive(Debug)]
+pub struct Detections {
+    /// Resolved, non-overlapping spans of each text, in the texts' order.
+    pub spans: Vec<Vec<Span>>,
     /// True when the rules answered because the model's breaker was open.
     pub degraded: bool,
     /// The installed model that really ran (`rules` in degraded mode).
@@ -373,24 +384,47 @@ impl Engine {
         text: Arc<str>,
         opts: &CallOptions,
     ) -> Result<Detection, EngineError> {
+        let det = self.detect_each(id, Arc::from([text]), opts).await?;
+        Ok(Detection {
+            spans: det.spans.into_iter().next().unwrap_or_default(),
+            degraded: det.degraded,
+            model_id: det.model_id,
+        })
+    }
+
+    /// Detects spans in each of `texts` with the installed model `id`, as one guarded call
+    /// (one breaker decision, one queue slot, one deadline): the free texts of one document,
+    /// a table's cells or a FHIR resource's strings. Each text is read on its own, exactly
+    /// as if it had been sent alone, so one text's context never changes what is found in
+    /// another; a name found in one and left in another is for the caller to sweep
+    /// ([`crate::detect::sweep::across`]).
+    ///
+    /// # Errors
+    /// See [`EngineError`].
+    pub async fn detect_each(
+        &self,
+        id: &str,
+        texts: Texts,
+        opts: &CallOptions,
+    ) -> Result<Detections, EngineError> {
         let key: Arc<str> = Arc::from(id);
         let result = self
             .guard
             .call(id, &opts.deadline, |_attempt| {
                 let key = Arc::clone(&key);
-                let text = Arc::clone(&text);
+                let texts = Arc::clone(&texts);
                 let keep_alive = opts.keep_alive;
-                async move { self.attempt(key, text, keep_alive).await }
+                async move { self.attempt(key, texts, keep_alive).await }
             })
             .await;
         let mut det = match result {
-            Ok(spans) => Detection {
+            Ok(spans) => Detections {
                 spans,
                 degraded: false,
                 model_id: id.to_string(),
             },
             Err(e) if opts.fallback_rules && falls_back(&e) => {
-                self.degraded(Arc::clone(&text)).await?
+                self.degraded(Arc::clone(&texts)).await?
             }
             Err(e) => return Err(map_guard_error(e)),
         };
@@ -403,11 +437,17 @@ impl Engine {
             None => configured,
         };
         if !terms.is_empty() {
-            // Up to MAX_TERMS regex scans of the text each: blocking work, off the runtime.
+            // Up to MAX_TERMS regex scans of each text: blocking work, off the runtime.
             let spans = std::mem::take(&mut det.spans);
-            det.spans = tokio::task::spawn_blocking(move || terms.apply(&text, spans))
-                .await
-                .map_err(|_| EngineError::Backend)?;
+            det.spans = tokio::task::spawn_blocking(move || {
+                texts
+                    .iter()
+                    .zip(spans)
+                    .map(|(text, spans)| terms.apply(text, spans))
+                    .collect()
+            })
+            .await
+            .map_err(|_| EngineError::Backend)?;
         }
         Ok(det)
     }
@@ -419,10 +459,10 @@ impl Engine {
 
     /// Degraded mode: the rule recognizers alone, outside the backend boundary (they do not
     /// share the model's fault), marked degraded.
-    async fn degraded(&self, text: Arc<str>) -> Result<Detection, EngineError> {
+    async fn degraded(&self, texts: Texts) -> Result<Detections, EngineError> {
         let spans = self
             .pool
-            .run_fallback(Arc::from(RULES_ID), self.registry.rules_backend(), text)
+            .run_fallback(Arc::from(RULES_ID), self.registry.rules_backend(), texts)
             .await
             .map_err(|e| match e {
                 PoolError::Full => EngineError::Busy {
@@ -430,7 +470,7 @@ impl Engine {
                 },
                 _ => EngineError::Backend,
             })?;
-        Ok(Detection {
+        Ok(Detections {
             spans,
             degraded: true,
             model_id: RULES_ID.to_string(),
@@ -440,12 +480,12 @@ impl Engine {
     async fn attempt(
         &self,
         key: Arc<str>,
-        text: Arc<str>,
+        texts: Texts,
         keep_alive: Option<Option<Duration>>,
-    ) -> Result<Vec<Span>, CallError> {
+    ) -> Result<Vec<Vec<Span>>, CallError> {
         let lease = self.lease(&key, keep_alive).await?;
         let backend = Arc::clone(&lease.backend) as Arc<dyn crate::detect::Recognizer>;
-        let out = self.pool.run(key, backend, text).await;
+        let out = self.run_spread(key, backend, texts).await;
         drop(lease);
         out.map_err(|e| match e {
             PoolError::Full => CallError::Full,
@@ -454,6 +494,36 @@ impl Engine {
             }
             PoolError::Recognizer(RecognizerError::Input(_)) => CallError::Unknown,
         })
+    }
+
+    /// Runs a document's texts as pool jobs of at most `max_batch` texts, at most one a
+    /// worker at a time, so a table or a FHIR Bundle is spread over every core (and
+    /// batched with other requests' notes) as a folder of notes is, without taking more
+    /// than its share of the queue. The answers keep the texts' order; the first failure
+    /// fails the call.
+    async fn run_spread(
+        &self,
+        key: Arc<str>,
+        backend: Arc<dyn crate::detect::Recognizer>,
+        texts: Texts,
+    ) -> Result<Vec<Vec<Span>>, PoolError> {
+        use futures::StreamExt as _;
+        let chunk = self.pool.batch().max_batch.max(1);
+        if texts.len() <= chunk {
+            return self.pool.run_each(key, backend, texts).await;
+        }
+        let parts: Vec<Texts> = texts.chunks(chunk).map(Texts::from).collect();
+        let mut answers = futures::stream::iter(parts)
+            .map(|part| {
+                self.pool
+                    .run_each(Arc::clone(&key), Arc::clone(&backend), part)
+            })
+            .buffered(self.pool.threads());
+        let mut out = Vec::with_capacity(texts.len());
+        while let Some(answer) = answers.next().await {
+            out.extend(answer?);
+        }
+        Ok(out)
     }
 }
 

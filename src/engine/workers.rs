@@ -62,12 +62,16 @@ pub enum PoolError {
     Recognizer(#[from] RecognizerError),
 }
 
-type Reply = oneshot::Sender<Result<Vec<Span>, RecognizerError>>;
+type Reply = oneshot::Sender<Result<Vec<Vec<Span>>, RecognizerError>>;
+
+/// Texts detected together: one note, or every free text of one document (a table's
+/// cells, a FHIR resource's strings), each detected as a text of its own.
+pub type Texts = Arc<[Arc<str>]>;
 
 struct Job {
     key: Arc<str>,
     recognizer: Arc<dyn Recognizer>,
-    text: Arc<str>,
+    texts: Texts,
     /// A model call at the backend boundary, where injected faults apply; false for the
     /// rules-only answer of degraded mode, which stands in for a failing model and must not
     /// fail with it.
@@ -158,11 +162,28 @@ impl WorkerPool {
         recognizer: Arc<dyn Recognizer>,
         text: Arc<str>,
     ) -> Result<Vec<Span>, PoolError> {
-        self.submit(key, recognizer, text, true).await
+        let mut each = self.run_each(key, recognizer, Arc::from([text])).await?;
+        Ok(each.pop().unwrap_or_default())
     }
 
-    /// Runs the rules-only answer of degraded mode: like [`run`](Self::run), but outside
-    /// the backend boundary, so an injected model fault does not fail the fallback too.
+    /// Runs `recognizer` on each of `texts` as one job (one queue slot, one answer): the
+    /// spans of each text, found as if it had been sent alone. A job's texts go to the
+    /// model at most `max_batch` at a time, batched with other jobs' as single texts are.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run); one text's failure fails the job.
+    pub async fn run_each(
+        &self,
+        key: Arc<str>,
+        recognizer: Arc<dyn Recognizer>,
+        texts: Texts,
+    ) -> Result<Vec<Vec<Span>>, PoolError> {
+        self.submit(key, recognizer, texts, true).await
+    }
+
+    /// Runs the rules-only answer of degraded mode: like [`run_each`](Self::run_each), but
+    /// outside the backend boundary, so an injected model fault does not fail the fallback
+    /// too.
     ///
     /// # Errors
     /// As [`run`](Self::run).
@@ -170,23 +191,23 @@ impl WorkerPool {
         &self,
         key: Arc<str>,
         recognizer: Arc<dyn Recognizer>,
-        text: Arc<str>,
-    ) -> Result<Vec<Span>, PoolError> {
-        self.submit(key, recognizer, text, false).await
+        texts: Texts,
+    ) -> Result<Vec<Vec<Span>>, PoolError> {
+        self.submit(key, recognizer, texts, false).await
     }
 
     async fn submit(
         &self,
         key: Arc<str>,
         recognizer: Arc<dyn Recognizer>,
-        text: Arc<str>,
+        texts: Texts,
         at_boundary: bool,
-    ) -> Result<Vec<Span>, PoolError> {
+    ) -> Result<Vec<Vec<Span>>, PoolError> {
         let (reply, rx) = oneshot::channel();
         let job = Job {
             key,
             recognizer,
-            text,
+            texts,
             at_boundary,
             reply,
             span: tracing::Span::current(),
@@ -282,12 +303,12 @@ fn worker_loop(shared: &Shared, faults: &Faults) {
         }
         pending = rest;
         shared.busy.fetch_add(1, Ordering::SeqCst);
-        run_group(group, faults);
+        run_group(group, cfg.max_batch, faults);
         shared.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-fn run_group(group: Vec<Job>, faults: &Faults) {
+fn run_group(group: Vec<Job>, max_batch: usize, faults: &Faults) {
     // Callers that gave up (timeout, disconnect) need no work.
     let mut live: Vec<Job> = group.into_iter().filter(|j| !j.reply.is_closed()).collect();
     // Faults are decided per job, so a batch behaves like its jobs run one by one; only
@@ -311,39 +332,62 @@ fn run_group(group: Vec<Job>, faults: &Faults) {
     }
     let recognizer = Arc::clone(&live[0].recognizer);
     if live.len() > 1 {
-        let texts: Vec<&str> = live.iter().map(|j| &*j.text).collect();
+        // Every job's texts in one run of calls; each job gets its own back.
+        let texts: Vec<&str> = live
+            .iter()
+            .flat_map(|j| j.texts.iter().map(|t| &**t))
+            .collect();
         let started = Instant::now();
-        if let Ok(Ok(results)) = call(&*recognizer, &texts) {
-            if results.len() == live.len() {
-                let (batch, ms) = (live.len(), started.elapsed().as_secs_f64() * 1000.0);
-                for (job, spans) in live.into_iter().zip(results) {
-                    job.span.in_scope(|| {
-                        tracing::debug!(model = %job.key, batch, elapsed_ms = ms, "inference done");
-                    });
-                    let _ = job.reply.send(Ok(spans));
-                }
-                return;
+        if let Ok(results) = call_chunked(&*recognizer, &texts, max_batch) {
+            let (batch, ms) = (texts.len(), started.elapsed().as_secs_f64() * 1000.0);
+            let mut rest = results.into_iter();
+            for job in live {
+                let spans: Vec<Vec<Span>> = rest.by_ref().take(job.texts.len()).collect();
+                job.span.in_scope(|| {
+                    tracing::debug!(model = %job.key, batch, elapsed_ms = ms, "inference done");
+                });
+                let _ = job.reply.send(Ok(spans));
             }
+            return;
         }
     }
+    // Alone, or after a failed batch: each job on its own, so one job's failure (or
+    // panic) never fails its batch-mates.
     for job in live {
         let started = Instant::now();
-        let result = match call(&*recognizer, &[&*job.text]) {
-            Ok(Ok(mut r)) if r.len() == 1 => Ok(r.pop().unwrap_or_default()),
-            Ok(Ok(_)) => Err(RecognizerError::Backend(BackendError::WrongCount)),
-            Ok(Err(e)) => Err(e),
-            Err(()) => Err(RecognizerError::Backend(BackendError::Panicked)),
-        };
+        let texts: Vec<&str> = job.texts.iter().map(|t| &**t).collect();
+        let result = call_chunked(&*recognizer, &texts, max_batch);
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         job.span.in_scope(|| match &result {
             // The error's words stay out of the log: only that it failed.
             Err(_) => tracing::warn!(model = %job.key, elapsed_ms = ms, "inference failed"),
             Ok(_) => {
-                tracing::debug!(model = %job.key, batch = 1, elapsed_ms = ms, "inference done")
+                let batch = texts.len();
+                tracing::debug!(model = %job.key, batch, elapsed_ms = ms, "inference done")
             }
         });
         let _ = job.reply.send(result);
     }
+}
+
+/// Runs `texts` through the recognizer at most `max_batch` at a time (what one call's
+/// buffers hold is bounded by that, not by how many texts a document has), and checks that
+/// each call answers every text.
+fn call_chunked(
+    recognizer: &dyn Recognizer,
+    texts: &[&str],
+    max_batch: usize,
+) -> Result<Vec<Vec<Span>>, RecognizerError> {
+    let mut out = Vec::with_capacity(texts.len());
+    for chunk in texts.chunks(max_batch.max(1)) {
+        match call(recognizer, chunk) {
+            Ok(Ok(r)) if r.len() == chunk.len() => out.extend(r),
+            Ok(Ok(_)) => return Err(RecognizerError::Backend(BackendError::WrongCount)),
+            Ok(Err(e)) => return Err(e),
+            Err(()) => return Err(RecognizerError::Backend(BackendError::Panicked)),
+        }
+    }
+    Ok(out)
 }
 
 /// Calls the recognizer, turning a panic into `Err(())`.
@@ -404,6 +448,36 @@ mod tests {
             .await
             .expect("pool alive");
         assert_eq!(again.len(), 2);
+    }
+
+    /// A job of many texts answers each text on its own, in order, through calls of at most
+    /// `max_batch` texts, also when it shares a batch with a single-text job.
+    #[tokio::test]
+    async fn a_job_of_many_texts_gets_each_text_s_spans_through_bounded_calls() {
+        let held = Arc::new(Held::default());
+        held.release.store(true, Ordering::SeqCst);
+        let cfg = BatchConfig {
+            max_batch: 2,
+            ..Default::default()
+        };
+        let pool = WorkerPool::new(1, 16, cfg, Arc::new(Faults::default()));
+        let key: Arc<str> = Arc::from("m");
+        let xs: Arc<dyn Recognizer> = Arc::new(Xs {
+            calls: AtomicUsize::new(0),
+        });
+        let texts: Texts = ["X", "aXX", "", "XbX", "XXXX"].map(Arc::from).into();
+        let (each, one) = tokio::join!(
+            pool.run_each(key.clone(), xs.clone(), texts),
+            pool.run(key.clone(), xs, Arc::from("XaX"))
+        );
+        let counts: Vec<usize> = each.expect("spans").iter().map(Vec::len).collect();
+        assert_eq!(counts, [1, 2, 0, 2, 4]);
+        assert_eq!(one.expect("spans").len(), 2);
+        let rec: Arc<dyn Recognizer> = held.clone();
+        let texts: Texts = ["a", "b", "c", "d", "e"].map(Arc::from).into();
+        pool.run_each(key, rec, texts).await.expect("spans");
+        let calls = held.calls.lock().clone();
+        assert_eq!(calls, [vec!["a", "b"], vec!["c", "d"], vec!["e"]]);
     }
 
     #[cfg(feature = "fault-injection")]

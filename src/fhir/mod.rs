@@ -122,61 +122,6 @@ pub struct Text {
     pub text: String,
 }
 
-/// The free text of a document joined for one engine call (blank lines between texts),
-/// and where each text lies in it, so one guarded call covers a whole document.
-#[derive(Clone, Debug, Default)]
-pub struct Joined {
-    /// The joined text.
-    pub text: String,
-    /// Each text's first code point and length in code points.
-    layout: Vec<(usize, usize)>,
-}
-
-impl Joined {
-    /// Joins `texts`.
-    pub fn of(texts: &[Text]) -> Joined {
-        let mut j = Joined::default();
-        let mut at = 0usize;
-        for t in texts {
-            if !j.text.is_empty() {
-                j.text.push_str("\n\n");
-                at += 2;
-            }
-            let len = t.text.chars().count();
-            j.layout.push((at, len));
-            j.text.push_str(&t.text);
-            at += len;
-        }
-        j
-    }
-
-    /// The entities found in the joined text, given back to each text (code points of
-    /// that text; an entity over a join is cut at it).
-    pub fn split(&self, spans: &[Span]) -> Vec<Vec<Span>> {
-        self.layout
-            .iter()
-            .map(|&(a, len)| {
-                spans
-                    .iter()
-                    .filter(|s| s.start < a + len && s.end > a)
-                    .map(|s| {
-                        let mut l = s.clone();
-                        l.start = s.start.max(a) - a;
-                        l.end = s.end.min(a + len) - a;
-                        l
-                    })
-                    .filter(|s| s.start < s.end)
-                    .collect()
-            })
-            .collect()
-    }
-
-    /// One empty list per text (nothing to find).
-    pub fn nothing(&self) -> Vec<Vec<Span>> {
-        vec![Vec::new(); self.layout.len()]
-    }
-}
-
 /// What de-identifying a document did, for the response's metadata.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {

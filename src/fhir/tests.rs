@@ -348,38 +348,6 @@ fn bad_bodies_name_the_line_and_the_rule() {
 }
 
 #[test]
-fn spans_over_joined_texts_come_back_to_their_texts() {
-    let texts = [
-        Text { text: "ab".into() },
-        Text {
-            text: "cdef".into(),
-        },
-    ];
-    let j = Joined::of(&texts);
-    assert_eq!(j.text, "ab\n\ncdef");
-    let spans = [
-        Span::new(
-            1,
-            5,
-            crate::detect::Label::Person,
-            0.9,
-            crate::detect::Source::Model,
-        ),
-        Span::new(
-            6,
-            8,
-            crate::detect::Label::Date,
-            0.9,
-            crate::detect::Source::Rule,
-        ),
-    ];
-    let out = j.split(&spans);
-    let at = |v: &Vec<Span>| v.iter().map(|s| (s.start, s.end)).collect::<Vec<_>>();
-    assert_eq!(at(&out[0]), [(1, 2)]);
-    assert_eq!(at(&out[1]), [(0, 1), (2, 4)]);
-}
-
-#[test]
 fn extensions_of_structured_types_and_message_payloads_are_handled() {
     let p = json!({
         "resourceType": "Patient",

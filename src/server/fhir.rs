@@ -7,8 +7,10 @@
 //! resource whose parameters are `resource`, `profile`, `subject`, `dateShiftDays` and
 //! `model`. The subject is read only from the body, so it never stands in a URL that
 //! proxies log. All free text of a document goes to the engine as one call through the
-//! guard (texts joined by blank lines, entities cut back at the joins), so a document is
+//! guard (each text read on its own, then names swept across them), so a document is
 //! admitted, limited, deadlined and failed fast like one `/pii/deidentify` request.
+
+use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -17,11 +19,11 @@ use serde_json::Value;
 
 use super::error::{ApiError, FieldProblem};
 use super::middleware::Body;
-use super::pii::{call_options, detect};
+use super::pii::{call_options, detect_each};
 use super::state::AppState;
 use crate::detect::Span;
-use crate::engine::CallOptions;
-use crate::fhir::{Document, FhirError, Format, Joined, Limits, Options, Profile};
+use crate::engine::{CallOptions, Texts};
+use crate::fhir::{Document, FhirError, Format, Limits, Options, Profile};
 
 /// A problem with the request, as the error envelope's `details` list it.
 fn invalid(field: &str, message: impl Into<String>, kind: &str) -> ApiError {
@@ -213,20 +215,23 @@ async fn run(
         .fhir_profile(req.profile)
         .map_err(|_| ApiError::Internal)?;
     let texts = doc.texts(&profile);
-    let joined = Joined::of(&texts);
     let mut degraded = false;
-    let spans = if joined.text.trim().is_empty() {
-        joined.nothing()
+    let spans = if texts.iter().all(|t| t.text.trim().is_empty()) {
+        vec![Vec::new(); texts.len()]
     } else {
+        // One guarded call for the document; each text is read on its own, then names
+        // found in one are swept across the others.
         let opts: CallOptions = call_options(st, None, None);
-        let det = detect(st, req.model.as_deref(), &joined.text, &opts).await?;
+        let shared: Texts = texts.iter().map(|t| Arc::from(t.text.as_str())).collect();
+        let det = detect_each(st, req.model.as_deref(), shared, &opts).await?;
         degraded = det.degraded;
-        let kept: Vec<Span> = det
+        let kept: Vec<Vec<Span>> = det
             .spans
             .into_iter()
-            .filter(|s| s.score >= THRESHOLD)
+            .map(|spans| spans.into_iter().filter(|s| s.score >= THRESHOLD).collect())
             .collect();
-        joined.split(&kept)
+        let plain: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
+        crate::detect::sweep::across(&plain, kept)
     };
     let options = Options {
         profile,

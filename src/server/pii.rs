@@ -20,7 +20,7 @@ use super::state::AppState;
 use super::validate::{parse_map, parse_object, TextLimits};
 use crate::deid::{DeidOptions, Deidentifier, Method};
 use crate::detect::{CharIndex, Span};
-use crate::engine::{CallOptions, Detection};
+use crate::engine::{CallOptions, Detection, Detections, Texts};
 use crate::settings::keys;
 
 /// Text limits from the live settings.
@@ -63,6 +63,22 @@ pub(crate) async fn detect(
 ) -> Result<Detection, ApiError> {
     let id = st.resolve_model(model_name)?;
     let det = st.engine.detect(&id, Arc::from(text), opts).await?;
+    if det.degraded {
+        st.metrics.degraded.inc();
+    }
+    Ok(det)
+}
+
+/// Runs detection for each of `texts` (one document's free texts) as one guarded call with
+/// the requested model (resolved), each text read on its own.
+pub(crate) async fn detect_each(
+    st: &AppState,
+    model_name: Option<&str>,
+    texts: Texts,
+    opts: &CallOptions,
+) -> Result<Detections, ApiError> {
+    let id = st.resolve_model(model_name)?;
+    let det = st.engine.detect_each(&id, texts, opts).await?;
     if det.degraded {
         st.metrics.degraded.inc();
     }

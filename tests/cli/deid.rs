@@ -321,6 +321,75 @@ fn csv_and_jsonl_columns_keep_the_file_shape() {
     );
 }
 
+/// The cells of a table and the texts of a FHIR document are each read on their own: a
+/// cell comes back exactly as the same text in a file of its own. Before, a document's
+/// texts were joined into one text for the model, so an entity ran across the join into
+/// its neighbour ("Wound clean and dry." came back "Wound clean and [city]" beside "Almere
+/// bridge is falling down.", "no PHI here" as "no [last_name] here"), and a name read in
+/// its neighbours' context was missed (on the `presidio` notes written as rows of a table,
+/// 63 of 3,650 gold spans leaked against 3 as files).
+#[test]
+fn a_table_cell_or_a_fhir_text_is_read_on_its_own_as_a_file_is() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let texts = [
+        "Wound clean and dry.",
+        "Almere bridge is falling down.",
+        "no PHI here",
+        "Oskar was seen in clinic today.",
+    ];
+    let mut jsonl = String::new();
+    let mut entries = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        write(&t.path().join(format!("in/files/{i}.txt")), text);
+        jsonl.push_str(&serde_json::json!({ "note": text }).to_string());
+        jsonl.push('\n');
+        entries.push(serde_json::json!({ "resource": {
+            "resourceType": "Observation", "id": format!("o{i}"), "status": "final",
+            "code": { "text": "note" }, "valueString": text } }));
+    }
+    write(&t.path().join("in/table/notes.jsonl"), &jsonl);
+    let bundle =
+        serde_json::json!({ "resourceType": "Bundle", "type": "collection", "entry": entries });
+    write(&t.path().join("in/fhir/bundle.json"), &bundle.to_string());
+    // The bundled model: the rules alone would not show how the model reads its context.
+    let mut c = command(&binary(), t.path());
+    c.current_dir(t.path())
+        .args(["deid", "in", "--out", "out", "--columns", "note=text"]);
+    let o = run(c, None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let read = |p: &str| std::fs::read_to_string(t.path().join("out").join(p)).expect("output");
+    let files: Vec<String> = (0..texts.len())
+        .map(|i| read(&format!("files/{i}.txt")))
+        .collect();
+    assert_eq!(files[0], texts[0]);
+    assert_eq!(files[2], texts[2]);
+    assert!(
+        !files[1].contains("Almere") && !files[3].contains("Oskar"),
+        "{files:?}"
+    );
+    let cells: Vec<String> = read("table/notes.jsonl")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("json line");
+            v["note"].as_str().expect("note").to_owned()
+        })
+        .collect();
+    assert_eq!(cells, files, "table cells as files");
+    let doc: serde_json::Value = serde_json::from_str(&read("fhir/bundle.json")).expect("json");
+    let values: Vec<String> = doc["entry"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| {
+            e["resource"]["valueString"]
+                .as_str()
+                .expect("value")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(values, files, "FHIR texts as files");
+}
+
 /// A bundled model whose weights are damaged stops `deid` and `eval` before they touch a
 /// file: one message naming the model and the failed check (exit 1), no output folder, no
 /// line per input file. Before, each of 615 files failed on its own ("detection failed:
