@@ -100,7 +100,13 @@ fn gather(text: &str, idx: &CharIndex, spans: &[Span], needles: &mut Needles) {
         }
         let value = idx.slice(text, s.start, s.end).trim();
         let letters = value.chars().filter(|c| c.is_alphabetic()).count();
-        if letters < 3 || COMMON.contains(&value) || is_protected(value) {
+        // A value in lower case is swept nowhere: names are written capitalised, and a
+        // lowercase word the model took for one (`Abdomen soft`, `with a walker`) would
+        // otherwise be masked at every use in the note. Where it was found it stays
+        // masked. Scripts without case (Devanagari, Arabic, Tamil, ...) are swept as before.
+        let lowercase =
+            value.chars().any(char::is_lowercase) && !value.chars().any(char::is_uppercase);
+        if letters < 3 || lowercase || COMMON.contains(&value) || is_protected(value) {
             continue;
         }
         for form in forms(value) {
@@ -295,6 +301,18 @@ mod tests {
                 vec![]
             ]
         );
+    }
+
+    #[test]
+    fn a_lowercase_value_stays_where_it_was_found() {
+        let text = "Abdomen soft. Abdomen soft, nontender.";
+        let spans = vec![Span::new(8, 12, Label::LastName, 0.9, Source::Model)];
+        assert_eq!(sweep(text, spans.clone()), spans);
+        // A script without case is swept as before.
+        let text = "आरव आया। आरव गया।";
+        let spans = vec![Span::new(0, 3, Label::FirstName, 0.9, Source::Model)];
+        let starts: Vec<usize> = sweep(text, spans).iter().map(|s| s.start).collect();
+        assert_eq!(starts, vec![0, 9]);
     }
 
     #[test]

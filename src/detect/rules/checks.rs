@@ -68,6 +68,25 @@ pub(crate) fn ipv4(s: &str) -> Option<&str> {
     ok.then_some(s)
 }
 
+/// An IPv4 address, with a port (`172.16.5.96:8443`) when one is written.
+pub(crate) fn ipv4_port(s: &str) -> Option<&str> {
+    let (host, port) = s.split_once(':').unwrap_or((s, "0"));
+    (ipv4(host).is_some() && port.parse::<u16>().is_ok()).then_some(s)
+}
+
+/// A holiday, not an eponym (`Christmas disease`, `Christmas factor`).
+pub(crate) fn holiday(s: &str) -> Option<&str> {
+    (!s.ends_with("disease") && !s.ends_with("factor")).then_some(s)
+}
+
+/// `Mon-DD` with a day of a month (1 to 31).
+pub(crate) fn day_after_dash(s: &str) -> bool {
+    s.rsplit('-')
+        .next()
+        .and_then(|d| d.parse::<u32>().ok())
+        .is_some_and(|d| (1..=31).contains(&d))
+}
+
 /// A parseable IPv6 address with at least two hex digits (so `::` and clock times fail).
 pub(crate) fn ipv6(s: &str) -> Option<&str> {
     let hex = s.chars().filter(|c| c.is_ascii_hexdigit()).count();

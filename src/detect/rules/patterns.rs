@@ -25,7 +25,12 @@
 //!   addresses are a house number, one to three capitalised words and a street suffix,
 //!   optionally a unit, city and state; PO boxes.
 //! - **Ages over 89** (C): only ages of 90 and more are identifiers; the number must be
-//!   tied to an age phrase (`92-year-old`, `age 95`, `96 yo`, `97 y/o`).
+//!   tied to an age phrase (`92-year-old`, `age 95`, `96 yo`, `97 y/o`, `is 101M`).
+//! - **Partial identifiers and short forms**: the last four digits of an SSN or a card
+//!   (`SSN ending 4421`, `last 4 of SSN: 4421`, `xxx-xx-4421`, `Visa ending in 5512`), a
+//!   month and day with no year (`Sep-08`), holidays (`Christmas Eve`), links without a
+//!   scheme (`bit.ly/2ymcDjt`), an IPv4 address with its port, short pager numbers, group
+//!   and unit numbers: each needs the words that say what it is.
 
 use regex::Regex;
 
@@ -80,6 +85,9 @@ const MRN_WORDS: &[&str] = &[
     "hospital #",
     "patient id",
     "pt id",
+    "unit no",
+    "unit number",
+    "unit #",
 ];
 const PLAN_WORDS: &[&str] = &[
     "member id",
@@ -97,6 +105,10 @@ const PLAN_WORDS: &[&str] = &[
     "health plan",
     "group number",
     "group #",
+    "group no",
+    "group id",
+    "grp #",
+    "grp no",
     "plan id",
     "beneficiary",
     "mbi",
@@ -137,6 +149,17 @@ const DEVICE_WORDS: &[&str] = &[
     "model number",
     "imei",
 ];
+/// What names a social security number in the last-four rules.
+const SSN_WORD: &str = r"(?:ssn|social security(?: number| no\.?| #)?|ss#|soc\.? sec\.?)";
+/// What says the digits are the last four.
+const LAST4: &str =
+    r"(?:ending(?: in| with)?|ends in|last (?:4|four)(?: digits)?(?: (?:is|are|of))?)";
+/// Holidays, capitalised as written; `’` and `'` both. A clinical head noun after one is
+/// read too, so that the check can refuse `Christmas disease` (haemophilia B).
+const HOLIDAY: &str = r"\b(?:Easter(?: Sunday| Monday)?|Thanksgiving(?: Day)?|Christmas(?: Eve| Day)?|New Year['’]?s(?: Eve| Day)|Independence Day|Memorial Day|Labor Day|Labour Day|Veterans['’]? Day|Halloween|Valentine['’]?s Day|Mother['’]?s Day|Father['’]?s Day|Good Friday|Juneteenth|Martin Luther King(?: Jr\.?)? Day|MLK Day|Presidents['’]? Day|Columbus Day|Boxing Day|Yom Kippur|Rosh Hashanah|Hanukkah|Diwali|Lunar New Year)(?:\s+(?:disease|factor))?\b";
+/// A host name with a common top-level domain and a path, no scheme (`bit.ly/2ymcDjt`,
+/// `portal.example.org/visit/1`): the path is what makes it a link and not a word.
+const URL_BARE: &str = r#"(?i)\b(?:[a-z0-9-]+\.)+(?:com|org|net|edu|gov|io|ly|co|us|info|health|me|gl|gd|cc|in|uk|ca|app)/[^\s<>"']*"#;
 const ZIP_WORDS: &[&str] = &["zip", "zip code", "zipcode", "postal code", "postcode"];
 
 struct Spec {
@@ -205,29 +228,43 @@ fn specs() -> Vec<Spec> {
         spec("date_day_mon_year_dash", &format!(r"(?i)\b\d{{1,2}}-{m}-(?:\d{{4}}|\d{{2}})\b"), Label::Date, 0.9, checks::date),
         spec("date_month_year", &format!(r"(?i)\b{m},?\s+\d{{4}}\b"), Label::Date, 0.75, checks::date),
         spec("date_num_month_year", r"\b\d{1,2}/\d{4}\b", Label::Date, 0.7, checks::date),
+        // A month and a day with no year (`Sep-08`); a month name leaves no doubt.
+        spec("date_mon_day_dash", &format!(r"(?i)\b{m}-(\d{{1,2}})\b"), Label::Date, 0.8, checks::any)
+            .whole(checks::day_after_dash),
+        // Holidays name a day of a year as surely as a date does.
+        spec("date_holiday", HOLIDAY, Label::Date, 0.8, checks::holiday),
         // --- phone / fax
         spec("phone_nanp", &format!(r"(?i)(?:\+1[\s.-]?|\b1[\s.-])?(?:\(\d{{3}}\)\s?|\b\d{{3}}[\s.-])\d{{3}}[\s.-]\d{{4}}\b{ext}"), Label::Phone, 0.85, checks::any)
             .relabel(FAX_WORDS, Label::Fax),
         spec("phone_intl", &format!(r"(?i)\+\d{{1,3}}(?:[\s.-]?\(?\d{{2,5}}\)?){{1,5}}\b{ext}"), Label::Phone, 0.85, checks::intl_phone)
             .relabel(FAX_WORDS, Label::Fax),
+        spec("pager_short", r"(?i)\b(?:pager|beeper|pgr)\s*(?:#|no\.?|number)?\s*:?\s*(\d{4,7})\b", Label::Phone, 0.8, checks::any).group(1),
         spec("phone_bare_ctx", r"\b\d{10}\b", Label::Phone, 0.7, checks::any)
             .needs(PHONE_WORDS)
             .relabel(FAX_WORDS, Label::Fax),
         // --- email, url, ip
         spec("email", r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b", Label::Email, 0.95, checks::any),
         spec("url", r#"(?i)\b(?:https?://|www\.)[^\s<>"']+"#, Label::Url, 0.9, checks::url),
-        spec("ipv4", r"\b(?:\d{1,3}\.){3}\d{1,3}\b", Label::IpAddress, 0.85, checks::ipv4),
+        spec("url_bare", URL_BARE, Label::Url, 0.85, checks::url),
+        spec("ipv4", r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b", Label::IpAddress, 0.85, checks::ipv4_port),
         spec("ipv6", r"(?i)(?:^|[^0-9a-z:])((?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4})(?:$|[^0-9a-z:])", Label::IpAddress, 0.85, checks::ipv6)
             .group(1),
         // --- ssn
         spec("ssn_dashed", r"\b\d{3}-\d{2}-\d{4}\b", Label::Ssn, 0.95, checks::ssn),
         spec("ssn_spaced", r"\b\d{3} \d{2} \d{4}\b", Label::Ssn, 0.8, checks::ssn),
         spec("ssn_bare_ctx", r"\b\d{9}\b", Label::Ssn, 0.9, checks::bare_ssn).needs(SSN_WORDS),
+        // The last four digits (`SSN ending 4421`, `last 4 of SSN: 4421`, `xxx-xx-4421`):
+        // a partial identifier, and with a name or a birth date often enough.
+        spec("ssn_last4", &format!(r"(?i)\b{SSN_WORD}[^\n\d]{{0,12}}?\b{LAST4}\s*[:#]?\s*(\d{{4}})\b"), Label::Ssn, 0.9, checks::any).group(1),
+        spec("ssn_last4_of", &format!(r"(?i)\blast (?:4|four)(?: digits)? of (?:the |his |her |their |pt'?s |patient'?s )?{SSN_WORD}\s*(?:is|are|:|#|=|-)?\s*(\d{{4}})\b"), Label::Ssn, 0.9, checks::any).group(1),
+        spec("ssn_masked", r"(?i)(?:\bx{3}|\*{3}|#{3})[- ]?(?:x{2}|\*{2}|#{2})[- ]?\d{4}\b", Label::Ssn, 0.9, checks::any),
         // --- record, plan, account, licence numbers (context)
         spec("mrn_ctx", ID_TOKEN, Label::MedicalRecordNumber, 0.8, checks::id_token).needs(MRN_WORDS),
         spec("health_plan_ctx", ID_TOKEN, Label::HealthPlanNumber, 0.8, checks::id_token).needs(PLAN_WORDS),
         spec("account_ctx", ID_TOKEN, Label::AccountNumber, 0.8, checks::id_token).needs(ACCOUNT_WORDS),
         spec("license_ctx", ID_TOKEN, Label::LicenseNumber, 0.75, checks::id_token).needs(LICENSE_WORDS),
+        // A card's or an account's last four digits (`Visa ending in 5512`).
+        spec("account_last4", &format!(r"(?i)\b(?:visa|master ?card|amex|american express|discover|credit card|debit card|card|account|acct\.?)[^\n\d]{{0,12}}?\b{LAST4}\s*[:#]?\s*(\d{{4}})\b"), Label::AccountNumber, 0.85, checks::any).group(1),
         spec("dea", r"\b[A-Za-z]{2}\d{7}\b", Label::LicenseNumber, 0.9, checks::dea),
         spec("npi_ctx", r"\b\d{10}\b", Label::LicenseNumber, 0.9, checks::npi).needs(NPI_WORDS),
         // --- vehicles and devices
@@ -261,6 +298,9 @@ fn specs() -> Vec<Spec> {
         // --- ages over 89
         spec("age_year_old", r"(?i)\b(\d{2,3})[- ](?:years?|yrs?)[- ]old\b", Label::Age, 0.9, checks::age_over_89).group(1),
         spec("age_word", r"(?i)\b(?:age|aged|age:)\s*(\d{2,3})\b", Label::Age, 0.9, checks::age_over_89).group(1),
+        // Age and sex run together (`Patient is 101M with CHF`): only after "is", since
+        // `101F` alone is as often a temperature.
+        spec("age_sex", r"\b(?:is an?|is|aged?)\s+(\d{2,3})\s?(?:M|F|yo[MF]|y/o[MF]?)\b", Label::Age, 0.85, checks::age_over_89).group(1),
         spec("age_yo", r"(?i)\b(\d{2,3})[\s-]*(?:yo\b|y/o\b|y\.o\.|yrs? old\b)", Label::Age, 0.9, checks::age_over_89).group(1),
     ]
 }

@@ -132,6 +132,25 @@ rows! {
     age_dash_yo: "a 96-yo woman" => [("96", Age)];
     age_89_not_phi: "an 89-year-old man" => [];
     age_45_not_phi: "45 yo female" => [];
+    // partial and less common identifiers
+    ssn_ending: "Verified SSN ending 4421." => [("4421", Ssn)];
+    ssn_last4_of: "Last 4 of SSN: 4421." => [("4421", Ssn)];
+    ssn_masked: "SSN xxx-xx-6961 on file" => [("xxx-xx-6961", Ssn)];
+    card_ending: "Paid with Visa ending in 5512." => [("5512", AccountNumber)];
+    fiscal_year_not_card: "the year ending 2021 review" => [];
+    pager_short: "pager 8783 overnight" => [("8783", Phone)];
+    group_no: "Group no. 564734 (BCBS)." => [("564734", HealthPlanNumber)];
+    unit_no: "Unit No. 80-60-99." => [("80-60-99", MedicalRecordNumber)];
+    url_short: "Blog: bit.ly/2ymcDjt" => [("bit.ly/2ymcDjt", Url)];
+    url_bare_host_path: "portal.example.org/visit/17." => [("portal.example.org/visit/17", Url)];
+    ipv4_port: "Remote session from 172.16.5.96:8443." => [("172.16.5.96:8443", IpAddress)];
+    date_mon_day: "seen Sep-08 and Dec-14" => [("Sep-08", Date), ("Dec-14", Date)];
+    date_mon_day_bad: "seen Sep-45" => [];
+    date_holiday: "Seen on Easter Sunday and again Thanksgiving Day; fell on Christmas Eve." => [("Easter Sunday", Date), ("Thanksgiving Day", Date), ("Christmas Eve", Date)];
+    christmas_disease_not_date: "history of Christmas disease (factor IX)" => [];
+    age_sex: "Patient is 101M with CHF." => [("101", Age)];
+    age_sex_young_not_phi: "Patient is 67M with CHF." => [];
+    temperature_not_age: "fever to 101F overnight" => [];
     // hard negatives in clinical prose
     dose: "metoprolol 25 mg twice daily, 5 mg/kg" => [];
     labs: "Na 138, K 4.1, Cr 1.02, HbA1c 7.2%" => [];
