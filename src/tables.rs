@@ -16,6 +16,9 @@
 //! fails the file, naming the line and the column, since its parts cannot be handled as one
 //! value. A `null` or a missing key stays as it is.
 //!
+//! A column name that appears more than once in a CSV or TSV header (a join's export) is
+//! handled by its kind in every place it appears.
+//!
 //! Columns not named are copied as they are: naming the PHI columns is the user's
 //! statement about the table. With a subject column, each row's value there is its
 //! subject: that subject's dates move by one offset and its surrogates are its own, in
@@ -41,6 +44,9 @@ pub enum TableError {
     /// Returned when a named column is not in the table.
     #[error("column {0:?} is not in the table's header")]
     NoColumn(String),
+    /// Returned when the subject column appears more than once in the header.
+    #[error("the subject column {0:?} appears more than once in the table's header")]
+    SubjectRepeated(String),
     /// Returned when a CSV or TSV row cannot be read.
     #[error("line {line}: not a valid {format} row")]
     Row {
@@ -150,7 +156,8 @@ pub struct Table {
     format: Format,
     header: Vec<String>,
     rows: Vec<Row>,
-    /// The named columns with their positions (CSV/TSV) or keys (JSON Lines).
+    /// The named columns with their positions (CSV/TSV; a name in the header twice is
+    /// here twice) or keys (JSON Lines).
     columns: Vec<(String, usize, Kind)>,
     subject: Option<(String, usize)>,
     /// How a CSV or TSV file was written, so that it is written back the same way.
@@ -208,21 +215,28 @@ impl Table {
                 read_jsonl(text, &scalar)?
             }
         };
-        let position = |name: &str| -> Result<usize, TableError> {
-            match format {
-                Format::Jsonl => Ok(0),
-                _ => header
-                    .iter()
-                    .position(|h| h == name)
-                    .ok_or_else(|| TableError::NoColumn(name.to_owned())),
+        // Every place a name appears in the header: a joined export may repeat one.
+        let positions = |name: &str| -> Result<Vec<usize>, TableError> {
+            let at: Vec<usize> = match format {
+                Format::Jsonl => vec![0],
+                _ => (0..header.len()).filter(|i| header[*i] == name).collect(),
+            };
+            if at.is_empty() {
+                return Err(TableError::NoColumn(name.to_owned()));
             }
+            Ok(at)
         };
         let mut named = Vec::new();
         for (name, kind) in &columns.0 {
-            named.push((name.clone(), position(name)?, *kind));
+            for at in positions(name)? {
+                named.push((name.clone(), at, *kind));
+            }
         }
         let subject = match subject_column {
-            Some(s) => Some((s.to_owned(), position(s)?)),
+            Some(s) => match positions(s)?.as_slice() {
+                [at] => Some((s.to_owned(), *at)),
+                _ => return Err(TableError::SubjectRepeated(s.to_owned())),
+            },
             None => None,
         };
         Ok(Table {
@@ -506,6 +520,34 @@ mod tests {
         assert_eq!(c.0[4], ("other".to_owned(), Kind::Text));
         assert_eq!(Columns::parse("a=text,b=nope"), Err(TableError::Spec(2)));
         assert_eq!(Columns::parse(""), Err(TableError::Spec(1)));
+    }
+
+    /// A name the header repeats (a join's export) is handled in every place. Before, only
+    /// the first `note` was de-identified and the second copied with its PHI.
+    #[test]
+    fn a_repeated_header_name_is_handled_in_every_column() {
+        let text = "patient,note,note,mrn,mrn\np1,Seen by Reyes,Reyes again,4471,4471\n";
+        let cols = Columns::parse("note=text,mrn=redact").expect("parses");
+        let mut t = Table::read(text, Format::Csv, &cols, Some("patient")).expect("reads");
+        let texts = t.texts();
+        assert_eq!(texts, ["Seen by Reyes", "Reyes again"]);
+        let changed = t.deidentify(
+            &spans(&texts, &["Reyes"]),
+            &HashKey::from_bytes([1; 32]),
+            &opts(),
+            None,
+        );
+        assert_eq!(changed, 4);
+        assert_eq!(
+            t.write().expect("writes"),
+            "patient,note,note,mrn,mrn\np1,Seen by [person],[person] again,,\n"
+        );
+        // A subject must be one column: which of two would name the row is a guess.
+        let cols = Columns::parse("note=text").expect("parses");
+        assert_eq!(
+            Table::read(text, Format::Csv, &cols, Some("mrn")).err(),
+            Some(TableError::SubjectRepeated("mrn".into()))
+        );
     }
 
     /// Spreadsheet exports end lines with CRLF and many writers quote every field; a row

@@ -610,3 +610,21 @@ fn links_in_an_input_folder_are_followed_and_broken_ones_named() {
         NOTE
     );
 }
+
+/// A column name the header repeats (a join's export) is de-identified in every place.
+/// Before, only the first `note` was, and the second came out with its phone number.
+#[test]
+fn a_repeated_header_name_is_de_identified_in_every_column() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(
+        &t.path().join("in/dup.csv"),
+        "patient_id,note,note\nP1,Call 617-555-0142,Or call 617-555-0199\n",
+    );
+    let o = deid(t.path(), &["in", "--out", "out", "--columns", "note=text"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = std::fs::read_to_string(t.path().join("out/dup.csv")).expect("read");
+    assert!(out.starts_with("patient_id,note,note\nP1,Call "), "{out}");
+    for phi in ["617-555-0142", "617-555-0199"] {
+        assert!(!out.contains(phi), "{phi} left in {out}");
+    }
+}
