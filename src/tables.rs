@@ -19,6 +19,10 @@
 //! A column name that appears more than once in a CSV or TSV header (a join's export) is
 //! handled by its kind in every place it appears.
 //!
+//! A row with more fields than the header fails the file, naming its line: its fields
+//! cannot be told apart (an unquoted comma in a note shifts every field after it), so no
+//! column's kind could be trusted. A shorter row is written as it was read.
+//!
 //! Columns not named are copied as they are: naming the PHI columns is the user's
 //! statement about the table. With a subject column, each row's value there is its
 //! subject: that subject's dates move by one offset and its surrogates are its own, in
@@ -47,6 +51,17 @@ pub enum TableError {
     /// Returned when the subject column appears more than once in the header.
     #[error("the subject column {0:?} appears more than once in the table's header")]
     SubjectRepeated(String),
+    /// Returned when a CSV or TSV row has more fields than the header: its fields cannot be
+    /// matched to the columns.
+    #[error("line {line}: {fields} fields, the header has {header}")]
+    LongRow {
+        /// 1-based line where the row starts.
+        line: u64,
+        /// Fields in the row.
+        fields: usize,
+        /// Fields in the header.
+        header: usize,
+    },
     /// Returned when a CSV or TSV row cannot be read.
     #[error("line {line}: not a valid {format} row")]
     Row {
@@ -368,8 +383,8 @@ impl Table {
                     line: 0,
                     format: name_of(self.format),
                 };
-                // Flexible: a row longer or shorter than the header (which the reader
-                // accepts) is written as it was read.
+                // Flexible: a row shorter than the header (which the reader accepts) is
+                // written as it was read.
                 let mut w = csv::WriterBuilder::new()
                     .delimiter(delimiter(self.format))
                     .flexible(true)
@@ -446,6 +461,15 @@ fn read_delimited(text: &str, format: Format) -> Result<(Vec<String>, Vec<Row>),
     let mut rows = Vec::new();
     for rec in r.records() {
         let rec = rec.map_err(err)?;
+        // A longer row cannot be matched to the columns: which field is the note and
+        // which the phone number is anyone's guess, so no kind can be trusted on it.
+        if rec.len() > header.len() {
+            return Err(TableError::LongRow {
+                line: rec.position().map_or(0, csv::Position::line),
+                fields: rec.len(),
+                header: header.len(),
+            });
+        }
         rows.push(Row::Cells(rec.iter().map(str::to_owned).collect()));
     }
     Ok((header, rows))
@@ -550,17 +574,59 @@ mod tests {
         );
     }
 
+    /// A row with more fields than the header (an unquoted comma in a note) fails the file,
+    /// naming its line and the counts, never a cell. Before, its fields were read
+    /// shifted: the note's tail landed in `phone` and the real phone number, in a field no
+    /// column names, was copied out.
+    #[test]
+    fn a_row_longer_than_the_header_fails_naming_its_line() {
+        let cols = Columns::parse("note=text,phone=redact").expect("parses");
+        for (text, line) in [
+            (
+                "patient,note,phone\nP1,Seen by Dr Plumbottom, spoke with Arthur,617-555-0142\n",
+                2,
+            ),
+            (
+                "patient,note,phone\nP0,\"two\nlines\",1\nP1,a,b,617-555-0142\n",
+                4,
+            ),
+        ] {
+            let e = Table::read(text, Format::Csv, &cols, None).unwrap_err();
+            assert_eq!(
+                e,
+                TableError::LongRow {
+                    line,
+                    fields: 4,
+                    header: 3
+                }
+            );
+            let msg = e.to_string();
+            assert_eq!(msg, format!("line {line}: 4 fields, the header has 3"));
+        }
+        let tsv = "a\tnote\nx\tplain\textra\n";
+        assert!(matches!(
+            Table::read(
+                tsv,
+                Format::Tsv,
+                &Columns::parse("note").expect("parses"),
+                None
+            ),
+            Err(TableError::LongRow { line: 2, .. })
+        ));
+    }
+
     /// Spreadsheet exports end lines with CRLF and many writers quote every field; a row
-    /// may be longer than the header. Such a file comes back written the same way: byte for
-    /// byte where nothing was found (before: LF endings, quotes dropped, and the long row
-    /// failed the file as "line 0: not a valid CSV row").
+    /// may be shorter than the header. Such a file comes back written the same way: byte for
+    /// byte where nothing was found (before: LF endings, quotes dropped). A row longer than
+    /// the header fails the file (see
+    /// `a_row_longer_than_the_header_fails_naming_its_line`).
     #[test]
     fn crlf_endings_quote_all_and_ragged_rows_are_written_as_read() {
         let cols = Columns::parse("note=text").expect("parses");
         for text in [
-            "\"a\",\"note\"\r\n\"x\",\"plain\"\r\n\"y\",\"also plain\",\"extra\"\r\n",
+            "\"a\",\"note\",\"ward\"\r\n\"x\",\"plain\",\"A\"\r\n\"y\",\"also plain\"\r\n",
             "a,note\r\nx,plain\r\ny,\"also, plain\"\r\n",
-            "a,note\nx,plain\ny,also plain,extra\n",
+            "a,note,ward\nx,plain,A\ny,also plain\n",
         ] {
             let mut t = Table::read(text, Format::Csv, &cols, None).expect("reads");
             let texts = t.texts();

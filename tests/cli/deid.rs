@@ -628,3 +628,39 @@ fn a_repeated_header_name_is_de_identified_in_every_column() {
         assert!(!out.contains(phi), "{phi} left in {out}");
     }
 }
+
+/// A CSV row with more fields than the header (an unquoted comma in a note) fails its
+/// file, naming the line, never a cell; the other files are written. Before, the fields
+/// were read shifted: the note's tail was redacted as `phone` and the real phone number,
+/// in the extra field, was copied out, exit 0.
+#[test]
+fn a_row_longer_than_the_header_fails_its_file_naming_the_line() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(
+        &t.path().join("in/ragged.csv"),
+        "patient_id,note,phone\nP1,Seen by Dr Plumbottom, spoke with Arthur Quibblesworth,617-555-0142\n",
+    );
+    write(
+        &t.path().join("in/short.csv"),
+        "patient_id,note,phone\nP1,Call 617-555-0142\n",
+    );
+    let o = deid(
+        t.path(),
+        &["in", "--out", "out", "--columns", "note=text,phone=redact"],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ragged.csv: line 2: 4 fields, the header has 3"),
+        "{err}"
+    );
+    for phi in ["617-555-0142", "Quibblesworth", "Plumbottom"] {
+        assert!(!err.contains(phi), "{phi} in {err}");
+    }
+    assert_eq!(tree(&t.path().join("out")), ["short.csv"]);
+    let out = std::fs::read_to_string(t.path().join("out/short.csv")).expect("read");
+    assert!(
+        out.starts_with("patient_id,note,phone\nP1,Call ") && !out.contains("617-555-0142"),
+        "a shorter row is written as read, its cells handled: {out}"
+    );
+}
