@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `text` | the cell through the engine and the request's method or policy |
 //! | `id` | `id_` + 16 hex digits of HMAC-SHA256 under the per-install key: the same value gives the same pseudonym in every file, so rows still link |
-//! | `date` | the date moved by the row's offset, in its own format; a cell that is not a date is emptied |
+//! | `date` | the date moved by the row's offset, in its own format and precision (a time of day, a weekday, `20210304` and ISO timestamps with a zone are read); a year alone is kept (Safe Harbor keeps years); a cell that is not a date is emptied and counted |
 //! | `redact` | emptied |
 //!
 //! In JSON Lines a value need not be a string, and a named column never lets one through
@@ -177,6 +177,8 @@ pub struct Table {
     subject: Option<(String, usize)>,
     /// How a CSV or TSV file was written, so that it is written back the same way.
     layout: Layout,
+    /// `date` cells emptied by the last [`Table::deidentify`] because they are not dates.
+    dates_emptied: usize,
 }
 
 /// The writing conventions of a delimited file that its reader does not keep: the line
@@ -261,12 +263,19 @@ impl Table {
             columns: named,
             subject,
             layout: Layout::of(text, format),
+            dates_emptied: 0,
         })
     }
 
     /// The number of data rows.
     pub fn rows(&self) -> usize {
         self.rows.len()
+    }
+
+    /// The `date` cells the last [`Table::deidentify`] emptied because they are not dates
+    /// (a count the caller reports: a silently emptied column is data lost unseen).
+    pub fn dates_emptied(&self) -> usize {
+        self.dates_emptied
     }
 
     /// A cell's value: a JSON string as it is, any other JSON value as its JSON text (an
@@ -310,6 +319,7 @@ impl Table {
         let mut deids: HashMap<Option<String>, Deidentifier<rand::rngs::StdRng>> = HashMap::new();
         let mut next = 0usize;
         let mut changed = 0usize;
+        let mut dates_emptied = 0usize;
         let columns = self.columns.clone();
         for row in &mut self.rows {
             let who = self
@@ -346,7 +356,14 @@ impl Table {
                         let tag = key.audit_hash(&format!("phiguard-table-id\0{v}"));
                         Some(format!("id_{}", &tag[tag.len() - 16..]))
                     }
-                    (Kind::Date, Some(v)) => Some(deid.shift_date(v).unwrap_or_default()),
+                    (Kind::Date, Some(v)) if v.trim().is_empty() => None,
+                    // A year alone is kept: Safe Harbor keeps years, and a year moved by
+                    // days would say little but the offset.
+                    (Kind::Date, Some(v)) if is_year(v) => None,
+                    (Kind::Date, Some(v)) => Some(deid.shift_date(v).unwrap_or_else(|| {
+                        dates_emptied += 1;
+                        String::new()
+                    })),
                     (Kind::Redact, Some(_)) => Some(String::new()),
                 };
                 // An unchanged value keeps its JSON type (a number the engine found nothing
@@ -359,6 +376,7 @@ impl Table {
                 }
             }
         }
+        self.dates_emptied = dates_emptied;
         changed
     }
 
@@ -413,6 +431,12 @@ impl Table {
             }
         }
     }
+}
+
+/// A year alone (`2021`), as a date column may hold one.
+fn is_year(v: &str) -> bool {
+    let v = v.trim();
+    v.len() == 4 && v.bytes().all(|b| b.is_ascii_digit()) && !v.starts_with('0')
 }
 
 fn set(row: &mut Row, name: &str, at: usize, value: String) {
@@ -613,6 +637,44 @@ mod tests {
             ),
             Err(TableError::LongRow { line: 2, .. })
         ));
+    }
+
+    /// Dates as exports write them are moved in their own format and precision; a year
+    /// alone is kept; only a cell that is not a date is emptied, and counted. Before, each
+    /// of these (but the plain ISO date) was emptied in silence.
+    #[test]
+    fn date_cells_in_common_formats_are_moved_and_non_dates_counted() {
+        let rows = [
+            ("2021-03-04T09:30:00", "2021-03-14T09:30:00"),
+            ("2021-03-04T14:30:00Z", "2021-03-14T14:30:00Z"),
+            ("2021-03-20T14:30:00+02:00", "2021-03-30T14:30:00+02:00"),
+            ("2021-03-20 14:30", "2021-03-30 14:30"),
+            ("2021", "2021"),
+            ("20210304", "20210314"),
+            ("Thu 03/04/2021", "Sun 03/14/2021"),
+            ("\"Thursday, March 4, 2021\"", "\"Sunday, March 14, 2021\""),
+            ("Friday 5 March 2021", "Monday 15 March 2021"),
+            ("2021-03-04", "2021-03-14"),
+            ("", ""),
+            ("not a date", ""),
+            ("13/45/2021", ""),
+        ];
+        let body = |i: usize| -> String {
+            let mut s = String::from("patient,visit_date\n");
+            for r in &rows {
+                s.push_str(&format!("p1,{}\n", if i == 0 { r.0 } else { r.1 }));
+            }
+            s
+        };
+        let cols = Columns::parse("visit_date=date").expect("parses");
+        let mut t = Table::read(&body(0), Format::Csv, &cols, Some("patient")).expect("reads");
+        let shift = DeidOptions {
+            date_shift_days: Some(10),
+            ..opts()
+        };
+        t.deidentify(&[], &HashKey::from_bytes([1; 32]), &shift, None);
+        assert_eq!(t.write().expect("writes"), body(1));
+        assert_eq!(t.dates_emptied(), 2);
     }
 
     /// Spreadsheet exports end lines with CRLF and many writers quote every field; a row

@@ -338,6 +338,10 @@ pub(super) fn write_output(dest: &Path, body: &[u8], force: bool) -> std::io::Re
 /// Entities transformed in one file, by wire label (for the summary).
 type LabelCounts = BTreeMap<&'static str, usize>;
 
+/// The count, among a table's [`LabelCounts`], of `date` cells emptied because they are
+/// not dates: a line of its own in the summary, not an entity.
+const DATES_EMPTIED: &str = "table_date_cells_emptied";
+
 /// The entities of each of `texts` at `threshold` or above, from one engine call (no call
 /// when there is no text): a FHIR document or a table is one call, each text read on its
 /// own, then swept across the others (see [`crate::detect::sweep::across`]).
@@ -557,6 +561,9 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 let changed = table.deidentify(&spans, &key, &opts, subject);
                 let mut done = LabelCounts::new();
                 done.insert("table_cells_changed", changed);
+                if table.dates_emptied() > 0 {
+                    done.insert(DATES_EMPTIED, table.dates_emptied());
+                }
                 Ok::<(String, LabelCounts), String>((
                     table.write().map_err(|e| e.to_string())?,
                     done,
@@ -637,10 +644,14 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         let mut entities: BTreeMap<&'static str, usize> = BTreeMap::new();
         let mut written = 0usize;
         let mut failed: Vec<(PathBuf, String)> = plan.skipped;
+        let mut emptied: Vec<(PathBuf, usize)> = Vec::new();
         for (input, r) in results {
             match r {
-                Ok(done) => {
+                Ok(mut done) => {
                     written += 1;
+                    if let Some(n) = done.remove(DATES_EMPTIED) {
+                        emptied.push((input, n));
+                    }
                     for (label, n) in done {
                         *entities.entry(label).or_insert(0) += n;
                     }
@@ -661,6 +672,13 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             summary.push_str(&format!(", {label} {n}"));
         }
         summary.push('\n');
+        emptied.sort();
+        for (path, n) in &emptied {
+            summary.push_str(&format!(
+                "emptied: {}: {n} date cell(s) that are not dates\n",
+                path.display()
+            ));
+        }
         for (path, reason) in &failed {
             summary.push_str(&format!("failed: {}: {reason}\n", path.display()));
         }

@@ -108,10 +108,14 @@ enum Command {
         fhir_profile: Option<String>,
         /// De-identify `.csv`, `.tsv` and `.jsonl` inputs by column: `NAME=KIND,…` with
         /// KIND text (through the engine), id (keyed pseudonym), date (shifted) or redact;
-        /// other columns are copied. Without it those files are read as plain text. In
-        /// .jsonl a number or boolean is handled as its JSON text (written back as a string
-        /// when changed), redact empties any value, and an array or object under text, id
-        /// or date fails the file (line and column named); null stays null.
+        /// other columns are copied. Without it those files are read as plain text. A name
+        /// given twice is refused; a name the header repeats is handled in every place. A
+        /// CSV/TSV row with more fields than the header fails the file (its line named).
+        /// date reads ISO timestamps (time and zone kept), `20210304`, weekdays and month
+        /// names, keeps a year alone, and empties a cell that is not a date (counted in the
+        /// summary). In .jsonl a number or boolean is handled as its JSON text (written
+        /// back as a string when changed), redact empties any value, and an array or object
+        /// under text, id or date fails the file (line and column named); null stays null.
         #[arg(long, value_name = "SPEC")]
         columns: Option<String>,
         /// The column naming each row's subject (one date offset and one set of

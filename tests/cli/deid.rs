@@ -664,3 +664,53 @@ fn a_row_longer_than_the_header_fails_its_file_naming_the_line() {
         "a shorter row is written as read, its cells handled: {out}"
     );
 }
+
+/// Date cells as exports write them are moved in their own format and precision, a year
+/// alone is kept, and only a cell that is not a date is emptied, counted in the summary
+/// (no value named). Before, all but the plain ISO date were emptied in silence, exit 0.
+#[test]
+fn date_columns_move_timestamps_compact_dates_and_weekdays() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let cells = [
+        ("2021-03-04T14:30:00Z", "2021-03-14T14:30:00Z"),
+        ("2021-03-20T14:30:00+02:00", "2021-03-30T14:30:00+02:00"),
+        ("2021-03-20 14:30:00", "2021-03-30 14:30:00"),
+        ("2021", "2021"),
+        ("20210304", "20210314"),
+        ("Thu 03/04/2021", "Sun 03/14/2021"),
+        ("Friday 5 March 2021", "Monday 15 March 2021"),
+        ("2021-03-04", "2021-03-14"),
+        ("soon-ish", ""),
+    ];
+    let table = |moved: bool| {
+        let mut s = String::from("patient_id,visit_date\n");
+        for (before, after) in &cells {
+            s.push_str(&format!("P1,{}\n", if moved { after } else { before }));
+        }
+        s
+    };
+    write(&t.path().join("in/dates.csv"), &table(false));
+    let o = deid(
+        t.path(),
+        &[
+            "in",
+            "--out",
+            "out",
+            "--columns",
+            "visit_date=date",
+            "--subject-column",
+            "patient_id",
+            "--date-shift-days",
+            "10",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let out = std::fs::read_to_string(t.path().join("out/dates.csv")).expect("read");
+    assert_eq!(out, table(true));
+    assert!(
+        err.contains("dates.csv: 1 date cell(s) that are not dates"),
+        "{err}"
+    );
+    assert!(!err.contains("soon-ish"), "{err}");
+}

@@ -12,8 +12,16 @@
 //! (`02.01.1980`) or when the first field cannot be a month (`25/12/1980`), and month-first
 //! otherwise (US clinical notes: `01/02/1980` is January 2nd). Two-digit years pivot at 30
 //! (`80` → 1980, `19` → 2019).
+//!
+//! Around those fields a date may carry what exports and notes add to it: a weekday
+//! (`Thu 03/04/2021`, `Thursday, March 4, 2021`), rewritten as the weekday of the moved
+//! date; a time of day (`2021-03-04T09:30:00Z`, `2021-03-04 14:30`, `+02:00`), kept as it
+//! is (a shift moves whole days); and the compact form `20210304`.
+
+use std::sync::LazyLock;
 
 use chrono::{Datelike, Duration, NaiveDate};
+use regex::Regex;
 
 /// Full month names, index 0 = January.
 const MONTHS: [&str; 12] = [
@@ -30,6 +38,34 @@ const MONTHS: [&str; 12] = [
     "november",
     "december",
 ];
+
+/// Weekday names, index 0 = Monday (chrono's `num_days_from_monday`).
+const WEEKDAYS: [&str; 7] = [
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// A time of day at the end of a date: ISO (`T09`, `T09:30:00.5`, `T093000`) or after a
+/// space (`14:30`, `at 9:30 pm`), with an optional zone (`Z`, `+02:00`, `UTC`).
+static TIME_SUFFIX: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:T\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d+)?)?)?|,?\s+(?:at\s+)?\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:\s*[ap]\.?m\.?)?)(?:\s*(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?))?$",
+    )
+    .expect("the time pattern is valid")
+});
+
+/// Splits `s` into the date and a time of day after it (empty when there is none).
+fn split_time(s: &str) -> (&str, &str) {
+    match TIME_SUFFIX.find(s) {
+        Some(m) if m.start() > 0 => s.split_at(m.start()),
+        _ => (s, ""),
+    }
+}
 
 /// Two-digit years below this pivot are read as 20yy, others as 19yy.
 const TWO_DIGIT_PIVOT: i32 = 30;
@@ -91,6 +127,7 @@ enum Tok {
     Year { digits: usize },
     MonthNum { pad: bool },
     MonthName { style: NameStyle, case: Case },
+    Weekday { style: NameStyle, case: Case },
     Day { pad: bool },
     Ordinal { upper: bool },
 }
@@ -142,6 +179,20 @@ fn month_word(word: &str) -> Option<(u32, NameStyle)> {
     None
 }
 
+/// Style of a weekday word (`Thu`, `Thurs`, `thursday`).
+fn weekday_word(word: &str) -> Option<NameStyle> {
+    let lower = word.to_ascii_lowercase();
+    WEEKDAYS.iter().find_map(|full| {
+        if lower == *full {
+            Some(NameStyle::Full)
+        } else if (3..=5).contains(&lower.len()) && full.starts_with(&lower) {
+            Some(NameStyle::Abbrev)
+        } else {
+            None
+        }
+    })
+}
+
 fn expand_year(text: &str) -> Option<i32> {
     let v: i32 = text.parse().ok()?;
     match text.len() {
@@ -185,10 +236,50 @@ impl DateParts {
     /// Parses a date written in one of the supported formats; `None` when the text is not
     /// a valid calendar date (bad month, day past the end of the month, stray words).
     pub(crate) fn parse(s: &str) -> Option<DateParts> {
-        let lexemes = lex(s.trim());
+        let (date, time) = split_time(s.trim());
+        let mut parts = match Self::compact(date) {
+            Some(p) => p,
+            None => Self::parse_date(date)?,
+        };
+        if !time.is_empty() {
+            parts.tokens.push(Tok::Lit(time.to_owned()));
+        }
+        Some(parts)
+    }
+
+    /// `20210304`: eight digits, year first.
+    fn compact(s: &str) -> Option<DateParts> {
+        if s.len() != 8 || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let year: i32 = s[..4].parse().ok()?;
+        let month: u32 = s[4..6].parse().ok()?;
+        let day: u32 = s[6..].parse().ok()?;
+        if year < 1000 || !(1..=12).contains(&month) || day == 0 {
+            return None;
+        }
+        if day > days_in_month(year, month)? {
+            return None;
+        }
+        Some(DateParts {
+            year: Some(year),
+            month,
+            day: Some(day),
+            tokens: vec![
+                Tok::Year { digits: 4 },
+                Tok::MonthNum { pad: true },
+                Tok::Day { pad: true },
+            ],
+        })
+    }
+
+    /// A date without a time of day.
+    fn parse_date(s: &str) -> Option<DateParts> {
+        let lexemes = lex(s);
         let mut tokens: Vec<Tok> = Vec::new();
         let mut nums: Vec<(usize, String)> = Vec::new();
         let mut month_name: Option<u32> = None;
+        let mut weekday = false;
         for lx in lexemes {
             match lx {
                 Lexeme::Num(n) => {
@@ -217,6 +308,12 @@ impl DateParts {
                         });
                     } else if lower == "of" {
                         tokens.push(Tok::Lit(w));
+                    } else if let Some(style) = weekday_word(&w).filter(|_| !weekday) {
+                        weekday = true;
+                        tokens.push(Tok::Weekday {
+                            style,
+                            case: Case::of(&w),
+                        });
                     } else {
                         return None;
                     }
@@ -247,6 +344,10 @@ impl DateParts {
             }
         }
         if year.is_none() && day.is_none() {
+            return None;
+        }
+        // A weekday is written back as the moved date's: it needs a whole date.
+        if weekday && (year.is_none() || day.is_none()) {
             return None;
         }
         // Padding: a one-digit field means "no padding"; a two-digit field below 10 means
@@ -338,6 +439,16 @@ impl DateParts {
                     };
                     out.push_str(&case.apply(word));
                 }
+                Tok::Weekday { style, case } => {
+                    let n = NaiveDate::from_ymd_opt(year, month, day)
+                        .map_or(0, |d| d.weekday().num_days_from_monday());
+                    let full = WEEKDAYS[usize::try_from(n).unwrap_or(0).min(6)];
+                    let word = match style {
+                        NameStyle::Full => full,
+                        NameStyle::Abbrev => &full[..3],
+                    };
+                    out.push_str(&case.apply(word));
+                }
                 Tok::Ordinal { upper } => {
                     let suffix = ordinal_suffix(day);
                     if *upper {
@@ -377,8 +488,9 @@ fn assign_roles(
             _ => None,
         };
     }
+    // The separator between the fields (not the space or comma after a weekday).
     let first_sep = tokens.iter().find_map(|t| match t {
-        Tok::Lit(s) if !s.is_empty() => s.chars().next(),
+        Tok::Lit(s) if !s.trim().is_empty() && s != "," => s.chars().next(),
         _ => None,
     });
     let value = |i: usize| -> Option<u32> { nums.get(i)?.1.parse().ok() };
@@ -433,6 +545,23 @@ mod tests {
         bad_day: "02/30/1980", 1, false => None;
         stray_word: "Jan foo 1980", 1, false => None;
         year_alone: "1980", 1, false => None;
+        iso_timestamp_zulu: "2021-04-01T09:00:00Z", 10, false => Some("2021-04-11T09:00:00Z");
+        iso_timestamp_offset: "2021-03-20T14:30:00+02:00", 10, false => Some("2021-03-30T14:30:00+02:00");
+        iso_timestamp_fraction: "2021-03-04T09:30:00.123", 1, false => Some("2021-03-05T09:30:00.123");
+        iso_timestamp_hour_only: "2021-04-01T09", 1, false => Some("2021-04-02T09");
+        date_space_time: "2021-03-20 14:30", -20, false => Some("2021-02-28 14:30");
+        us_date_time_pm: "03/04/2021 at 9:30 pm", 1, false => Some("03/05/2021 at 9:30 pm");
+        compact: "20210304", 10, false => Some("20210314");
+        compact_timestamp: "20210304T093000Z", 1, false => Some("20210305T093000Z");
+        compact_bad_month: "20211304", 1, false => None;
+        weekday_abbrev: "Thu 03/04/2021", 10, false => Some("Sun 03/14/2021");
+        weekday_full_comma: "Thursday, March 4, 2021", 10, false => Some("Sunday, March 14, 2021");
+        weekday_day_first: "Friday 5 March 2021", 10, false => Some("Monday 15 March 2021");
+        weekday_dotted: "Thu, 04.03.2021", 1, false => Some("Fri, 05.03.2021");
+        weekday_upper: "THU 03/04/2021", 1, false => Some("FRI 03/05/2021");
+        weekday_without_year: "Thu March 4", 1, false => None;
+        two_weekdays: "Thu Fri 03/04/2021", 1, false => None;
+        time_alone: "09:30", 1, false => None;
     }
 
     #[test]
