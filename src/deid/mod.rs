@@ -41,6 +41,7 @@ mod surrogate;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::LazyLock;
 
 use hmac::{Hmac, Mac};
 use rand::Rng;
@@ -463,7 +464,7 @@ impl<R: Rng> Deidentifier<R> {
             ..DeidOutput::default()
         };
         let keep_mapping = self.keeps_mapping();
-        let resolved = merge::resolve(local);
+        let resolved = whole_timestamps(fragment, &idx, merge::resolve(local));
         self.over_89_seen |= resolved
             .iter()
             .any(|s| s.label == Label::Age && age_over_89(idx.slice(fragment, s.start, s.end)));
@@ -534,8 +535,9 @@ impl<R: Rng> Deidentifier<R> {
         }
     }
 
-    /// `date` (any form the date rules read) moved by this request's offset in its own
-    /// format; `None` when it is not a date.
+    /// `date` (any form the date rules read, with a weekday, a time of day or as
+    /// `20210304`) moved by this request's offset in its own format; `None` when it is not a
+    /// date.
     pub fn shift_date(&self, date: &str) -> Option<String> {
         DateParts::parse(date.trim())?.shifted(self.shift_days, self.opts.keep_year)
     }
@@ -732,6 +734,44 @@ fn has_birth_cue(before: &str) -> bool {
             "dob" | "born" | "birthdate" | "birthday" | "né" | "née" | "geburtsdatum"
         ) || w.starts_with("birth")
     })
+}
+
+/// An ISO 8601 timestamp from its first character: `2021-04-01T09:00:00Z`,
+/// `2021-03-20T14:30:00.5+02:00`, `20210401T0900Z`.
+static TIMESTAMP: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"^(?:\d{4}-\d{2}-\d{2}|\d{8})T\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d+)?)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?",
+    )
+    .expect("the timestamp pattern is valid")
+});
+
+/// A date span that begins an ISO timestamp is widened to the whole timestamp, and the
+/// spans inside it are absorbed. A detector reads `2021-04-01T09:00:00Z` as word pieces
+/// (`2021-04-01T09`, then `00Z`): each was handled alone, so `shift_dates` wrote
+/// `[date]:00:[date]`; as one date it is moved whole, its time and zone kept.
+fn whole_timestamps(fragment: &str, idx: &CharIndex, spans: Vec<Span>) -> Vec<Span> {
+    let len = idx.char_len();
+    let mut out: Vec<Span> = Vec::with_capacity(spans.len());
+    let mut covered = 0usize;
+    for mut s in spans {
+        if s.start < covered {
+            if s.end <= covered {
+                continue;
+            }
+            s.start = covered;
+        }
+        if s.label.is_date() {
+            if let Some(m) = TIMESTAMP.find(idx.slice(fragment, s.start, len)) {
+                let end = s.start + m.as_str().chars().count();
+                if end > s.end {
+                    s.end = end;
+                    covered = end;
+                }
+            }
+        }
+        out.push(s);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -128,6 +128,35 @@ fn shift_dates_keep_year_and_unparseable() {
     assert_eq!(out.text, "on 01/04/1980 and [date]");
 }
 
+/// An ISO timestamp that a detector found in word pieces (`2021-04-01T09`, then `00Z`)
+/// is moved whole, its time and zone kept; under mask it is one entity. Before,
+/// `shift_dates` gave `[date]:00:[date]` and mask `[date]:00:[date]`.
+#[test]
+fn an_iso_timestamp_in_pieces_is_shifted_whole() {
+    let text = "Follow-up 2021-04-01T09:00:00Z and 2021-03-20T14:30:00+02:00.";
+    let pieces = [
+        sp(10, 23, Label::Date),
+        sp(27, 30, Label::Date),
+        sp(35, 45, Label::Date),
+    ];
+    let opts = DeidOptions {
+        method: Method::ShiftDates,
+        date_shift_days: Some(10),
+        ..DeidOptions::default()
+    };
+    let out = run(opts, text, &pieces);
+    assert_eq!(
+        out.text,
+        "Follow-up 2021-04-11T09:00:00Z and 2021-03-30T14:30:00+02:00."
+    );
+    assert!(out
+        .replacements
+        .iter()
+        .all(|r| r.action == Action::ShiftDates));
+    let out = run(method(Method::Mask), text, &pieces);
+    assert_eq!(out.text, "Follow-up [date] and [date].");
+}
+
 #[test]
 fn random_shift_is_nonzero_and_shared() {
     for seed in 0..50 {

@@ -611,6 +611,17 @@ fn links_in_an_input_folder_are_followed_and_broken_ones_named() {
     );
 }
 
+/// `phiguard deid -` with the rule recognizers, `stdin` on its standard input (none for
+/// a refusal, which reads nothing: writing to a process that has exited would fail).
+fn deid_stdin(home: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    let mut c = command(&binary(), home);
+    c.current_dir(home)
+        .args(["deid", "-"])
+        .args(args)
+        .args(["--model", "rules"]);
+    run(c, stdin)
+}
+
 /// A column name the header repeats (a join's export) is de-identified in every place.
 /// Before, only the first `note` was, and the second came out with its phone number.
 #[test]
@@ -713,4 +724,21 @@ fn date_columns_move_timestamps_compact_dates_and_weekdays() {
         "{err}"
     );
     assert!(!err.contains("soon-ish"), "{err}");
+}
+
+/// `shift_dates` moves an ISO timestamp in free text whole, keeping its time and zone.
+/// Before, it came out `[date]:00:00Z` (`[date]:00:[date]` with the bundled model).
+#[test]
+fn shift_dates_moves_an_iso_timestamp_whole() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let o = deid_stdin(
+        t.path(),
+        &["--method", "shift_dates", "--date-shift-days", "10"],
+        Some("Follow-up 2021-04-01T09:00:00Z and 2021-04-02.\n"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "Follow-up 2021-04-11T09:00:00Z and 2021-04-12.\n"
+    );
 }
