@@ -45,6 +45,9 @@ pub enum TableError {
     /// Returned when `--columns` is not `name=kind,…`.
     #[error("--columns entry {0} is not NAME=text|id|date|redact")]
     Spec(usize),
+    /// Returned when `--columns` names one column twice.
+    #[error("--columns names column {0:?} more than once")]
+    Repeated(String),
     /// Returned when a named column is not in the table.
     #[error("column {0:?} is not in the table's header")]
     NoColumn(String),
@@ -107,7 +110,8 @@ impl Columns {
     /// Parses `note=text,mrn=id,visit=date` (a name alone is `text`).
     ///
     /// # Errors
-    /// [`TableError::Spec`] naming the bad entry (1-based).
+    /// [`TableError::Spec`] naming the bad entry (1-based); [`TableError::Repeated`] for a
+    /// column named twice (which kind would apply is not for us to guess).
     pub fn parse(spec: &str) -> Result<Columns, TableError> {
         let mut out = Vec::new();
         for (i, entry) in spec.split(',').enumerate() {
@@ -123,10 +127,14 @@ impl Columns {
                 "redact" => Kind::Redact,
                 _ => return Err(TableError::Spec(i + 1)),
             };
-            if name.trim().is_empty() {
+            let name = name.trim();
+            if name.is_empty() {
                 return Err(TableError::Spec(i + 1));
             }
-            out.push((name.trim().to_owned(), kind));
+            if out.iter().any(|(n, _)| n == name) {
+                return Err(TableError::Repeated(name.to_owned()));
+            }
+            out.push((name.to_owned(), kind));
         }
         if out.is_empty() {
             return Err(TableError::Spec(1));
@@ -568,6 +576,17 @@ mod tests {
         assert_eq!(c.0[4], ("other".to_owned(), Kind::Text));
         assert_eq!(Columns::parse("a=text,b=nope"), Err(TableError::Spec(2)));
         assert_eq!(Columns::parse(""), Err(TableError::Spec(1)));
+    }
+
+    /// A column named twice is refused, naming it. Before, `note=text,note=id` was taken
+    /// and one of the two kinds silently won.
+    #[test]
+    fn a_column_named_twice_in_columns_is_refused() {
+        for spec in ["note=text,note=id", "note,mrn=id, note =redact"] {
+            let e = Columns::parse(spec).unwrap_err();
+            assert_eq!(e, TableError::Repeated("note".into()), "{spec}");
+            assert!(e.to_string().contains("\"note\""), "{e}");
+        }
     }
 
     /// A name the header repeats (a join's export) is handled in every place. Before, only

@@ -413,6 +413,21 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
     if args.files.iter().any(|f| f.as_os_str() == "-") && !stdin_mode {
         return Err(Failure::usage("- must be the only input"));
     }
+    // A file's kind comes from its extension, which stdin has not: refused rather than
+    // read as plain text, which would ignore the option and merge the table's cells.
+    if stdin_mode {
+        for (given, option) in [
+            (args.columns.is_some(), "--columns"),
+            (args.fhir_profile.is_some(), "--fhir-profile"),
+        ] {
+            if given {
+                return Err(Failure::usage(format!(
+                    "{option} needs input files (the extension tells the format), not -: \
+                     stdin is read as plain text"
+                )));
+            }
+        }
+    }
     let glob = match &args.glob {
         Some(g) => Some(
             globset::Glob::new(g)

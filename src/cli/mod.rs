@@ -63,7 +63,8 @@ enum Command {
     /// Missing or unreadable paths, dangling links and link loops are named and skipped; the
     /// exit code is then 1.
     Deid {
-        /// Input files and folders; `-` reads stdin and writes stdout.
+        /// Input files and folders; `-` reads stdin and writes stdout, as plain text
+        /// (--columns and --fhir-profile need files: they are refused with `-`).
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// mask, remove, replace, hash or shift_dates.

@@ -742,3 +742,26 @@ fn shift_dates_moves_an_iso_timestamp_whole() {
         "Follow-up 2021-04-11T09:00:00Z and 2021-04-12.\n"
     );
 }
+
+/// `--columns` and `--fhir-profile` with `-` are refused, naming the option, as is a column
+/// named twice in `--columns`. Before, stdin was read as plain text with the option
+/// ignored (the table's header and row merged into one line), and `note=text,note=id`
+/// let the last kind win, both with exit 0.
+#[test]
+fn columns_or_fhir_profile_with_stdin_and_a_column_named_twice_are_refused() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let table = "a,note\n1,Arthur Quibblesworth\n";
+    let o = deid_stdin(t.path(), &["--columns", "note=text"], None);
+    refused(&o, &["--columns", "not -"]);
+    assert!(o.stdout.is_empty());
+    let o = deid_stdin(t.path(), &["--fhir-profile", "pseudonymize"], None);
+    refused(&o, &["--fhir-profile", "not -"]);
+    assert!(o.stdout.is_empty());
+    write(&t.path().join("in/t.csv"), table);
+    let o = deid(
+        t.path(),
+        &["in", "--out", "out", "--columns", "note=text,note=id"],
+    );
+    refused(&o, &["\"note\"", "more than once"]);
+    assert!(!t.path().join("out").exists());
+}
