@@ -23,6 +23,8 @@
 //! cannot be told apart (an unquoted comma in a note shifts every field after it), so no
 //! column's kind could be trusted. A shorter row is written as it was read.
 //!
+//! A UTF-8 byte-order mark at the start of a file is kept.
+//!
 //! Columns not named are copied as they are: naming the PHI columns is the user's
 //! statement about the table. With a subject column, each row's value there is its
 //! subject: that subject's dates move by one offset and its surrogates are its own, in
@@ -185,6 +187,9 @@ pub struct Table {
     subject: Option<(String, usize)>,
     /// How a CSV or TSV file was written, so that it is written back the same way.
     layout: Layout,
+    /// The file began with a UTF-8 byte-order mark (spreadsheets write one and need it to
+    /// read the file back as UTF-8).
+    bom: bool,
     /// `date` cells emptied by the last [`Table::deidentify`] because they are not dates.
     dates_emptied: usize,
 }
@@ -227,6 +232,10 @@ impl Table {
         columns: &Columns,
         subject_column: Option<&str>,
     ) -> Result<Table, TableError> {
+        let (bom, text) = match text.strip_prefix('\u{feff}') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
         let (header, rows) = match format {
             Format::Csv | Format::Tsv => read_delimited(text, format)?,
             Format::Jsonl => {
@@ -271,6 +280,7 @@ impl Table {
             columns: named,
             subject,
             layout: Layout::of(text, format),
+            bom,
             dates_emptied: 0,
         })
     }
@@ -396,6 +406,9 @@ impl Table {
         match self.format {
             Format::Jsonl => {
                 let mut out = String::new();
+                if self.bom {
+                    out.push('\u{feff}');
+                }
                 for row in &self.rows {
                     if let Row::Object(m) = row {
                         out.push_str(&Value::Object(m.clone()).to_string());
@@ -424,7 +437,11 @@ impl Table {
                     } else {
                         csv::QuoteStyle::Necessary
                     })
-                    .from_writer(Vec::new());
+                    .from_writer(if self.bom {
+                        "\u{feff}".as_bytes().to_vec()
+                    } else {
+                        Vec::new()
+                    });
                 w.write_record(&self.header).map_err(err)?;
                 for row in &self.rows {
                     if let Row::Cells(c) = row {
@@ -694,6 +711,31 @@ mod tests {
         t.deidentify(&[], &HashKey::from_bytes([1; 32]), &shift, None);
         assert_eq!(t.write().expect("writes"), body(1));
         assert_eq!(t.dates_emptied(), 2);
+    }
+
+    /// A UTF-8 byte-order mark is kept, and the first column is named without it. Before,
+    /// the mark was dropped on output.
+    #[test]
+    fn a_byte_order_mark_is_kept_and_the_first_name_matches_without_it() {
+        let cols = Columns::parse("patient_id=id").expect("parses");
+        for (text, format) in [
+            ("\u{feff}patient_id,note\r\nP1,plain\r\n", Format::Csv),
+            (
+                "\u{feff}\"patient_id\"\t\"note\"\n\"P1\"\t\"plain\"\n",
+                Format::Tsv,
+            ),
+            (
+                "\u{feff}{\"patient_id\":\"P1\",\"note\":\"plain\"}\n",
+                Format::Jsonl,
+            ),
+        ] {
+            let mut t = Table::read(text, format, &cols, None).expect("reads");
+            t.deidentify(&[], &HashKey::from_bytes([1; 32]), &opts(), None);
+            let out = t.write().expect("writes");
+            assert!(out.starts_with('\u{feff}'), "{out:?}");
+            assert!(!out.contains("P1") && out.contains("id_"), "{out:?}");
+            assert!(!out[3..].contains('\u{feff}'), "one mark: {out:?}");
+        }
     }
 
     /// Spreadsheet exports end lines with CRLF and many writers quote every field; a row

@@ -765,3 +765,26 @@ fn columns_or_fhir_profile_with_stdin_and_a_column_named_twice_are_refused() {
     refused(&o, &["\"note\"", "more than once"]);
     assert!(!t.path().join("out").exists());
 }
+
+/// A UTF-8 byte-order mark at the start of a table is kept, and the first column is found
+/// without it. Before, the mark was dropped.
+#[test]
+fn a_byte_order_mark_is_kept() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(
+        &t.path().join("in/bom.csv"),
+        "\u{feff}patient_id,note\nP1,Call 617-555-0142\n",
+    );
+    let o = deid(
+        t.path(),
+        &["in", "--out", "out", "--columns", "patient_id=id,note=text"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = std::fs::read(t.path().join("out/bom.csv")).expect("read");
+    let out = String::from_utf8(out).expect("utf-8");
+    assert!(out.starts_with("\u{feff}patient_id,note\nid_"), "{out:?}");
+    assert!(
+        !out.contains("617-555-0142") && !out.contains("P1"),
+        "{out:?}"
+    );
+}
