@@ -175,6 +175,10 @@ pub struct FieldError {
 #[derive(Clone, Debug)]
 pub struct Settings {
     values: BTreeMap<&'static str, (Value, SettingSource)>,
+    /// What `settings.toml` holds (as read, then as changed by [`Settings::apply`]), whether
+    /// or not the environment overrides it: saving one setting keeps every other value of
+    /// the file, those hidden by an environment variable included.
+    stored: BTreeMap<&'static str, Value>,
     file: Option<PathBuf>,
 }
 
@@ -188,7 +192,11 @@ impl Settings {
                 (d.key, (v, SettingSource::Default))
             })
             .collect();
-        Settings { values, file: None }
+        Settings {
+            values,
+            stored: BTreeMap::new(),
+            file: None,
+        }
     }
 
     /// Reads the process environment and `home`'s settings file.
@@ -238,6 +246,7 @@ impl Settings {
                         key: def.key,
                         source,
                     })?;
+                s.stored.insert(def.key, v.clone());
                 s.values.insert(def.key, (v, SettingSource::File));
             }
         }
@@ -446,6 +455,7 @@ impl Settings {
             }
             match def.kind.parse(raw) {
                 Ok(v) => {
+                    next.stored.insert(def.key, v.clone());
                     next.values.insert(def.key, (v, SettingSource::File));
                 }
                 Err(e) => errors.push(FieldError {
@@ -470,7 +480,9 @@ impl Settings {
         }
     }
 
-    /// Writes every value whose source is the file to `settings.toml` (0600), atomically.
+    /// Writes every value the file holds to `settings.toml` (0600), atomically: the values it
+    /// was read with, those an environment variable overrides included, and the changes
+    /// [`Settings::apply`] made.
     ///
     /// # Errors
     /// [`SettingsError::WriteFile`].
@@ -480,11 +492,14 @@ impl Settings {
         };
         let mut groups: BTreeMap<&str, toml::Table> = BTreeMap::new();
         for def in TABLE {
-            if def.secret || self.source(def.key) != SettingSource::File {
+            let Some(value) = self.stored.get(def.key) else {
+                continue;
+            };
+            if def.secret {
                 continue;
             }
             let name = def.key.split_once('.').map(|(_, n)| n).unwrap_or(def.key);
-            let v = match self.value(def.key) {
+            let v = match value {
                 Value::Unset => toml::Value::String(String::new()),
                 Value::Bool(b) => toml::Value::Boolean(*b),
                 Value::Int(i) => toml::Value::Integer(*i),
@@ -887,6 +902,26 @@ mod tests {
             again.source("breaker.failure_threshold"),
             SettingSource::File
         );
+    }
+
+    /// Saving one setting keeps the file's other values, those an environment variable
+    /// overrides included: once the variable is gone, the file's value is back.
+    #[test]
+    fn persist_keeps_file_values_an_env_var_overrides() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, home) = home_with_file(
+            "[retry]\nmax_attempts = 5\n[breaker]\nrecovery_timeout_seconds = 45\n",
+        );
+        let mut s = Settings::load_from(&home, env(&[("PHIGUARD_RETRY_MAX_ATTEMPTS", "9")]))?;
+        assert_eq!(s.get(keys::RETRY_MAX_ATTEMPTS), 9);
+        s.apply(&[("limits.token_rate_limit_rps".into(), "5".into())])
+            .map_err(|e| format!("{e:?}"))?;
+        s.persist()?;
+        let again = Settings::load_from(&home, env(&[]))?;
+        assert_eq!(again.get(keys::RETRY_MAX_ATTEMPTS), 5);
+        assert_eq!(again.source("retry.max_attempts"), SettingSource::File);
+        assert_eq!(again.get(keys::BREAKER_RECOVERY_TIMEOUT_SECONDS), 45.0);
+        assert_eq!(again.get(keys::LIMITS_TOKEN_RATE_LIMIT_RPS), 5.0);
+        Ok(())
     }
 
     #[test]

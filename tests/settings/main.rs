@@ -267,3 +267,36 @@ fn unknown_keys_and_secrets_get_the_cli_s_own_words() {
         "{hash_key}"
     );
 }
+
+/// `phiguard settings set` of one key keeps every other value of `settings.toml`, those an
+/// environment variable overrides included: once the variable is gone, the file's value is
+/// back (before, the overridden `max_attempts` was dropped from the file).
+#[test]
+fn set_keeps_file_values_that_the_environment_overrides() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("config")).expect("config dir");
+    let file = dir.path().join("config/settings.toml");
+    std::fs::write(
+        &file,
+        "[retry]\nmax_attempts = 5\n[breaker]\nrecovery_timeout_seconds = 45\n",
+    )
+    .expect("settings.toml");
+    let out = phiguard(
+        dir.path(),
+        &["settings", "set", "limits.token_rate_limit_rps", "5"],
+        &[("PHIGUARD_RETRY_MAX_ATTEMPTS", "9")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let get = |key: &str| {
+        let out = phiguard(dir.path(), &["settings", "get", key], &[]);
+        assert!(out.status.success(), "{key}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(get("retry.max_attempts"), "5");
+    assert_eq!(get("breaker.recovery_timeout_seconds"), "45");
+    assert_eq!(get("limits.token_rate_limit_rps"), "5");
+}
