@@ -629,11 +629,12 @@ async fn a_default_model_that_is_not_installed_stops_start_up() {
     }
 }
 
-/// `PUT /admin/settings` refuses a default that names no installed model; a default whose
-/// model is removed while the service runs keeps the service out of rotation (`/readyz`
-/// `503 not_ready`, saying so) until it names an installed model again.
+/// `PUT /admin/settings` refuses a default that names no installed model, and
+/// `DELETE /admin/models/{id}` refuses to remove the model the default names (`409
+/// conflict` naming `models.default`): either would leave a service that is not ready and
+/// whose next start stops. Once the default names another model, the model can go.
 #[tokio::test]
-async fn a_default_model_that_is_not_installed_is_refused_or_not_ready() {
+async fn a_default_model_that_is_not_installed_is_refused_and_its_model_stays() {
     // A second model in the store, installed before the server starts.
     let home = tempfile::tempdir().expect("tempdir");
     let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/phiguard-deid");
@@ -672,31 +673,33 @@ async fn a_default_model_that_is_not_installed_is_refused_or_not_ready() {
         "{body}"
     );
     assert_eq!(serve.get("/readyz").await.status(), 200);
-    // The default's model removed while the service runs: not ready, and says why.
+    // The default's model cannot be removed while it is the default.
     assert_eq!(
         set_default("copy-deid").await.expect("request").status(),
         200
     );
-    let removed = serve
-        .http
-        .delete(format!("{}/admin/models/copy-deid", serve.base))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(removed.status(), 204);
-    let r = serve.get("/readyz").await;
-    assert_eq!(r.status(), 503);
+    let remove = || {
+        serve
+            .http
+            .delete(format!("{}/admin/models/copy-deid", serve.base))
+            .bearer_auth(ADMIN)
+            .send()
+    };
+    let r = remove().await.expect("request");
+    assert_eq!(r.status(), 409);
     let body: Value = r.json().await.expect("json");
-    assert_eq!(body["error"]["code"], "not_ready");
+    assert_eq!(body["error"]["code"], "conflict");
     assert!(
         body["error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("default model") && m.contains("not installed")),
+            .is_some_and(|m| m.contains("models.default")),
         "{body}"
     );
+    assert_eq!(serve.get("/readyz").await.status(), 200);
+    // Another default first: then the model can be removed, and the service stays ready.
     let r = set_default("phiguard-deid").await.expect("request");
     assert_eq!(r.status(), 200);
+    assert_eq!(remove().await.expect("request").status(), 204);
     assert_eq!(serve.get("/readyz").await.status(), 200);
     let (stdout, stderr) = serve.stop();
     assert_no_canary(&stdout, &stderr);

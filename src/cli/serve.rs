@@ -2,22 +2,22 @@
 
 use super::{init_logging, runtime, Failure};
 use crate::server::Server;
-use crate::settings::{Home, Settings};
+use crate::settings::{keys, Home, Settings};
 
 pub(super) fn run(host: Option<String>, port: Option<u16>, ui: bool) -> Result<(), Failure> {
-    // Flags are the highest layer: they are applied as the environment variables they stand
-    // for, before any thread exists.
+    // Flags are the highest layer, locked as environment variables are; messages name the
+    // flag, not a variable that was never set.
+    let home = Home::from_env();
+    let mut settings = Settings::load(&home)?;
     if let Some(h) = host {
-        std::env::set_var("PHIGUARD_HOST", h);
+        settings.set_from_flag(keys::SERVER_HOST.name(), &h, "--host")?;
     }
     if let Some(p) = port {
-        std::env::set_var("PHIGUARD_PORT", p.to_string());
+        settings.set_from_flag(keys::SERVER_PORT.name(), &p.to_string(), "--port")?;
     }
     if ui {
-        std::env::set_var("PHIGUARD_UI", "true");
+        settings.set_from_flag(keys::SERVER_UI.name(), "true", "--ui")?;
     }
-    let home = Home::from_env();
-    let settings = Settings::load(&home)?;
     init_logging(&settings);
     let rt = runtime()?;
     rt.block_on(async move {

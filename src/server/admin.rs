@@ -609,7 +609,7 @@ async fn tokens_revoke(
         Err(crate::secrets::SecretsError::Pinned { .. }) => {
             record.target(crate::secrets::PRIMARY_CLIENT_ID);
             Err(ApiError::Conflict {
-                message: "The primary client token is set by PHIGUARD_AUTH_TOKEN (or security.auth_token in settings.toml); change it there and restart",
+                message: "The primary client token is set by PHIGUARD_AUTH_TOKEN; change it there and restart",
             })
         }
         Err(e) => {

@@ -64,22 +64,12 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
-    /// Returned when `security.auth` is `off` and the host is not a loopback address.
-    #[error(
-        "PHIGUARD_AUTH=off is refused on a non-loopback bind ({host}); bind 127.0.0.1 or turn auth on"
-    )]
-    AuthOffOnPublicBind {
-        /// The configured host.
-        host: String,
-    },
-    /// Returned when the host is not a loopback address and no client token is configured.
-    #[error(
-        "binding {host} needs an explicit client token: set PHIGUARD_AUTH_TOKEN (and PHIGUARD_ADMIN_TOKEN)"
-    )]
-    TokenRequired {
-        /// The configured host.
-        host: String,
-    },
+    /// Returned when the settings are ones the service does not start with: auth off on a
+    /// public bind, a public bind without a client token, the same client and admin token,
+    /// or a placeholder token (`PUT /admin/settings` refuses a change to them by the same
+    /// rule).
+    #[error(transparent)]
+    Refused(#[from] crate::settings::start::StartRefusal),
     /// Returned when the stored hash key is not 64 hex characters.
     #[error("the stored hash key is corrupt; remove it to generate a new one")]
     CorruptHashKey(#[source] crate::deid::DeidError),
@@ -106,9 +96,11 @@ pub enum ServerError {
     /// for a model not served. The bundled model's id is not refused: a build or package
     /// without its files still starts, not ready, and says so.
     #[error(
-        "models.default (PHIGUARD_DEFAULT_MODEL) is {model}, which is not installed: set it to an installed model (phiguard models list) or install that one (phiguard models pull)"
+        "models.default ({by}) is {model}, which is not installed: set it to an installed model (phiguard models list) or install that one (phiguard models pull)"
     )]
     DefaultModelNotInstalled {
+        /// Where the setting was set: its variable, `settings.toml` or `default`.
+        by: String,
         /// The configured default model (configuration, never a request's).
         model: String,
     },
@@ -153,13 +145,6 @@ pub struct StartOptions {
     pub desktop: bool,
 }
 
-fn is_loopback(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    h == "localhost"
-        || h.parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 /// A running server.
 pub struct Server {
     state: AppState,
@@ -198,11 +183,8 @@ impl Server {
     ) -> Result<Server, ServerError> {
         let host = settings.get(keys::SERVER_HOST).to_string();
         let auth_off = settings.get(keys::SECURITY_AUTH) == "off";
-        if auth_off && !is_loopback(&host) {
-            return Err(ServerError::AuthOffOnPublicBind { host });
-        }
-        if !is_loopback(&host) && settings.get(keys::SECURITY_AUTH_TOKEN).is_empty() {
-            return Err(ServerError::TokenRequired { host });
+        if let Some(refused) = crate::settings::start::refusal(&settings) {
+            return Err(ServerError::Refused(refused));
         }
         let store = Arc::new(if opts.file_secrets {
             SecretStore::file_only(home.secrets_file())
@@ -237,6 +219,7 @@ impl Server {
         let default_model = engine.default_model();
         if engine.resolve(None).is_err() && default_model != crate::models::store::BUNDLED_ID {
             return Err(ServerError::DefaultModelNotInstalled {
+                by: settings.source_name(keys::MODELS_DEFAULT.name()),
                 model: default_model,
             });
         }
@@ -484,7 +467,8 @@ mod tests {
         assert!(bind(std::io::ErrorKind::AddrInUse).is_addr_in_use());
         assert!(!bind(std::io::ErrorKind::PermissionDenied).is_addr_in_use());
         let host = "0.0.0.0".to_string();
-        assert!(!ServerError::TokenRequired { host }.is_addr_in_use());
+        let refused = crate::settings::start::StartRefusal::TokenRequired { host };
+        assert!(!ServerError::Refused(refused).is_addr_in_use());
     }
 
     #[test]
@@ -504,13 +488,16 @@ mod tests {
 
     #[test]
     fn refusals_name_the_setting_and_keep_their_wording() {
+        use crate::settings::start::StartRefusal;
         let host = || "0.0.0.0".to_string();
+        let auth = "PHIGUARD_AUTH=off".to_string();
         assert_eq!(
-            ServerError::AuthOffOnPublicBind { host: host() }.to_string(),
+            ServerError::Refused(StartRefusal::AuthOffOnPublicBind { auth, host: host() })
+                .to_string(),
             "PHIGUARD_AUTH=off is refused on a non-loopback bind (0.0.0.0); bind 127.0.0.1 or turn auth on"
         );
         assert_eq!(
-            ServerError::TokenRequired { host: host() }.to_string(),
+            ServerError::Refused(StartRefusal::TokenRequired { host: host() }).to_string(),
             "binding 0.0.0.0 needs an explicit client token: set PHIGUARD_AUTH_TOKEN (and PHIGUARD_ADMIN_TOKEN)"
         );
         let e = ServerError::Bind {

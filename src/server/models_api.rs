@@ -387,6 +387,16 @@ async fn models_delete(
     id: String,
     record: &mut Action,
 ) -> Result<Response, ApiError> {
+    // The model behind models.default stays: removed, the service would turn not ready and
+    // its next start would stop (exit 2) on a default that names no installed model.
+    let is_default = st.settings().get(keys::MODELS_DEFAULT) == id
+        || st.engine.resolve(None).is_ok_and(|d| d == id);
+    if is_default && st.engine.is_installed(&id) {
+        record.target(id.clone());
+        return Err(ApiError::Conflict {
+            message: "This model is the default model (models.default); set another default first",
+        });
+    }
     let st2 = st.clone();
     let id2 = id.clone();
     let removed = tokio::task::spawn_blocking(move || {

@@ -247,19 +247,26 @@ Every setting phiguard reads, from the one table in `src/settings/table.rs`. Eac
 key, a `PHIGUARD_*` environment variable and, where OpenMed 3.1 has the same setting, its
 `OPENMED_SERVICE_*` / `OPENMED_PROFILE` name, accepted with the same default and rule.
 
-- **Precedence:** environment > `settings.toml` > default. A value set by the environment is
-  locked: the dashboard, `PUT /admin/settings` and `phiguard settings set` refuse to change it.
+- **Precedence:** flags of `phiguard serve` (`--host`, `--port`, `--ui`) > environment >
+  `settings.toml` > default. A value set by the environment or a flag is locked: the
+  dashboard, `PUT /admin/settings` and `phiguard settings set` refuse to change it, naming
+  the variable (its OpenMed name where that is the one set) or the flag. A variable overrides
+  the file's value without removing it: saving any setting keeps every value the file holds.
 - **`settings.toml`** lives in the config directory (`<PHIGUARD_HOME>/config/`, or
   `~/.config/phiguard/` on Linux), written by the dashboard, the admin API and
   `phiguard settings set`; keys are grouped by their first segment (`[retry]`
   `max_attempts = 5`).
 - **A bad value** stops start-up with a message naming the variable and its rule; through the
-  admin API it is refused (422, one entry per bad field) and nothing is applied.
+  admin API it is refused (422, one entry per bad field) and nothing is applied. So is a
+  change the next start would refuse, by the same rule (`security.auth` off on a
+  non-loopback `server.host`, a non-loopback host without `PHIGUARD_AUTH_TOKEN`).
 - **Live:** a change through the dashboard or `PUT /admin/settings` applies to the running
   server at once, except for settings marked *restart*; `phiguard settings set` writes the
   file, which a server reads when it starts.
-- **Secrets** (tokens, the Redis URL) are read from the environment only, never written to
-  `settings.toml` and never shown.
+- **Secrets** (tokens, keys, the Redis URL) are read from the environment only, never written to
+  `settings.toml` and never shown; one found in `settings.toml` stops start-up, naming its
+  line and its variable. The service does not start with the same client and admin token, or
+  with a token that is a placeholder of the deploy files (`replace-me-…`).
 - `phiguard settings list` shows the effective values on this machine (`--json` for scripts),
   `phiguard settings get KEY` one value, `phiguard settings set KEY VALUE` writes
   `settings.toml`.

@@ -9,6 +9,7 @@
 pub mod home;
 pub mod key;
 pub mod listing;
+pub mod start;
 pub mod table;
 pub mod value;
 
@@ -148,6 +149,15 @@ pub enum FileProblem {
     /// Returned when a number does not fit in 64 bits.
     #[error("numbers must fit in 64 bits")]
     NumberOutOfRange,
+    /// Returned when a secret (a token, a key, the Redis URL) is in the file: secrets are
+    /// read from the environment only, so the value would be ignored.
+    #[error("{key} is a secret and is read from the environment only: remove it from the file and set {env} instead")]
+    Secret {
+        /// The dotted key.
+        key: &'static str,
+        /// Its environment variable.
+        env: &'static str,
+    },
 }
 
 /// `line N: ` before a problem, or nothing when there is no position.
@@ -179,6 +189,9 @@ pub struct Settings {
     /// or not the environment overrides it: saving one setting keeps every other value of
     /// the file, those hidden by an environment variable included.
     stored: BTreeMap<&'static str, Value>,
+    /// For a value whose source is [`SettingSource::Env`], what set it: the variable (the
+    /// row's own or its OpenMed alias) or a flag of `phiguard serve` (`--port`).
+    set_by: BTreeMap<&'static str, &'static str>,
     file: Option<PathBuf>,
 }
 
@@ -195,6 +208,7 @@ impl Settings {
         Settings {
             values,
             stored: BTreeMap::new(),
+            set_by: BTreeMap::new(),
             file: None,
         }
     }
@@ -237,7 +251,16 @@ impl Settings {
                     problem: FileProblem::UnknownKey,
                 })?;
                 if def.secret {
-                    continue;
+                    // Secrets are read from the environment only (docs/settings.md): one
+                    // in the file would be ignored, so the file is refused instead.
+                    return Err(SettingsError::File {
+                        path: path.clone(),
+                        line: Some(line),
+                        problem: FileProblem::Secret {
+                            key: def.key,
+                            env: def.env,
+                        },
+                    });
                 }
                 let v = def
                     .kind
@@ -263,6 +286,7 @@ impl Settings {
                     .parse(&raw)
                     .map_err(|source| SettingsError::InvalidEnv { var, source })?;
                 s.values.insert(def.key, (v, SettingSource::Env));
+                s.set_by.insert(def.key, var);
             }
         }
         s.check_conflicts()?;
@@ -330,6 +354,62 @@ impl Settings {
             .get(key)
             .map(|(v, _)| v)
             .unwrap_or(&Value::Unset)
+    }
+
+    /// Sets `key` from a flag of `phiguard serve` (`--port`), the highest layer: the value
+    /// is locked as an environment variable's is, and messages name the flag.
+    ///
+    /// # Errors
+    /// [`SettingsError::InvalidEnv`] naming the flag and the rule.
+    pub fn set_from_flag(
+        &mut self,
+        key: &str,
+        raw: &str,
+        flag: &'static str,
+    ) -> Result<(), SettingsError> {
+        let Some(def) = table::def(key) else {
+            return Ok(());
+        };
+        let v = def
+            .kind
+            .parse(raw)
+            .map_err(|source| SettingsError::InvalidEnv { var: flag, source })?;
+        self.values.insert(def.key, (v, SettingSource::Env));
+        self.set_by.insert(def.key, flag);
+        Ok(())
+    }
+
+    /// What set the value of `key`, in words for a message: `environment variable
+    /// OPENMED_…` (the variable actually set, alias or not), `the --port flag`,
+    /// `security.auth in settings.toml`, or `the default`.
+    pub fn set_by(&self, key: &str) -> String {
+        match self.source(key) {
+            SettingSource::Env => match self.set_by.get(key) {
+                Some(flag) if flag.starts_with("--") => format!("the {flag} flag"),
+                Some(var) => format!("environment variable {var}"),
+                None => table::def(key)
+                    .map(|d| format!("environment variable {}", d.env))
+                    .unwrap_or_default(),
+            },
+            SettingSource::File => format!("{key} in settings.toml"),
+            SettingSource::Default => "the default".to_string(),
+        }
+    }
+
+    /// The source of `key` in one word for a message: the variable or flag that set it
+    /// (`OPENMED_…`, `--port`), `settings.toml`, or `default`.
+    pub fn source_name(&self, key: &str) -> String {
+        match self.source(key) {
+            SettingSource::Env => self
+                .set_by
+                .get(key)
+                .copied()
+                .or_else(|| table::def(key).map(|d| d.env))
+                .unwrap_or_default()
+                .to_string(),
+            SettingSource::File => "settings.toml".to_string(),
+            SettingSource::Default => "default".to_string(),
+        }
     }
 
     /// Where the value of `key` came from.
@@ -440,16 +520,25 @@ impl Settings {
                 continue;
             };
             if def.secret {
+                let how = match def.key {
+                    "security.auth_token" => {
+                        format!("set it with {} or `phiguard token rotate`", def.env)
+                    }
+                    "security.admin_token" => {
+                        format!("set it with {} or `phiguard token rotate --admin`", def.env)
+                    }
+                    _ => format!("set it with environment variable {}", def.env),
+                };
                 errors.push(FieldError {
                     field: def.key.into(),
-                    message: format!("secret; set it with {} or the token commands", def.env),
+                    message: format!("secret; {how}"),
                 });
                 continue;
             }
             if self.source(def.key) == SettingSource::Env {
                 errors.push(FieldError {
                     field: def.key.into(),
-                    message: format!("set by environment variable {}", def.env),
+                    message: format!("set by {}", self.set_by(def.key)),
                 });
                 continue;
             }
@@ -469,6 +558,18 @@ impl Settings {
                 errors.push(FieldError {
                     field: changes.first().map(|(k, _)| k.clone()).unwrap_or_default(),
                     message: e.to_string(),
+                });
+            }
+        }
+        if errors.is_empty() {
+            // A change the next start would refuse (exit 2) is refused now, by the same rule;
+            // one that was refused before the change (settings read by the CLI without the
+            // server's variables) does not block an unrelated change.
+            let refused = start::refusal(&next);
+            if let Some(r) = refused.filter(|r| start::refusal(self).as_ref() != Some(r)) {
+                errors.push(FieldError {
+                    field: r.key().into(),
+                    message: format!("the service would not start with this: {r}"),
                 });
             }
         }
@@ -908,9 +1009,8 @@ mod tests {
     /// overrides included: once the variable is gone, the file's value is back.
     #[test]
     fn persist_keeps_file_values_an_env_var_overrides() -> Result<(), Box<dyn std::error::Error>> {
-        let (_dir, home) = home_with_file(
-            "[retry]\nmax_attempts = 5\n[breaker]\nrecovery_timeout_seconds = 45\n",
-        );
+        let (_dir, home) =
+            home_with_file("[retry]\nmax_attempts = 5\n[breaker]\nrecovery_timeout_seconds = 45\n");
         let mut s = Settings::load_from(&home, env(&[("PHIGUARD_RETRY_MAX_ATTEMPTS", "9")]))?;
         assert_eq!(s.get(keys::RETRY_MAX_ATTEMPTS), 9);
         s.apply(&[("limits.token_rate_limit_rps".into(), "5".into())])
@@ -921,6 +1021,31 @@ mod tests {
         assert_eq!(again.source("retry.max_attempts"), SettingSource::File);
         assert_eq!(again.get(keys::BREAKER_RECOVERY_TIMEOUT_SECONDS), 45.0);
         assert_eq!(again.get(keys::LIMITS_TOKEN_RATE_LIMIT_RPS), 5.0);
+        Ok(())
+    }
+
+    /// A refusal names what set the value: the OpenMed alias when that was set, and the
+    /// flag of `phiguard serve` rather than a variable that was never set.
+    #[test]
+    fn locked_values_name_their_real_source() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let mut s = Settings::load_from(
+            &Home::at(dir.path()),
+            env(&[("OPENMED_SERVICE_CIRCUIT_BREAKER_FAILURE_THRESHOLD", "11")]),
+        )?;
+        s.set_from_flag("server.port", "9000", "--port")?;
+        assert_eq!(s.get(keys::SERVER_PORT), 9000);
+        let errs = s
+            .apply(&[
+                ("breaker.failure_threshold".into(), "2".into()),
+                ("server.port".into(), "9001".into()),
+            ])
+            .expect_err("locked");
+        assert_eq!(
+            errs[0].message,
+            "set by environment variable OPENMED_SERVICE_CIRCUIT_BREAKER_FAILURE_THRESHOLD"
+        );
+        assert_eq!(errs[1].message, "set by the --port flag");
         Ok(())
     }
 

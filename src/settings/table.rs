@@ -217,7 +217,7 @@ settings! {
     SECURITY_AUTH: Text = restart(d("security.auth", "PHIGUARD_AUTH", None, Kind::Enum(&["on", "off"]), "on",
         "require a token on inference and admin routes; off only on a loopback bind")),
     SECURITY_AUTH_TOKEN: Text = auto("generated at first start, kept in the keychain", secret(d("security.auth_token", "PHIGUARD_AUTH_TOKEN", None, Kind::Str, "",
-        "client token (default: generated and kept in the keychain)"))),
+        "client token (default: generated and kept in the keychain); must differ from the admin token, and a placeholder of the deploy files (replace-me-…) stops start-up"))),
     SECURITY_ADMIN_TOKEN: Text = auto("generated at first start, kept in the keychain", secret(d("security.admin_token", "PHIGUARD_ADMIN_TOKEN", None, Kind::Str, "",
         "admin token (default: generated and kept in the keychain)"))),
     SECURITY_HASH_KEY: Text = auto("generated at first start, kept in the keychain", secret(restart(d("security.hash_key", "PHIGUARD_HASH_KEY", None, Kind::Str, "",
@@ -247,7 +247,7 @@ settings! {
         "expected replicas; each falls back to admissions / replicas while Redis is unreachable")),
     // models
     MODELS_DEFAULT: Text = d("models.default", "PHIGUARD_DEFAULT_MODEL", None, Kind::Str, "phiguard-deid",
-        "model that serves requests naming no model; one not installed stops start-up (but the bundled phiguard-deid, which warns) and is refused by PUT /admin/settings; /readyz answers 503 while it names none (its model removed)"),
+        "model that serves requests naming no model; one not installed stops start-up (but the bundled phiguard-deid, which warns) and is refused by PUT /admin/settings; its model cannot be removed through the admin API (409) while it is the default"),
     MODELS_ALIASES: Items = d("models.aliases", "PHIGUARD_MODEL_ALIASES", None, Kind::List,
         "OpenMed/OpenMed-PII-SuperClinical-Small-44M-v1=default",
         "requested model id=installed model that serves it (`default` = models.default)"),

@@ -217,3 +217,97 @@ async fn eval_report_from_the_admin_api() {
     assert!(!body.to_string().contains("Zed"));
     t.shutdown().await;
 }
+
+/// `PUT /admin/settings` refuses (422, nothing saved) a change that the next start would
+/// refuse by the same rule: here a public bind without an explicit client token (before,
+/// it was saved and the next `phiguard serve` exited 2).
+#[tokio::test]
+async fn a_change_the_next_start_would_refuse_is_refused() {
+    let t = TestServer::start(&[("PHIGUARD_AUTH_TOKEN", ""), ("PHIGUARD_ADMIN_TOKEN", "")]).await;
+    let admin = t.server.as_ref().expect("server").admin_token();
+    let r = t
+        .http
+        .put(t.url("/admin/settings"))
+        .bearer_auth(&admin)
+        .json(&json!({"server.host": "0.0.0.0"}))
+        .send()
+        .await
+        .expect("send");
+    let (status, body, _) = envelope(r).await;
+    assert_eq!(status, 422, "{body}");
+    let detail = &body["error"]["details"][0];
+    assert_eq!(detail["field"], "server.host", "{body}");
+    assert!(
+        detail["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("PHIGUARD_AUTH_TOKEN")),
+        "{body}"
+    );
+    let file =
+        std::fs::read_to_string(t._dir.path().join("config/settings.toml")).unwrap_or_default();
+    assert!(!file.contains("0.0.0.0"), "{file}");
+    t.shutdown().await;
+}
+
+/// The model behind `models.default` cannot be removed: 409 naming the setting (before, it
+/// was removed and the next start stopped on a default that names no installed model).
+#[tokio::test]
+async fn the_default_model_cannot_be_removed() {
+    let t = TestServer::start(&[]).await;
+    let r = t
+        .http
+        .delete(t.url("/admin/models/scripted"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("send");
+    let (status, body, _) = envelope(r).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("conflict")),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("models.default")),
+        "{body}"
+    );
+    let ready = t.http.get(t.url("/readyz")).send().await.expect("send");
+    assert_eq!(ready.status(), 200);
+    t.shutdown().await;
+}
+
+/// A refusal names the variable that set the value, the OpenMed alias included, and the
+/// Redis URL's refusal points to its variable, not to the token commands.
+#[tokio::test]
+async fn refusals_name_the_real_source() {
+    let t = TestServer::start(&[("OPENMED_SERVICE_CIRCUIT_BREAKER_FAILURE_THRESHOLD", "11")]).await;
+    let (status, body, _) = envelope(
+        t.admin_put("/admin/settings", json!({"breaker.failure_threshold": 2}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 422);
+    let text = body.to_string();
+    assert!(
+        text.contains("OPENMED_SERVICE_CIRCUIT_BREAKER_FAILURE_THRESHOLD")
+            && !text.contains("PHIGUARD_BREAKER_FAILURE_THRESHOLD"),
+        "{text}"
+    );
+    let (status, body, _) = envelope(
+        t.admin_put(
+            "/admin/settings",
+            json!({"cluster.redis_url": "redis://127.0.0.1:1"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 422);
+    let text = body.to_string();
+    assert!(
+        text.contains("PHIGUARD_REDIS_URL") && !text.contains("token commands"),
+        "{text}"
+    );
+    t.shutdown().await;
+}

@@ -300,3 +300,111 @@ fn set_keeps_file_values_that_the_environment_overrides() {
     assert_eq!(get("breaker.recovery_timeout_seconds"), "45");
     assert_eq!(get("limits.token_rate_limit_rps"), "5");
 }
+
+/// Runs `phiguard serve --port 0` with `args` and `env`, which must stop at start: waits
+/// (bounded; a server that started anyway is killed and fails the test) and returns the
+/// exit code and stderr.
+fn serve_refused(home: &Path, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut all = vec!["serve", "--port", "0"];
+    all.extend_from_slice(args);
+    let mut child = command(home, &all, env)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn phiguard");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("phiguard serve {args:?} with {env:?} started");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening on"));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The same client and admin token (every client an admin), or a placeholder of the deploy
+/// files, stops start-up, naming the variables and never the values (before, both started).
+#[test]
+fn equal_or_placeholder_tokens_stop_start_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, err) = serve_refused(
+        dir.path(),
+        &[],
+        &[
+            ("PHIGUARD_AUTH_TOKEN", "shared-secret-value-42"),
+            ("PHIGUARD_ADMIN_TOKEN", "shared-secret-value-42"),
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("PHIGUARD_AUTH_TOKEN") && err.contains("PHIGUARD_ADMIN_TOKEN"),
+        "{err}"
+    );
+    assert!(!err.contains("shared-secret-value-42"), "{err}");
+    let (code, err) = serve_refused(
+        dir.path(),
+        &[],
+        &[
+            ("PHIGUARD_AUTH_TOKEN", "replace-me-client-token"),
+            ("PHIGUARD_ADMIN_TOKEN", "replace-me-admin-token"),
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("PHIGUARD_AUTH_TOKEN") && err.contains("placeholder"),
+        "{err}"
+    );
+    assert!(!err.contains("replace-me-"), "{err}");
+}
+
+/// Refusals name where a value came from: `security.auth = "off"` in `settings.toml` is
+/// not reported as `PHIGUARD_AUTH=off`, and a secret in `settings.toml` (which would be
+/// ignored: secrets are read from the environment only) stops start-up naming its variable
+/// and never its value.
+#[test]
+fn refusals_name_the_file_when_the_value_came_from_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("config")).expect("config dir");
+    let file = dir.path().join("config/settings.toml");
+    std::fs::write(&file, "[security]\nauth = \"off\"\n").expect("settings.toml");
+    let (code, err) = serve_refused(
+        dir.path(),
+        &["--host", "0.0.0.0"],
+        &[
+            ("PHIGUARD_AUTH_TOKEN", "client-token-0123456789"),
+            ("PHIGUARD_ADMIN_TOKEN", "admin-token-0123456789"),
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("security.auth = \"off\" in settings.toml") && !err.contains("PHIGUARD_AUTH="),
+        "{err}"
+    );
+    for (text, var) in [
+        (
+            "[security]\nauth_token = \"filetok-never-shown\"\n",
+            "PHIGUARD_AUTH_TOKEN",
+        ),
+        (
+            "[cluster]\nredis_url = \"redis://u:filetok-never-shown@db\"\n",
+            "PHIGUARD_REDIS_URL",
+        ),
+    ] {
+        std::fs::write(&file, text).expect("settings.toml");
+        let out = phiguard(dir.path(), &["settings", "list", "--json"], &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert!(
+            err.contains(var) && err.contains("line 2") && err.contains("environment only"),
+            "{err}"
+        );
+        assert!(!err.contains("filetok-never-shown"), "{err}");
+    }
+}

@@ -1,0 +1,206 @@
+//! The settings a service cannot start with (exit 2), in one place: `Server::start` refuses
+//! them, and `PUT /admin/settings` (and `phiguard settings set`) refuse a change that would
+//! lead to them, so an admin cannot save a configuration that stops the next start.
+//!
+//! Why here and not in the server: the same rule must answer both questions, "may this
+//! process start?" and "may this change be saved?", and only the settings know both. The
+//! messages name the variables or keys and where they were set, never a value of a secret.
+
+use super::{keys, Settings};
+
+/// Token values shipped as placeholders in the deploy files (`deploy/kubernetes/secret.yaml`):
+/// a value starting with this was copied, not generated.
+pub const PLACEHOLDER_PREFIX: &str = "replace-me";
+
+/// Why these settings would stop the service at start-up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartRefusal {
+    /// Returned when `security.auth` is `off` and the host is not a loopback address.
+    #[error("{auth} is refused on a non-loopback bind ({host}); bind 127.0.0.1 or turn auth on")]
+    AuthOffOnPublicBind {
+        /// The setting as its source spells it: `PHIGUARD_AUTH=off`, or
+        /// `security.auth = "off" in settings.toml`.
+        auth: String,
+        /// The configured host.
+        host: String,
+    },
+    /// Returned when the host is not a loopback address and no client token is configured.
+    #[error(
+        "binding {host} needs an explicit client token: set PHIGUARD_AUTH_TOKEN (and PHIGUARD_ADMIN_TOKEN)"
+    )]
+    TokenRequired {
+        /// The configured host.
+        host: String,
+    },
+    /// Returned when the client and the admin token are the same: every client would be an
+    /// admin (`/admin/reidentify` answers PHI in clear).
+    #[error("PHIGUARD_AUTH_TOKEN and PHIGUARD_ADMIN_TOKEN are the same: the client token would be an admin token; set two different random values")]
+    SameTokens,
+    /// Returned when a token is a placeholder of the deploy files (`replace-me-…`).
+    #[error("{var} is a placeholder of the deploy files; set a random value (e.g. `openssl rand -hex 32`)")]
+    PlaceholderToken {
+        /// The variable holding the placeholder.
+        var: &'static str,
+    },
+}
+
+impl StartRefusal {
+    /// The setting to blame in a `422` of `PUT /admin/settings`.
+    pub fn key(&self) -> &'static str {
+        match self {
+            StartRefusal::AuthOffOnPublicBind { .. } => keys::SECURITY_AUTH.name(),
+            StartRefusal::TokenRequired { .. } => keys::SERVER_HOST.name(),
+            StartRefusal::SameTokens => keys::SECURITY_ADMIN_TOKEN.name(),
+            StartRefusal::PlaceholderToken { var } => {
+                if *var == keys::SECURITY_ADMIN_TOKEN.env() {
+                    keys::SECURITY_ADMIN_TOKEN.name()
+                } else {
+                    keys::SECURITY_AUTH_TOKEN.name()
+                }
+            }
+        }
+    }
+}
+
+/// True for `localhost` and loopback addresses (`127.0.0.1`, `[::1]`).
+pub fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h == "localhost"
+        || h.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The first reason `settings` would stop the service at start-up, or `None`.
+pub fn refusal(settings: &Settings) -> Option<StartRefusal> {
+    let host = settings.get(keys::SERVER_HOST);
+    let public = !is_loopback(host);
+    if settings.get(keys::SECURITY_AUTH) == "off" && public {
+        return Some(StartRefusal::AuthOffOnPublicBind {
+            auth: match settings.source(keys::SECURITY_AUTH.name()) {
+                super::SettingSource::File => "security.auth = \"off\" in settings.toml".into(),
+                _ => format!("{}=off", settings.source_name(keys::SECURITY_AUTH.name())),
+            },
+            host: host.to_string(),
+        });
+    }
+    let client = settings.get(keys::SECURITY_AUTH_TOKEN);
+    let admin = settings.get(keys::SECURITY_ADMIN_TOKEN);
+    if public && client.is_empty() {
+        return Some(StartRefusal::TokenRequired {
+            host: host.to_string(),
+        });
+    }
+    for (key, value) in [
+        (keys::SECURITY_AUTH_TOKEN, client),
+        (keys::SECURITY_ADMIN_TOKEN, admin),
+    ] {
+        let placeholder = value
+            .trim()
+            .get(..PLACEHOLDER_PREFIX.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(PLACEHOLDER_PREFIX));
+        if placeholder {
+            return Some(StartRefusal::PlaceholderToken { var: key.env() });
+        }
+    }
+    if !client.is_empty() && client == admin {
+        return Some(StartRefusal::SameTokens);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Home;
+
+    fn load(pairs: &[(&str, &str)]) -> Settings {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let vars: std::collections::HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::load_from(&Home::at(dir.path()), |k| vars.get(k).cloned()).expect("load")
+    }
+
+    #[test]
+    fn equal_and_placeholder_tokens_are_refused_and_never_shown() {
+        let same = refusal(&load(&[
+            ("PHIGUARD_AUTH_TOKEN", "hunter2-shared-token"),
+            ("PHIGUARD_ADMIN_TOKEN", "hunter2-shared-token"),
+        ]));
+        assert_eq!(same, Some(StartRefusal::SameTokens));
+        let placeholder = refusal(&load(&[
+            ("PHIGUARD_AUTH_TOKEN", "a-real-client-token"),
+            ("PHIGUARD_ADMIN_TOKEN", "replace-me-admin-token"),
+        ]));
+        assert_eq!(
+            placeholder,
+            Some(StartRefusal::PlaceholderToken {
+                var: "PHIGUARD_ADMIN_TOKEN"
+            })
+        );
+        for r in [same, placeholder].into_iter().flatten() {
+            let msg = r.to_string();
+            assert!(msg.contains("PHIGUARD_"), "{msg}");
+            assert!(
+                !msg.contains("hunter2") && !msg.contains("replace-me-admin"),
+                "{msg}"
+            );
+        }
+        assert_eq!(
+            refusal(&load(&[
+                ("PHIGUARD_AUTH_TOKEN", "client-token-1"),
+                ("PHIGUARD_ADMIN_TOKEN", "admin-token-1"),
+            ])),
+            None
+        );
+        assert_eq!(refusal(&load(&[])), None);
+    }
+
+    #[test]
+    fn a_public_bind_needs_auth_and_a_token() {
+        let r = refusal(&load(&[
+            ("PHIGUARD_HOST", "0.0.0.0"),
+            ("PHIGUARD_AUTH", "off"),
+        ]));
+        assert_eq!(
+            r.map(|r| r.to_string()),
+            Some("PHIGUARD_AUTH=off is refused on a non-loopback bind (0.0.0.0); bind 127.0.0.1 or turn auth on".into())
+        );
+        let r = refusal(&load(&[("PHIGUARD_HOST", "0.0.0.0")]));
+        assert_eq!(
+            r,
+            Some(StartRefusal::TokenRequired {
+                host: "0.0.0.0".into()
+            })
+        );
+        assert!(is_loopback("[::1]") && is_loopback("localhost") && !is_loopback("10.0.0.1"));
+    }
+
+    /// What start-up refuses, a change is refused for, by the same rule: `security.auth`
+    /// off while the bind is public (before, it was saved and the next start exited 2).
+    #[test]
+    fn apply_refuses_what_the_next_start_would_refuse() {
+        let mut s = load(&[
+            ("PHIGUARD_HOST", "0.0.0.0"),
+            ("PHIGUARD_AUTH_TOKEN", "client-token-1"),
+            ("PHIGUARD_ADMIN_TOKEN", "admin-token-1"),
+        ]);
+        let errs = s
+            .apply(&[("security.auth".into(), "off".into())])
+            .expect_err("refused");
+        assert_eq!(errs[0].field, "security.auth");
+        assert!(
+            errs[0].message.contains("non-loopback"),
+            "{}",
+            errs[0].message
+        );
+        assert_eq!(s.get(keys::SECURITY_AUTH), "on");
+        // Back on a loopback host in the same change, it is fine.
+        let mut s = load(&[]);
+        assert!(s
+            .apply(&[("server.host".into(), "0.0.0.0".into())])
+            .is_err());
+        assert!(s.apply(&[("security.auth".into(), "off".into())]).is_ok());
+    }
+}
