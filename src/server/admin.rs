@@ -369,10 +369,12 @@ pub async fn admin_settings_get(State(st): State<AppState>) -> Response {
 pub async fn admin_settings_put(
     State(st): State<AppState>,
     actor: Actor,
+    headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let before = st.settings();
-    let outcome = settings_put(&st, &before, &body);
+    let outcome = settings_put(&st, &before, &body, (&headers, &uri));
     match &outcome {
         Ok(keys) => {
             let after = st.settings();
@@ -397,6 +399,7 @@ fn settings_put(
     st: &AppState,
     before: &crate::settings::Settings,
     body: &[u8],
+    (headers, uri): (&axum::http::HeaderMap, &axum::http::Uri),
 ) -> Result<Vec<&'static str>, ApiError> {
     let map = parse_object(body)?;
     let changes: Vec<(String, String)> = map
@@ -440,6 +443,19 @@ fn settings_put(
         return Err(ApiError::Validation(vec![FieldProblem::new(
             keys::MODELS_DEFAULT.name().to_string(),
             "names no installed model (or alias of one) that is served; GET /admin/models lists them"
+                .to_string(),
+            "value_error",
+        )]));
+    }
+    // Trusted hosts that leave out the Host this request came by would lock the admin API
+    // out (400 on every call, saved to the file): refused, the Host itself never echoed.
+    let trusted = next.get(keys::SECURITY_TRUSTED_HOSTS);
+    if trusted != before.get(keys::SECURITY_TRUSTED_HOSTS)
+        && !super::middleware::hosts_trusted(headers, uri, trusted)
+    {
+        return Err(ApiError::Validation(vec![FieldProblem::new(
+            keys::SECURITY_TRUSTED_HOSTS.name().to_string(),
+            "would not trust the Host of this request, which would lock the admin API out; include it"
                 .to_string(),
             "value_error",
         )]));

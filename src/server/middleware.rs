@@ -357,33 +357,44 @@ fn trusted_host<B>(settings: &Settings, req: &axum::http::Request<B>) -> Result<
     ) {
         return Ok(());
     }
-    let bad = || ApiError::BadRequest {
-        message: "Invalid host header",
-        reason: "Invalid host header",
-    };
-    // Every name the request gives must be trusted: more than one `Host` header is refused
-    // (RFC 9112 §3.2), and a target in absolute form (`POST http://name/...`) names its
-    // host too, which a proxy in front would follow whatever `Host` says.
-    let mut headers = req.headers().get_all(header::HOST).iter();
-    let from_header = match (headers.next(), headers.next()) {
-        (_, Some(_)) => return Err(bad()),
-        (Some(h), None) => Some(h.to_str().map(strip_port).map_err(|_| bad())?),
+    let trusted = settings.get(keys::SECURITY_TRUSTED_HOSTS);
+    if hosts_trusted(req.headers(), req.uri(), trusted) {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest {
+            message: "Invalid host header",
+            reason: "Invalid host header",
+        })
+    }
+}
+
+/// Whether every name a request gives is in `trusted`: more than one `Host` header is
+/// refused (RFC 9112 §3.2), and a target in absolute form (`POST http://name/...`) names its
+/// host too, which a proxy in front would follow whatever `Host` says. Also asked by
+/// `PUT /admin/settings` of a new `security.trusted_hosts`, so that a change cannot lock out
+/// the request making it.
+pub(super) fn hosts_trusted(
+    headers: &axum::http::HeaderMap,
+    uri: &axum::http::Uri,
+    trusted: &[String],
+) -> bool {
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let from_header = match (hosts.next(), hosts.next()) {
+        (_, Some(_)) => return false,
+        (Some(h), None) => match h.to_str() {
+            Ok(h) => Some(strip_port(h)),
+            Err(_) => return false,
+        },
         (None, None) => None,
     };
-    let from_target = req.uri().host();
+    let from_target = uri.host();
     if from_header.is_none() && from_target.is_none() {
-        return Err(bad());
+        return false;
     }
-    let trusted = settings.get(keys::SECURITY_TRUSTED_HOSTS);
-    if [from_header, from_target]
+    [from_header, from_target]
         .into_iter()
         .flatten()
         .all(|h| host_allowed(h, trusted))
-    {
-        Ok(())
-    } else {
-        Err(bad())
-    }
 }
 
 /// The desktop dashboard's own origins (Tauri's webview on Linux/macOS and Windows), allowed

@@ -249,6 +249,36 @@ async fn a_change_the_next_start_would_refuse_is_refused() {
     t.shutdown().await;
 }
 
+/// A `security.trusted_hosts` that leaves out the Host of the request making the change is
+/// refused (before: 200, saved, and every later admin call answered 400).
+#[tokio::test]
+async fn trusted_hosts_that_lock_out_the_caller_are_refused() {
+    let t = TestServer::start(&[]).await;
+    let (status, body, _) = envelope(
+        t.admin_put(
+            "/admin/settings",
+            json!({"security.trusted_hosts": "example.org"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(
+        body["error"]["details"][0]["field"], "security.trusted_hosts",
+        "{body}"
+    );
+    assert_eq!(t.admin_get("/admin/status").await.status(), 200);
+    let r = t
+        .admin_put(
+            "/admin/settings",
+            json!({"security.trusted_hosts": "example.org,127.0.0.1"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(t.admin_get("/admin/status").await.status(), 200);
+    t.shutdown().await;
+}
+
 /// The model behind `models.default` cannot be removed: 409 naming the setting (before, it
 /// was removed and the next start stopped on a default that names no installed model).
 #[tokio::test]
