@@ -167,10 +167,23 @@ impl Registry {
         }
     }
 
-    /// Live settings: the resident maximum and the default keep-alive.
+    /// Live settings: the resident maximum and the default keep-alive. A changed default
+    /// applies at once to the models already resident too (a later request's own
+    /// `keep_alive` sets its model's again), so that `models.keep_alive` changed through the
+    /// admin API unloads an idle model as it says, not only models loaded after the change.
     pub fn configure(&self, max_resident: Option<usize>, keep_alive: Option<Duration>) {
         *self.max_resident.write() = max_resident;
-        *self.default_keep_alive.write() = keep_alive;
+        let changed = {
+            let mut default = self.default_keep_alive.write();
+            let changed = *default != keep_alive;
+            *default = keep_alive;
+            changed
+        };
+        if changed {
+            for r in self.resident.lock().values_mut() {
+                r.keep_alive = keep_alive;
+            }
+        }
     }
 
     /// Live setting `models.label_thresholds`: replaces the per-label minimum confidence of

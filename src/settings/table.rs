@@ -258,7 +258,7 @@ settings! {
     MODELS_MAX_RESIDENT: OptInt = none("unlimited", d("models.max_resident", "PHIGUARD_MAX_RESIDENT_MODELS", Some("OPENMED_SERVICE_MAX_RESIDENT_MODELS"),
         Kind::OptInt { min: 1, max: 1000 }, "", "models kept loaded; least recently used unloaded first")),
     MODELS_KEEP_ALIVE: OptFloat = none("never (models stay loaded)", d("models.keep_alive", "PHIGUARD_KEEP_ALIVE", Some("OPENMED_SERVICE_KEEP_ALIVE"), Kind::KeepAlive, "",
-        "idle time before a model is unloaded (`5m`, `1h30m`, `never`; empty = never)")),
+        "idle time before a model is unloaded (`5m`, `1h30m`, `never`; empty = never); a change applies at once to the models already loaded")),
     MODELS_DEVICE: Text = restart(d("models.device", "PHIGUARD_DEVICE", None, Kind::Enum(&["auto", "cpu", "metal", "cuda"]), "auto",
         "compute device for models: auto takes Metal or CUDA where built in and present, else the CPU; an explicit metal or cuda that does not open stops start-up")),
     MODELS_PRECISION: Text = restart(d("models.precision", "PHIGUARD_MODEL_PRECISION", None, Kind::Enum(&["int8", "f32"]), "int8",

@@ -308,6 +308,44 @@ async fn the_default_model_cannot_be_removed() {
     t.shutdown().await;
 }
 
+/// `models.keep_alive` changed live applies to a model already resident (before, it kept
+/// the keep-alive of its load: none, so it stayed resident forever).
+#[tokio::test]
+async fn keep_alive_changed_live_applies_to_resident_models() {
+    let t = TestServer::start(&[]).await;
+    assert_eq!(
+        t.post("/pii/extract", json!({"text": "Zed"}))
+            .await
+            .status(),
+        200
+    );
+    let loaded = || async {
+        t.http
+            .get(t.url("/models/loaded"))
+            .bearer_auth(CLIENT)
+            .send()
+            .await
+            .expect("send")
+            .json::<Value>()
+            .await
+            .expect("json")
+    };
+    let before = loaded().await;
+    assert!(before["models"]["scripted"].is_object(), "{before}");
+    assert!(before["models"]["scripted"]["keep_alive_seconds_remaining"].is_null());
+    let r = t
+        .admin_put("/admin/settings", json!({"models.keep_alive": "1h"}))
+        .await;
+    assert_eq!(r.status(), 200);
+    let after = loaded().await;
+    let remaining = after["models"]["scripted"]["keep_alive_seconds_remaining"].as_f64();
+    assert!(
+        remaining.is_some_and(|s| s > 3000.0 && s <= 3600.0),
+        "{after}"
+    );
+    t.shutdown().await;
+}
+
 /// A refusal names the variable that set the value, the OpenMed alias included, and the
 /// Redis URL's refusal points to its variable, not to the token commands.
 #[tokio::test]
