@@ -353,8 +353,10 @@ impl Server {
     }
 
     /// Graceful shutdown: readiness off and new model work refused (`503 not_ready`), then
-    /// in-flight work drained for up to the drain setting, then the listener closed.
-    pub async fn shutdown(mut self) {
+    /// in-flight work drained for up to the drain setting, then the listener closed. Returns
+    /// how many admitted requests were still in flight when the drain deadline passed (they
+    /// are cut off); a warning says so with the count, never anything of the requests.
+    pub async fn shutdown(mut self) -> usize {
         self.state.set_phase(Phase::Draining);
         let drain = Duration::from_secs_f64(
             self.state
@@ -371,6 +373,17 @@ impl Server {
         {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        let cut_off = self
+            .state
+            .inflight
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if cut_off > 0 {
+            tracing::warn!(
+                requests = cut_off,
+                drain_seconds = drain.as_secs_f64(),
+                "drain deadline passed: in-flight requests cut off (raise server.shutdown_drain_seconds)"
+            );
+        }
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -382,6 +395,7 @@ impl Server {
         for closed in self.state.refusals.close_all() {
             closed.log();
         }
+        cut_off
     }
 }
 

@@ -184,3 +184,25 @@ async fn canary_name_never_appears_in_logs_metrics_errors_or_headers() {
         );
     }
 }
+
+/// A drain that runs out of time says how many requests it cut off (before: nothing was
+/// logged or returned, and a truncated drain looked like a clean one).
+#[tokio::test]
+async fn a_drain_past_its_deadline_counts_the_requests_cut_off() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+        ("PHIGUARD_SHUTDOWN_DRAIN_SECONDS", "0.2"),
+    ])
+    .await;
+    t.script.block();
+    let inflight = t.spawn_post("/pii/deidentify", json!({"text": "Zed"}));
+    t.until("request in flight", || {
+        t.script.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let mut t = t;
+    let server = t.server.take().expect("server");
+    assert_eq!(server.shutdown().await, 1, "one request cut off");
+    t.script.release();
+    let _ = inflight.await;
+}
