@@ -1,4 +1,5 @@
-//! `Narrative.div`: the text nodes of an XHTML fragment de-identified, the markup kept.
+//! `Narrative.div`: the text nodes of an XHTML fragment de-identified, the markup kept
+//! where it cannot carry PHI.
 //!
 //! The engine reads the text nodes as a reader sees them: entities decoded (`&quot;Jim&quot;`
 //! reads `"Jim"`), nodes on either side of an inline tag (`<b>`, `<span>`) joined as they
@@ -6,10 +7,20 @@
 //! or ends (`<td>`, `<p>`, `<br/>`: a table's cells are separate fields, and a name in one
 //! does not run into the heading of the next). Entities found there are cut at node
 //! boundaries; each node is rewritten from its raw text, its replacements XML-escaped, so
-//! everything not replaced stays byte for byte. Tags, attributes and comments are copied as
-//! they are: narrative XHTML may not carry scripts or events, and attribute values are not
-//! text a reader sees. Written here because the fragment only has to be split into tags and
-//! text, not parsed into a tree.
+//! everything not replaced stays byte for byte. Written here because the fragment only has
+//! to be split into tags and text, not parsed into a tree.
+//!
+//! # Why the markup is cleaned first
+//!
+//! EHR-generated narratives put PHI outside the text nodes too: a `title` or `alt` a reader
+//! sees on hover, a `mailto:` or `tel:` link, an image URL with the patient's name, an `id`
+//! made of it, a comment. Before anything is read, [`sanitize`] removes comments,
+//! processing instructions and CDATA sections, keeps only layout attributes
+//! ([`KEPT_ATTRIBUTES`]) as they are, renames `id` and `name` values (`n1`, `n2`, … in order
+//! of appearance) and the local links to them, keeps any other local reference (`#…`, a
+//! contained resource), drops every other `href` (an `img` keeps `src="#"`, as XHTML
+//! requires a `src`), and leaves `title` and `alt` in place: their values are read as text
+//! nodes of their own (a line each), so they go through the engine as the text does.
 
 use rand::Rng;
 
@@ -94,53 +105,272 @@ fn entity(s: &str) -> Option<(char, usize)> {
     Some((c, end + 1))
 }
 
-/// The text nodes of `div`, decoded and placed in the joined text.
+/// Attributes kept as they are: layout only, never a value a person wrote.
+const KEPT_ATTRIBUTES: &[&str] = &[
+    "xmlns",
+    "xml:lang",
+    "lang",
+    "dir",
+    "class",
+    "style",
+    "colspan",
+    "rowspan",
+    "span",
+    "scope",
+    "align",
+    "valign",
+    "width",
+    "height",
+    "border",
+    "cellpadding",
+    "cellspacing",
+    "start",
+    "type",
+];
+
+/// Attributes whose values are read as text (a reader sees them).
+const TEXT_ATTRIBUTES: &[&str] = &["title", "alt"];
+
+/// One attribute of a tag: its name and, when quoted, its value's byte range in the tag.
+struct Attr<'a> {
+    name: &'a str,
+    value: Option<(usize, usize)>,
+}
+
+/// The byte length of the markup at the start of `s` (`<…>`, `<!--…-->`), quotes in
+/// attribute values respected; the rest of `s` when it is not closed.
+fn markup_len(s: &str) -> usize {
+    if s.starts_with("<!--") {
+        return s.find("-->").map_or(s.len(), |i| i + 3);
+    }
+    if s.starts_with("<![CDATA[") {
+        return s.find("]]>").map_or(s.len(), |i| i + 3);
+    }
+    let mut quote = None;
+    for (i, c) in s.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '>') => return i + 1,
+            _ => {}
+        }
+    }
+    s.len()
+}
+
+/// The element name of a tag (`<p …>`, `</p>`).
+fn tag_name(tag: &str) -> &str {
+    let body = tag.trim_start_matches('<').trim_start_matches('/');
+    let end = body
+        .find(|c: char| c.is_whitespace() || c == '/' || c == '>')
+        .unwrap_or(body.len());
+    &body[..end]
+}
+
+/// The attributes of a start tag, in order.
+fn attributes(tag: &str) -> Vec<Attr<'_>> {
+    let mut out = Vec::new();
+    let body_start = 1 + tag_name(tag).len();
+    let b = tag.as_bytes();
+    let mut i = body_start.min(tag.len());
+    while i < tag.len() {
+        while i < tag.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= tag.len() || b[i] == b'/' || b[i] == b'>' {
+            break;
+        }
+        let name_start = i;
+        while i < tag.len() && !b[i].is_ascii_whitespace() && !matches!(b[i], b'=' | b'/' | b'>') {
+            i += 1;
+        }
+        let name = &tag[name_start..i];
+        while i < tag.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let mut value = None;
+        if i < tag.len() && b[i] == b'=' {
+            i += 1;
+            while i < tag.len() && b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            if i < tag.len() && matches!(b[i], b'"' | b'\'') {
+                let q = b[i];
+                let v_start = i + 1;
+                let v_end = tag[v_start..]
+                    .bytes()
+                    .position(|c| c == q)
+                    .map_or(tag.len(), |p| v_start + p);
+                value = Some((v_start, v_end));
+                i = (v_end + 1).min(tag.len());
+            } else {
+                // An unquoted value (not XML): skipped, and the attribute dropped.
+                while i < tag.len() && !b[i].is_ascii_whitespace() && b[i] != b'>' {
+                    i += 1;
+                }
+            }
+        }
+        if name.is_empty() {
+            i += 1;
+            continue;
+        }
+        out.push(Attr { name, value });
+    }
+    out
+}
+
+/// The fragment with what may carry PHI outside text and `title`/`alt` taken out (see the
+/// module docs): the same markup otherwise, so the XHTML stays valid and keeps its shape.
+pub(super) fn sanitize(div: &str) -> String {
+    // `id` and `name` values, in order of appearance, become `n1`, `n2`, …
+    let mut ids: Vec<String> = Vec::new();
+    let mut pos = 0;
+    while pos < div.len() {
+        let rest = &div[pos..];
+        if rest.starts_with('<') {
+            let len = markup_len(rest);
+            let tag = &rest[..len];
+            if !tag.starts_with("<!") && !tag.starts_with("<?") && !tag.starts_with("</") {
+                for a in attributes(tag) {
+                    if matches!(a.name.to_ascii_lowercase().as_str(), "id" | "name") {
+                        if let Some((s, e)) = a.value {
+                            if !ids.iter().any(|i| i == &tag[s..e]) {
+                                ids.push(tag[s..e].to_owned());
+                            }
+                        }
+                    }
+                }
+            }
+            pos += len;
+        } else {
+            pos += rest.find('<').unwrap_or(rest.len());
+        }
+    }
+    let renamed = |v: &str| {
+        ids.iter()
+            .position(|i| i == v)
+            .map(|k| format!("n{}", k + 1))
+    };
+    let mut out = String::with_capacity(div.len());
+    let mut pos = 0;
+    while pos < div.len() {
+        let rest = &div[pos..];
+        if !rest.starts_with('<') {
+            let len = rest.find('<').unwrap_or(rest.len());
+            out.push_str(&rest[..len]);
+            pos += len;
+            continue;
+        }
+        let len = markup_len(rest);
+        let tag = &rest[..len];
+        pos += len;
+        // Comments, processing instructions, CDATA, and a tag never closed: gone.
+        if tag.starts_with("<!") || tag.starts_with("<?") || !tag.ends_with('>') {
+            continue;
+        }
+        let name = tag_name(tag);
+        if tag.starts_with("</") {
+            out.push_str("</");
+            out.push_str(name);
+            out.push('>');
+            continue;
+        }
+        out.push('<');
+        out.push_str(name);
+        let mut has_src = false;
+        for a in attributes(tag) {
+            let Some((s, e)) = a.value else { continue };
+            let raw = &tag[s..e];
+            let lower = a.name.to_ascii_lowercase();
+            let value = match lower.as_str() {
+                n if KEPT_ATTRIBUTES.contains(&n) || TEXT_ATTRIBUTES.contains(&n) => {
+                    Some(raw.to_owned())
+                }
+                "id" | "name" => renamed(raw),
+                "href" | "src" => raw
+                    .strip_prefix('#')
+                    .map(|f| renamed(f).map_or_else(|| raw.to_owned(), |n| format!("#{n}"))),
+                _ => None,
+            };
+            if let Some(v) = value {
+                has_src |= lower == "src";
+                let q = if v.contains('"') { '\'' } else { '"' };
+                out.push(' ');
+                out.push_str(a.name);
+                out.push('=');
+                out.push(q);
+                out.push_str(&v);
+                out.push(q);
+            }
+        }
+        if name.eq_ignore_ascii_case("img") && !has_src {
+            out.push_str(" src=\"#\"");
+        }
+        out.push_str(if tag.ends_with("/>") { "/>" } else { ">" });
+    }
+    out
+}
+
+/// The decoded text of `div[start..end]` and the raw byte range of each character.
+fn decode(div: &str, start: usize, end: usize) -> (String, Vec<(usize, usize)>) {
+    let (mut text, mut bytes) = (String::new(), Vec::new());
+    let mut i = start;
+    while i < end {
+        let rest = &div[i..end];
+        let (c, len) = match rest.starts_with('&').then(|| entity(rest)).flatten() {
+            Some(e) => e,
+            None => {
+                let c = rest.chars().next().unwrap_or(' ');
+                (c, c.len_utf8())
+            }
+        };
+        text.push(c);
+        bytes.push((i, i + len));
+        i += len;
+    }
+    (text, bytes)
+}
+
+/// The text nodes of a [`sanitize`]d `div`, decoded and placed in the joined text; a
+/// `title` or `alt` value is a node of its own on a line of its own.
 fn nodes(div: &str) -> Vec<Node> {
     let mut out: Vec<Node> = Vec::new();
     let mut pos = 0;
-    let mut at = 0;
     let mut block = false;
-    while pos < div.len() {
-        if div[pos..].starts_with('<') {
-            let close = if div[pos..].starts_with("<!--") {
-                "-->"
-            } else {
-                ">"
-            };
-            let end = div[pos..]
-                .find(close)
-                .map_or(div.len(), |i| pos + i + close.len());
-            block |= is_block(&div[pos..end]);
-            pos = end;
-            continue;
-        }
-        let end = div[pos..].find('<').map_or(div.len(), |i| pos + i);
-        let (mut text, mut bytes) = (String::new(), Vec::new());
-        let mut i = pos;
-        while i < end {
-            let rest = &div[i..end];
-            let (c, len) = match rest.starts_with('&').then(|| entity(rest)).flatten() {
-                Some(e) => e,
-                None => {
-                    let c = rest.chars().next().unwrap_or(' ');
-                    (c, c.len_utf8())
-                }
-            };
-            text.push(c);
-            bytes.push((i, i + len));
-            i += len;
-        }
+    let push = |out: &mut Vec<Node>, raw: (usize, usize), block: bool| {
+        let (text, bytes) = decode(div, raw.0, raw.1);
         let block_before = block && !out.is_empty();
-        if let Some(prev) = out.last() {
-            at = prev.at + prev.bytes.len() + usize::from(block_before);
-        }
+        let at = out.last().map_or(0, |prev: &Node| {
+            prev.at + prev.bytes.len() + usize::from(block_before)
+        });
         out.push(Node {
-            raw: (pos, end),
+            raw,
             text,
             bytes,
             at,
             block: block_before,
         });
+    };
+    while pos < div.len() {
+        if div[pos..].starts_with('<') {
+            let end = pos + markup_len(&div[pos..]);
+            let tag = &div[pos..end];
+            block |= is_block(tag);
+            if !tag.starts_with("<!") && !tag.starts_with("</") {
+                for a in attributes(tag) {
+                    if let Some((s, e)) = a.value {
+                        if TEXT_ATTRIBUTES.contains(&a.name.to_ascii_lowercase().as_str()) {
+                            push(&mut out, (pos + s, pos + e), true);
+                            block = true;
+                        }
+                    }
+                }
+            }
+            pos = end;
+            continue;
+        }
+        let end = div[pos..].find('<').map_or(div.len(), |i| pos + i);
+        push(&mut out, (pos, end), block);
         block = false;
         pos = end;
     }
@@ -149,8 +379,9 @@ fn nodes(div: &str) -> Vec<Node> {
 
 /// The text the engine reads.
 pub(super) fn plain(div: &str) -> String {
+    let div = sanitize(div);
     let mut out = String::new();
-    for n in nodes(div) {
+    for n in nodes(&div) {
         if n.block {
             out.push('\n');
         }
@@ -164,15 +395,19 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
-/// `div` with the entities of `spans` (code points of [`plain`]) replaced in its text
-/// nodes; the number of replacements.
+/// `div` [`sanitize`]d, with the entities of `spans` (code points of [`plain`]) replaced in
+/// its text nodes; the number of replacements.
 pub(super) fn deidentify<R: Rng>(
     div: &str,
     spans: &[Span],
     deid: &mut Deidentifier<R>,
 ) -> (String, usize) {
+    let clean = sanitize(div);
+    let div = clean.as_str();
     let mut out = String::with_capacity(div.len());
     let mut copied = 0;
     let mut count = 0;
@@ -260,6 +495,48 @@ mod tests {
             out,
             "<div><p>Seen: [person] <b>[person]</b> &amp; &quot;[first_name]&quot;</p></div>"
         );
+    }
+
+    #[test]
+    fn attributes_and_comments_carry_no_phi_out() {
+        let div = concat!(
+            r##"<div xmlns="http://www.w3.org/1999/xhtml"><p title="Arthur Quibblesworth" class="c">Seen</p>"##,
+            r##"<a href="mailto:arthur.quibblesworth@example.com">mail</a> <a href="tel:+16175550142">call</a>"##,
+            r##"<img src="http://h.example.org/Quibblesworth.png" alt="Photo of Arthur Quibblesworth"/>"##,
+            r##"<span id="Quibblesworth-a1" onclick="x">x</span><a href="#Quibblesworth-a1">back</a>"##,
+            r##"<img src="#bin1" alt=""/><!-- Arthur Quibblesworth MRN 4455667 --><![CDATA[MRN 4455667]]></div>"##
+        );
+        let text = plain(div);
+        assert_eq!(
+            text,
+            "Arthur Quibblesworth\nSeen\nmail call\nPhoto of Arthur Quibblesworth\nxback\n"
+        );
+        let at = text.find("Arthur").unwrap_or(0);
+        let second = text.rfind("Arthur").unwrap_or(0);
+        let spans = [
+            Span::new(at, at + 20, Label::Person, 1.0, Source::Rule),
+            Span::new(second, second + 20, Label::Person, 1.0, Source::Rule),
+        ];
+        let mut deid = Deidentifier::new(
+            DeidOptions::default(),
+            &HashKey::from_bytes([1; 32]),
+            rand::rng(),
+        );
+        let (out, n) = deidentify(div, &spans, &mut deid);
+        assert_eq!(n, 2);
+        assert_eq!(
+            out,
+            concat!(
+                r##"<div xmlns="http://www.w3.org/1999/xhtml"><p title="[person]" class="c">Seen</p>"##,
+                r##"<a>mail</a> <a>call</a>"##,
+                r##"<img alt="Photo of [person]" src="#"/>"##,
+                r##"<span id="n1">x</span><a href="#n1">back</a>"##,
+                r##"<img src="#bin1" alt=""/></div>"##
+            )
+        );
+        for phi in ["Quibblesworth", "4455667", "6175550142"] {
+            assert!(!out.contains(phi), "{phi} in {out}");
+        }
     }
 
     #[test]

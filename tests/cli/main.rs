@@ -4,6 +4,7 @@
 
 mod deid;
 mod eval;
+mod fhir;
 mod fresh_machine;
 mod installed;
 
