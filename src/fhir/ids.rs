@@ -5,7 +5,10 @@
 //! The new id is an HMAC of the old one under a key drawn per request, or derived from the
 //! caller's subject so that the same subject's resources get the same ids in every request.
 //! A reference that is a search (`Patient?identifier=…`) carries an identifier in its
-//! query and is removed.
+//! query and is removed; a Bundle's own URLs (`link.url`, `request.url`) lose their query
+//! and are re-pointed the same way, so a `PUT Patient/<id>` still names its resource. A
+//! contained resource's id (local to its container, never a source system's) is kept with
+//! its `#id` references, which would dangle otherwise.
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
@@ -87,6 +90,21 @@ impl IdMap {
             Some(new) => *r = new,
             None => *node = Value::Null,
         }
+        true
+    }
+
+    /// A URL of a Bundle's plumbing (`Bundle.link.url`, `entry.request.url`): the query
+    /// cut (a search's values are a patient's name, birth date, MRN), the rest re-pointed
+    /// when it is a resource's address (`Patient/p-42` becomes `Patient/<new id>`, the id
+    /// the resource itself gets) and kept otherwise (`Patient`, a server's base).
+    pub(super) fn url(&self, node: &mut Value) -> bool {
+        let Value::String(u) = node else { return false };
+        let path = u.split(['?', '#']).next().unwrap_or("");
+        let new = self.repoint(path).unwrap_or_else(|| path.to_owned());
+        if new == *u {
+            return false;
+        }
+        *u = new;
         true
     }
 

@@ -386,6 +386,41 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
+/// Whether a quantity of time says more than 89 years; `None` when it has no number or no
+/// unit of time.
+fn over_89(m: &Map<String, Value>) -> Option<bool> {
+    let v = m.get("value").and_then(Value::as_f64)?;
+    let per_year = walk::units_per_year(m)?;
+    Some(v >= 90.0 * per_year)
+}
+
+/// 90 years in a quantity's own unit.
+fn cap_value(per_year: f64) -> Value {
+    #[allow(clippy::cast_possible_truncation)]
+    Value::from((90.0 * per_year).round() as i64)
+}
+
+/// An `Age` over 89 (Safe Harbor's aggregated ages, as free text's `90+`): the value 90 in
+/// its own unit, with the comparator `>=`. An age with no unit is read as years.
+fn age_cap(node: &mut Value) -> bool {
+    let Value::Object(m) = node else { return false };
+    let Some(v) = m.get("value").and_then(Value::as_f64) else {
+        return false;
+    };
+    let has_unit = m.contains_key("code") || m.contains_key("unit");
+    let per_year = match walk::units_per_year(m) {
+        Some(p) => p,
+        None if !has_unit => 1.0,
+        None => return false,
+    };
+    if v < 90.0 * per_year {
+        return false;
+    }
+    m.insert("value".into(), cap_value(per_year));
+    m.insert("comparator".into(), Value::String(">=".into()));
+    true
+}
+
 /// The working state of one [`Document::deidentify`].
 struct State<'a> {
     key: &'a HashKey,
@@ -465,6 +500,23 @@ impl State<'_> {
             Site::ResourceId(ref ty) => self.ids.resource_id(ty, node),
             Site::FullUrl => self.ids.full_url(node),
             Site::Reference => self.ids.reference(node),
+            Site::Url => self.ids.url(node),
+            Site::Removed => {
+                *node = Value::Null;
+                true
+            }
+            Site::NameString => self.name_string(node, patient),
+            Site::Age => age_cap(node),
+            Site::AgeRange => self.age_range(node),
+            Site::Position => {
+                // Coordinates locate what the address's cut city and street located.
+                if self.opts.profile.city == ElementAction::Keep {
+                    false
+                } else {
+                    *node = Value::Null;
+                    true
+                }
+            }
         };
         if changed {
             self.stats.elements += 1;
@@ -591,6 +643,42 @@ impl State<'_> {
             };
             obj.insert("text".into(), text);
             changed = true;
+        }
+        changed
+    }
+
+    /// A name written as one string: the names action on the whole.
+    fn name_string(&mut self, node: &mut Value, patient: Option<&str>) -> bool {
+        let action = self.opts.profile.names;
+        let Value::String(s) = node else { return false };
+        if action == ElementAction::Keep {
+            return false;
+        }
+        let s = s.clone();
+        *node = self
+            .value(action, crate::detect::Label::Person, &s, patient)
+            .map_or(Value::Null, Value::String);
+        true
+    }
+
+    /// A `Range` of ages: a low bound over 89 becomes 90, a high bound over 89 is removed
+    /// (the range reads "90 and over"); a `Range` not in units of time is left.
+    fn age_range(&mut self, node: &mut Value) -> bool {
+        let Value::Object(obj) = node else {
+            return false;
+        };
+        let mut changed = false;
+        if let Some(Value::Object(high)) = obj.get("high") {
+            if over_89(high).unwrap_or(false) {
+                obj.remove("high");
+                changed = true;
+            }
+        }
+        if let Some(Value::Object(low)) = obj.get_mut("low") {
+            if let (Some(true), Some(per_year)) = (over_89(low), walk::units_per_year(low)) {
+                low.insert("value".into(), cap_value(per_year));
+                changed = true;
+            }
         }
         changed
     }

@@ -13,8 +13,13 @@
 //! | primitive values of extensions (`valueCode`, `valueUri`, …) | free text | free text |
 //! | `birthDate` | generalize (year; removed when it reveals an age over 89) | date_shift |
 //! | every other date, dateTime, instant | date_shift (one offset per patient) | date_shift |
-//! | `Attachment.url`, `photo`, non-text `Attachment.data` | redact | redact |
-//! | resource ids, `fullUrl`, references | re-pointed (same target, new id) | re-pointed |
+//! | `Attachment.url`, `photo`, non-text or untyped `Attachment.data` | redact | redact |
+//! | `FamilyMemberHistory.name` (one string) | redact | pseudonymize |
+//! | an `Age` (or a `Range` of ages) over 89 | 90, comparator `>=` | 90, comparator `>=` |
+//! | `Location.position` | redact (kept only when `city` is kept) | redact |
+//! | resource ids, `fullUrl`, references | re-pointed (same target, new id); a contained resource's id kept | re-pointed |
+//! | `Bundle.link.url`, `entry.request.url`, `entry.response.location` | query cut, re-pointed | query cut, re-pointed |
+//! | `entry.request.ifNoneExist`, `meta.source` | redact | redact |
 //! | free text | `hipaa_expert_review_assist`: PHI masked, dates shifted by the patient's offset, ages over 89 as `90+` | `clinical_preserve`: surrogates, dates shifted, ages over 89 as `90+` |
 //!
 //! The settings choose the default profile (`fhir.profile`) and change single element kinds

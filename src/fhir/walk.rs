@@ -56,8 +56,23 @@ pub(super) enum Site {
     ResourceId(String),
     /// `Bundle.entry.fullUrl`.
     FullUrl,
-    /// `Reference.reference`.
+    /// `Reference.reference`, and `Bundle.entry.response.location`.
     Reference,
+    /// A URL of a Bundle's plumbing (`Bundle.link.url`, `entry.link.url`,
+    /// `entry.request.url`): its query (a search's values) cut, a resource's address
+    /// re-pointed as references are.
+    Url,
+    /// A string removed under every profile: a conditional request's query
+    /// (`entry.request.ifNoneExist`), `meta.source` (the source system's address).
+    Removed,
+    /// A person's name written as one string (`FamilyMemberHistory.name`).
+    NameString,
+    /// An `Age` (`onsetAge`, `ageAge`, …, or a `valueQuantity` in years).
+    Age,
+    /// A `Range` of ages (`ageRange`, `onsetRange`, `abatementRange`).
+    AgeRange,
+    /// `Location.position`: latitude and longitude.
+    Position,
 }
 
 /// String keys holding free text.
@@ -117,6 +132,36 @@ const INSTANT_KEYS: &[&str] = &[
 
 /// String keys that are codes or addresses, never dates or text, whatever they look like.
 const CODE_KEYS: &[&str] = &["code", "system", "version", "value", "id", "url", "unit"];
+
+/// String elements removed whatever the profile, by path: a conditional request's query
+/// and the source system's address carry the values they search or name.
+const REMOVED_PATHS: &[&str] = &["Bundle.entry.request.ifNoneExist"];
+
+/// URLs of a Bundle's plumbing, by path ([`Site::Url`]).
+const URL_PATHS: &[&str] = &[
+    "Bundle.link.url",
+    "Bundle.entry.link.url",
+    "Bundle.entry.request.url",
+];
+
+/// Keys of R4 `Range`s that are ranges of ages.
+const AGE_RANGE_KEYS: &[&str] = &["ageRange", "onsetRange", "abatementRange"];
+
+/// How many of a quantity's units make a year, read from its UCUM `code` or its `unit`;
+/// `None` for a unit that is not a time, or no unit at all.
+pub(super) fn units_per_year(m: &Map<String, Value>) -> Option<f64> {
+    let unit = m
+        .get("code")
+        .or_else(|| m.get("unit"))
+        .and_then(Value::as_str)?;
+    Some(match unit.trim().to_ascii_lowercase().as_str() {
+        "a" | "y" | "yr" | "yrs" | "year" | "years" => 1.0,
+        "mo" | "month" | "months" => 12.0,
+        "wk" | "week" | "weeks" => 52.0,
+        "d" | "day" | "days" => 365.0,
+        _ => return None,
+    })
+}
 
 /// Whose patient each resource is.
 #[derive(Debug, Default)]
@@ -231,6 +276,9 @@ struct Shape {
     coding: bool,
     /// An `Attachment`'s content type.
     content_type: Option<String>,
+    /// Data with no content type that is not `SampledData`: an `Attachment` (or a
+    /// `Signature`) whose data cannot be read.
+    unknown_data: bool,
 }
 
 impl Shape {
@@ -243,6 +291,10 @@ impl Shape {
                 .get("contentType")
                 .and_then(Value::as_str)
                 .map(str::to_ascii_lowercase),
+            unknown_data: !has("contentType")
+                && has("data")
+                && !has("dimensions")
+                && !has("origin"),
         }
     }
 }
@@ -279,9 +331,25 @@ fn object_site(key: &str, m: &Map<String, Value>) -> Option<Site> {
         "telecom" | "valueContactPoint" if m.contains_key("value") || m.contains_key("system") => {
             Some(Site::Telecom)
         }
-        "address" | "valueAddress" if is_address(m) || m.contains_key("text") => {
+        // `address`, and every element of type `Address` named for what it locates
+        // (`valueAddress`, `Claim.accident.locationAddress`).
+        k if (k == "address" || k.ends_with("Address"))
+            && (is_address(m) || m.contains_key("text")) =>
+        {
             Some(Site::Address)
         }
+        "position" if m.contains_key("latitude") || m.contains_key("longitude") => {
+            Some(Site::Position)
+        }
+        // An `Age` (`onsetAge`, `ageAge`, `deceasedAge`, `valueAge`), or a quantity in
+        // years that is a value (an observed age).
+        k if k.ends_with("Age") && m.get("value").is_some_and(Value::is_number) => Some(Site::Age),
+        "valueQuantity"
+            if m.get("value").is_some_and(Value::is_number) && units_per_year(m) == Some(1.0) =>
+        {
+            Some(Site::Age)
+        }
+        k if AGE_RANGE_KEYS.contains(&k) => Some(Site::AgeRange),
         // `identifier`, `valueIdentifier`, and the elements of type `Identifier` named for
         // what they identify (`Specimen.accessionIdentifier`,
         // `DocumentReference.masterIdentifier`).
@@ -292,7 +360,18 @@ fn object_site(key: &str, m: &Map<String, Value>) -> Option<Site> {
     }
 }
 
-fn string_site(key: &str, s: &str, shape: &Shape) -> Option<Site> {
+fn string_site(key: &str, s: &str, shape: &Shape, path: &str) -> Option<Site> {
+    if URL_PATHS.contains(&path) {
+        return Some(Site::Url);
+    }
+    if REMOVED_PATHS.contains(&path) || path.ends_with(".meta.source") {
+        return Some(Site::Removed);
+    }
+    match path {
+        "Bundle.entry.response.location" => return Some(Site::Reference),
+        "FamilyMemberHistory.name" => return Some(Site::NameString),
+        _ => {}
+    }
     match key {
         "fullUrl" => return Some(Site::FullUrl),
         "reference" => return Some(Site::Reference),
@@ -306,7 +385,11 @@ fn string_site(key: &str, s: &str, shape: &Shape) -> Option<Site> {
                 Site::BinaryData
             });
         }
-        "url" if shape.content_type.is_some() => return Some(Site::AttachmentUrl),
+        // Data of no declared type cannot be told from text: removed, not passed through.
+        "data" if shape.unknown_data => return Some(Site::BinaryData),
+        "url" if shape.content_type.is_some() || shape.unknown_data => {
+            return Some(Site::AttachmentUrl)
+        }
         k if IDENTIFIER_STRING_KEYS.contains(&k) => return Some(Site::IdentifierString),
         _ => {}
     }
@@ -328,17 +411,21 @@ pub(super) type Visit<'a> = dyn FnMut(Option<Site>, &mut Value, Option<&str>, &s
 /// Visits every element of `v`, parents before children.
 pub(super) fn walk(v: &mut Value, patients: &Patients, f: &mut Visit<'_>) {
     if let Value::Object(_) = v {
-        object(v, None, "", false, patients, f);
+        object(v, None, "", false, false, patients, f);
     }
 }
 
 /// Visits one object at `path`; `birth` is true inside `_birthDate` (the birth date's
-/// extensions, such as the birth time, are the birth date too).
+/// extensions, such as the birth time, are the birth date too); `contained` is true for a
+/// contained resource, whose id is local to its container and kept (its `#id` references
+/// must still resolve).
+#[allow(clippy::too_many_arguments)]
 fn object(
     v: &mut Value,
     inherited: Option<&str>,
     path: &str,
     birth: bool,
+    contained: bool,
     patients: &Patients,
     f: &mut Visit<'_>,
 ) {
@@ -355,7 +442,7 @@ fn object(
             .or(patient)
             .or_else(|| patients.only.clone());
         path.clone_from(&ty);
-        if let Some(id) = m.get_mut("id") {
+        if let Some(id) = m.get_mut("id").filter(|_| !contained) {
             if id.is_string() {
                 f(
                     Some(Site::ResourceId(ty.clone())),
@@ -402,7 +489,7 @@ fn child_of(
 ) {
     match child {
         Value::String(s) => {
-            let site = match string_site(key, s, shape) {
+            let site = match string_site(key, s, shape, path) {
                 Some(Site::Date(_)) if birth => Some(Site::BirthDate),
                 other => other,
             };
@@ -411,7 +498,8 @@ fn child_of(
         Value::Object(m) => {
             let site = object_site(key, m);
             if f(site, child, patient, path) {
-                object(child, patient, path, birth, patients, f);
+                let contained = key == "contained";
+                object(child, patient, path, birth, contained, patients, f);
             }
         }
         Value::Array(items) => {

@@ -71,3 +71,70 @@ fn narrative_attributes_and_comments_come_out_without_phi() {
         );
     }
 }
+
+/// A transaction's own URLs: a search link with a name and a birth date, a conditional
+/// create with an MRN, a PUT to the original id. Before, all came out as they went in (the
+/// PUT then named `Patient/p-42` while its body's id was new); now queries are cut and
+/// addresses follow the resource's new id.
+#[test]
+fn bundle_urls_carry_no_phi_and_follow_the_new_ids() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let doc = json!({
+        "resourceType": "Bundle", "type": "transaction",
+        "link": [{"relation": "self", "url": "http://h.example.org/fhir/Patient?name=Quibblesworth&birthdate=1930-02-02"}],
+        "entry": [
+            {"fullUrl": "http://h.example.org/fhir/Patient/p-42",
+             "resource": {"resourceType": "Patient", "id": "p-42", "meta": {"source": "http://h.example.org/Quibblesworth"}},
+             "request": {"method": "PUT", "url": "Patient/p-42"},
+             "response": {"status": "200", "location": "Patient/p-42/_history/1"}},
+            {"resource": {"resourceType": "Observation", "id": "o1", "status": "final", "code": {"text": "x"},
+                "subject": {"reference": "Patient/p-42"}},
+             "request": {"method": "POST", "url": "Observation", "ifNoneExist": "identifier=http://h.example.org/mrn|4455667"}},
+            {"request": {"method": "GET", "url": "Patient?name=Quibblesworth&birthdate=1930-02-02"}}
+        ]
+    });
+    let out = deid_json(t.path(), &doc, &[], &[]);
+    assert_gone(&out, &["Quibblesworth", "1930-02-02", "4455667", "p-42"]);
+    let id = out["entry"][0]["resource"]["id"].as_str().expect("id");
+    assert_eq!(out["entry"][0]["request"]["url"], format!("Patient/{id}"));
+    assert_eq!(
+        out["entry"][1]["resource"]["subject"]["reference"],
+        format!("Patient/{id}")
+    );
+}
+
+/// Ages over 89 in structured elements, a relative's name, an address under another key,
+/// data of no type and coordinates. Before, each came out as it went in.
+#[test]
+fn typed_elements_under_other_keys_are_de_identified() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let data = "QXJ0aHVyIFF1aWJibGVzd29ydGgsIE1STiA0NDU1NjY3";
+    let doc = json!({"resourceType": "Bundle", "type": "collection", "entry": [
+        {"resource": {"resourceType": "FamilyMemberHistory", "id": "f1", "status": "completed",
+            "patient": {"reference": "Patient/p1"}, "relationship": {"text": "mother"},
+            "name": "Henrietta Quibblesworth", "ageAge": {"value": 101, "unit": "a"}}},
+        {"resource": {"resourceType": "Claim", "id": "c", "status": "active", "patient": {"reference": "Patient/p1"},
+            "accident": {"locationAddress": {"line": ["12 Plumbottom Lane"], "city": "Springfield", "postalCode": "62704"}}}},
+        {"resource": {"resourceType": "DocumentReference", "id": "d1", "status": "current",
+            "content": [{"attachment": {"data": data, "title": "note"}}]}},
+        {"resource": {"resourceType": "Location", "id": "l1", "position": {"longitude": -89.6501, "latitude": 39.7817}}}
+    ]});
+    let out = deid_json(t.path(), &doc, &[], &[]);
+    assert_gone(
+        &out,
+        &[
+            "Quibblesworth",
+            "Henrietta",
+            "Plumbottom",
+            "Springfield",
+            "62704",
+            data,
+            "39.7817",
+            "101",
+        ],
+    );
+    assert_eq!(
+        out["entry"][0]["resource"]["ageAge"],
+        json!({"value": 90, "unit": "a", "comparator": ">="})
+    );
+}

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use crate::detect::{ContextRecognizer, Layered, Recognizer, RuleRecognizer};
 
+mod elements;
+
 fn key() -> HashKey {
     HashKey::from_bytes([3; 32])
 }
@@ -383,14 +385,14 @@ fn extensions_of_structured_types_and_message_payloads_are_handled() {
 /// in the primitive values of extensions.
 fn identifiers_elsewhere() -> Value {
     serde_json::from_str(include_str!(
-        "../../tests/fixtures/fhir/identifiers-elsewhere.json"
+        "../../../tests/fixtures/fhir/identifiers-elsewhere.json"
     ))
     .expect("the fixture is JSON")
 }
 
 /// The identifying values in that fixture, one a line.
 const IDENTIFIERS_ELSEWHERE: &str =
-    include_str!("../../tests/fixtures/fhir/identifiers-elsewhere.phi.txt");
+    include_str!("../../../tests/fixtures/fhir/identifiers-elsewhere.phi.txt");
 
 #[test]
 fn identifiers_outside_identifier_elements_are_removed_or_hashed() {

@@ -1,0 +1,173 @@
+//! R4 elements the walker once missed: a Bundle's URLs, contained resources, a name as one
+//! string, addresses and ages under other keys, data of no type, coordinates.
+
+use serde_json::{json, Value};
+
+use super::{leaks, opts, run};
+use crate::fhir::{Format, Profile};
+
+fn safe_harbor(doc: &Value) -> Value {
+    let (out, _) = run(
+        &doc.to_string(),
+        Format::Json,
+        &[],
+        &opts(Profile::safe_harbor()),
+    );
+    out.values()[0].clone()
+}
+
+#[test]
+fn bundle_urls_lose_their_queries_and_follow_the_new_ids() {
+    let doc = json!({
+        "resourceType": "Bundle", "type": "transaction",
+        "meta": {"source": "http://hospital.example.org/Quibblesworth"},
+        "link": [{"relation": "self", "url": "http://h.example.org/fhir/Patient?name=Quibblesworth&birthdate=1930-02-02"}],
+        "entry": [
+            {"fullUrl": "http://h.example.org/fhir/Patient/p-42",
+             "resource": {"resourceType": "Patient", "id": "p-42", "meta": {"source": "#Quibblesworth"}},
+             "request": {"method": "PUT", "url": "Patient/p-42"},
+             "response": {"status": "200", "location": "Patient/p-42/_history/1"}},
+            {"resource": {"resourceType": "Observation", "id": "o1", "status": "final", "code": {"text": "x"}},
+             "request": {"method": "POST", "url": "Observation", "ifNoneExist": "identifier=http://h.example.org/mrn|4455667"}},
+            {"request": {"method": "GET", "url": "Patient?name=Quibblesworth&birthdate=1930-02-02"}}
+        ]
+    });
+    let out = safe_harbor(&doc);
+    assert_eq!(
+        leaks(&out, &["Quibblesworth", "1930-02-02", "4455667", "p-42"]),
+        Vec::<String>::new(),
+        "{out}"
+    );
+    let e = &out["entry"];
+    let id = e[0]["resource"]["id"].as_str().unwrap_or_default();
+    assert_eq!(e[0]["request"]["url"], format!("Patient/{id}"));
+    assert_eq!(e[0]["response"]["location"], format!("Patient/{id}"));
+    assert_eq!(e[1]["request"]["url"], "Observation");
+    assert_eq!(e[2]["request"]["url"], "Patient");
+    assert_eq!(out["link"][0]["url"], "http://h.example.org/fhir/Patient");
+    assert!(out.get("meta").is_none(), "{out}");
+}
+
+#[test]
+fn a_contained_resource_keeps_its_id_and_its_references_resolve() {
+    let doc = json!({
+        "resourceType": "Observation", "id": "o1", "status": "final", "code": {"text": "glucose"},
+        "contained": [{"resourceType": "Practitioner", "id": "pr1", "name": [{"family": "Plumbottom"}]}],
+        "subject": {"reference": "Patient/p1"},
+        "performer": [{"reference": "#pr1"}]
+    });
+    let out = safe_harbor(&doc);
+    assert_eq!(out["performer"][0]["reference"], "#pr1");
+    assert_eq!(out["contained"][0]["id"], "pr1");
+    assert_ne!(out["id"], "o1");
+    assert_eq!(leaks(&out, &["Plumbottom"]), Vec::<String>::new());
+}
+
+#[test]
+fn a_relatives_name_as_one_string_is_a_name() {
+    let doc = json!({
+        "resourceType": "FamilyMemberHistory", "id": "f1", "status": "completed",
+        "patient": {"reference": "Patient/p1"}, "relationship": {"text": "mother"},
+        "name": "Henrietta Quibblesworth"
+    });
+    let out = safe_harbor(&doc);
+    assert!(out.get("name").is_none(), "{out}");
+    let (p, _) = run(
+        &doc.to_string(),
+        Format::Json,
+        &[],
+        &opts(Profile::pseudonymize()),
+    );
+    let name = p.values()[0]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        !name.is_empty() && !name.contains("Quibblesworth"),
+        "{name}"
+    );
+}
+
+#[test]
+fn an_address_under_any_key_is_an_address() {
+    let doc = json!({
+        "resourceType": "Claim", "id": "c", "status": "active",
+        "patient": {"reference": "Patient/1"},
+        "accident": {"date": "2020-12-30", "locationAddress": {
+            "line": ["12 Quibblesworth Lane"], "city": "Springfield", "postalCode": "62704"}}
+    });
+    let out = safe_harbor(&doc);
+    assert_eq!(
+        out["accident"]["locationAddress"],
+        json!({"postalCode": "627"}),
+        "{out}"
+    );
+}
+
+#[test]
+fn structured_ages_over_89_are_aggregated() {
+    let doc = json!({
+        "resourceType": "Bundle", "type": "collection", "entry": [
+            {"resource": {"resourceType": "Condition", "id": "c1", "subject": {"reference": "Patient/p1"},
+                "onsetAge": {"value": 93, "unit": "years", "system": "http://unitsofmeasure.org", "code": "a"},
+                "abatementAge": {"value": 45, "unit": "a"}}},
+            {"resource": {"resourceType": "Observation", "id": "o1", "status": "final", "code": {"text": "age"},
+                "valueQuantity": {"value": 94, "unit": "yr", "system": "http://unitsofmeasure.org", "code": "a"}}},
+            {"resource": {"resourceType": "Observation", "id": "o2", "status": "final", "code": {"text": "weight"},
+                "valueQuantity": {"value": 95, "unit": "kg", "code": "kg"}}},
+            {"resource": {"resourceType": "FamilyMemberHistory", "id": "f1", "status": "completed",
+                "patient": {"reference": "Patient/p1"}, "relationship": {"text": "mother"},
+                "ageAge": {"value": 101, "unit": "a"}, "deceasedAge": {"value": 1236, "code": "mo"},
+                "ageRange": {"low": {"value": 92, "unit": "a"}, "high": {"value": 96, "unit": "a"}}}}
+        ]
+    });
+    let out = safe_harbor(&doc);
+    let r = |i: usize| &out["entry"][i]["resource"];
+    let cap = json!({"value": 90, "unit": "years", "system": "http://unitsofmeasure.org", "code": "a", "comparator": ">="});
+    assert_eq!(r(0)["onsetAge"], cap);
+    assert_eq!(r(0)["abatementAge"], json!({"value": 45, "unit": "a"}));
+    assert_eq!(r(1)["valueQuantity"]["value"], 90);
+    assert_eq!(r(1)["valueQuantity"]["comparator"], ">=");
+    assert_eq!(r(2)["valueQuantity"]["value"], 95);
+    assert_eq!(
+        r(3)["ageAge"],
+        json!({"value": 90, "unit": "a", "comparator": ">="})
+    );
+    assert_eq!(r(3)["deceasedAge"]["value"], 1080);
+    assert_eq!(r(3)["ageRange"], json!({"low": {"value": 90, "unit": "a"}}));
+}
+
+#[test]
+fn data_of_no_declared_type_is_removed_not_passed_through() {
+    let data = crate::fhir::walk::encode_text("Arthur Quibblesworth, MRN 4455667");
+    let doc = json!({
+        "resourceType": "DocumentReference", "id": "d1", "status": "current",
+        "content": [{"attachment": {"data": data, "url": "http://h.example.org/q.txt", "title": "note"}}]
+    });
+    let out = safe_harbor(&doc);
+    assert_eq!(
+        out["content"][0]["attachment"],
+        json!({"title": "note"}),
+        "{out}"
+    );
+    // SampledData's data is numbers, kept.
+    let obs = json!({"resourceType": "Observation", "id": "o", "status": "final", "code": {"text": "ecg"},
+        "valueSampledData": {"origin": {"value": 0}, "period": 10, "dimensions": 1, "data": "1 2 3"}});
+    assert_eq!(safe_harbor(&obs)["valueSampledData"]["data"], "1 2 3");
+}
+
+#[test]
+fn coordinates_go_with_the_address_they_locate() {
+    let doc = json!({
+        "resourceType": "Location", "id": "home-1", "name": "Patient home",
+        "address": {"line": ["12 Elm Street"], "city": "Springfield", "postalCode": "62704"},
+        "position": {"longitude": -89.6501, "latitude": 39.7817}
+    });
+    let out = safe_harbor(&doc);
+    assert!(out.get("position").is_none(), "{out}");
+    let kept = Profile::safe_harbor()
+        .with_actions(&["city=keep"])
+        .expect("valid");
+    let (k, _) = run(&doc.to_string(), Format::Json, &[], &opts(kept));
+    assert_eq!(k.values()[0]["position"]["latitude"], 39.7817);
+}
