@@ -496,12 +496,14 @@ mod tests {
             Err(PoolError::Recognizer(RecognizerError::Backend(_)))
         ));
         let fallback = pool
-            .run_fallback(key.clone(), rec.clone(), Arc::from("X"))
+            .run_fallback(key.clone(), rec.clone(), Arc::from([Arc::from("X")]))
             .await;
-        assert_eq!(
-            fallback.expect("the fallback is not at the boundary").len(),
-            1
-        );
+        let spans: Vec<usize> = fallback
+            .expect("the fallback is not at the boundary")
+            .iter()
+            .map(Vec::len)
+            .collect();
+        assert_eq!(spans, [1]);
         faults.set_spec("infer=panic:1").expect("faults");
         let panicked = pool.run(key.clone(), rec.clone(), Arc::from("X")).await;
         assert!(matches!(
