@@ -52,11 +52,13 @@ use walk::{Site, TextKind};
 /// Errors reading a FHIR document. Messages name a position or a rule, never a value.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FhirError {
-    /// Returned when a body (or an NDJSON line) is not JSON.
-    #[error("line {line} is not valid JSON")]
+    /// Returned when a body (or an NDJSON line) is not JSON: where the reader stopped.
+    #[error("not valid JSON at line {line}, column {column}")]
     NotJson {
-        /// 1-based line of the body (NDJSON) or 1.
+        /// 1-based line of the body.
         line: usize,
+        /// 1-based column of that line.
+        column: usize,
     },
     /// Returned when a value is not a FHIR resource (an object with a `resourceType`).
     #[error("line {line} is not a FHIR resource: a JSON object with a resourceType string")]
@@ -160,11 +162,11 @@ impl Document {
     pub fn parse(body: &str, format: Format, limits: Limits) -> Result<Document, FhirError> {
         let mut values = Vec::new();
         match format {
-            Format::Json => values.push(read_resource(body, 1)?),
+            Format::Json => values.push(read_resource(body, 1, limits.max_depth)?),
             Format::Ndjson => {
                 for (i, line) in body.lines().enumerate() {
                     if !line.trim().is_empty() {
-                        values.push(read_resource(line, i + 1)?);
+                        values.push(read_resource(line, i + 1, limits.max_depth)?);
                     }
                 }
             }
@@ -323,8 +325,20 @@ impl Document {
     }
 }
 
-fn read_resource(text: &str, line: usize) -> Result<Value, FhirError> {
-    let v: Value = serde_json::from_str(text).map_err(|_| FhirError::NotJson { line })?;
+/// One resource from `text`, which starts at `line` of the body. JSON nested deeper than
+/// the reader's own bound (128) is too deep, not malformed; the reader's message is not
+/// passed on (only its position), so no value of the body is.
+fn read_resource(text: &str, line: usize, max_depth: usize) -> Result<Value, FhirError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        if e.to_string().starts_with("recursion limit exceeded") {
+            FhirError::TooDeep { max: max_depth }
+        } else {
+            FhirError::NotJson {
+                line: line + e.line().max(1) - 1,
+                column: e.column(),
+            }
+        }
+    })?;
     if v.get("resourceType").and_then(Value::as_str).is_none() {
         return Err(FhirError::NotAResource { line });
     }

@@ -314,7 +314,39 @@ fn bad_bodies_name_the_line_and_the_rule() {
     let l = Limits::default();
     assert_eq!(
         Document::parse("{", Format::Json, l).err(),
-        Some(FhirError::NotJson { line: 1 })
+        Some(FhirError::NotJson { line: 1, column: 1 })
+    );
+    // See: the outside tester's finding 16 (a trailing comma on line 4 reported as line 1).
+    let pretty = "{\n \"resourceType\": \"Patient\",\n \"id\": \"x\",\n \"name\": [{\"family\": \"Roe\",]\n}";
+    let e = Document::parse(pretty, Format::Json, l).err();
+    assert_eq!(
+        e,
+        Some(FhirError::NotJson {
+            line: 4,
+            column: 28
+        })
+    );
+    assert!(!e.map(|e| e.to_string()).unwrap_or_default().contains("Roe"));
+    assert_eq!(
+        Document::parse(
+            "{\"resourceType\":\"Patient\"}\n{\"resourceType\": x}",
+            Format::Ndjson,
+            l
+        )
+        .err(),
+        Some(FhirError::NotJson {
+            line: 2,
+            column: 18
+        })
+    );
+    let very_deep = format!(
+        "{{\"resourceType\":\"Basic\",\"x\":{}1{}}}",
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    assert_eq!(
+        Document::parse(&very_deep, Format::Json, l).err(),
+        Some(FhirError::TooDeep { max: 64 })
     );
     assert_eq!(
         Document::parse("{\"resourceType\":\"Patient\"}\n[1]", Format::Ndjson, l).err(),
@@ -342,7 +374,7 @@ fn bad_bodies_name_the_line_and_the_rule() {
         Some(FhirError::TooManyResources { max: 1 })
     );
     for e in [
-        FhirError::NotJson { line: 3 },
+        FhirError::NotJson { line: 3, column: 4 },
         FhirError::TooDeep { max: 64 },
     ] {
         assert!(!e.to_string().contains('{'));
