@@ -342,30 +342,20 @@ type LabelCounts = BTreeMap<&'static str, usize>;
 /// not dates: a line of its own in the summary, not an entity.
 const DATES_EMPTIED: &str = "table_date_cells_emptied";
 
-/// The entities of each of `texts` at `threshold` or above, from one engine call (no call
-/// when there is no text): a FHIR document or a table is one call, each text read on its
-/// own, then swept across the others (see [`crate::detect::sweep::across`]).
+/// The entities of each of `texts` at `threshold` or above (see
+/// [`crate::engine::Engine::detect_document`]).
 async fn detect_each(
     engine: &crate::engine::Engine,
     id: &str,
     texts: &[crate::fhir::Text],
     threshold: f32,
 ) -> Result<Vec<Vec<crate::detect::Span>>, String> {
-    if texts.iter().all(|t| t.text.trim().is_empty()) {
-        return Ok(vec![Vec::new(); texts.len()]);
-    }
     let shared: crate::engine::Texts = texts.iter().map(|t| Arc::from(t.text.as_str())).collect();
-    let det = engine
-        .detect_each(id, shared, &file_call(engine))
+    engine
+        .detect_document(id, shared, &file_call(engine), threshold)
         .await
-        .map_err(|e| format!("detection failed: {e}"))?;
-    let kept = det
-        .spans
-        .into_iter()
-        .map(|spans| spans.into_iter().filter(|s| s.score >= threshold).collect())
-        .collect();
-    let texts: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
-    Ok(crate::detect::sweep::across(&texts, kept))
+        .map(|det| det.spans)
+        .map_err(|e| format!("detection failed: {e}"))
 }
 
 /// How the CLI calls the engine: no deadline (a file takes what it takes), the model

@@ -452,6 +452,38 @@ impl Engine {
         Ok(det)
     }
 
+    /// The entities of one document's free texts (a table's cells, a FHIR resource's
+    /// strings) at `threshold` or above: one guarded call ([`Engine::detect_each`]), no
+    /// call when every text is blank, then a value found in one text is swept across the
+    /// others ([`crate::detect::sweep::across`]). The CLI and the server both read
+    /// documents through here, so they find the same entities.
+    ///
+    /// # Errors
+    /// See [`EngineError`].
+    pub async fn detect_document(
+        &self,
+        id: &str,
+        texts: Texts,
+        opts: &CallOptions,
+        threshold: f32,
+    ) -> Result<Detections, EngineError> {
+        if texts.iter().all(|t| t.trim().is_empty()) {
+            return Ok(Detections {
+                spans: vec![Vec::new(); texts.len()],
+                degraded: false,
+                model_id: id.to_string(),
+            });
+        }
+        let mut det = self.detect_each(id, Arc::clone(&texts), opts).await?;
+        let kept = std::mem::take(&mut det.spans)
+            .into_iter()
+            .map(|spans| spans.into_iter().filter(|s| s.score >= threshold).collect())
+            .collect();
+        let plain: Vec<&str> = texts.iter().map(|t| &**t).collect();
+        det.spans = crate::detect::sweep::across(&plain, kept);
+        Ok(det)
+    }
+
     /// Replaces the configured allow and deny lists (`deid.allow_terms`, `deid.deny_terms`).
     pub fn set_terms(&self, terms: crate::detect::Terms) {
         *self.terms.write() = Arc::new(terms);

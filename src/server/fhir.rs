@@ -19,9 +19,8 @@ use serde_json::Value;
 
 use super::error::{ApiError, FieldProblem};
 use super::middleware::Body;
-use super::pii::{call_options, detect_each};
+use super::pii::{call_options, detect_document};
 use super::state::AppState;
-use crate::detect::Span;
 use crate::engine::{CallOptions, Texts};
 use crate::fhir::{Document, FhirError, Format, Limits, Options, Profile};
 
@@ -215,24 +214,12 @@ async fn run(
         .fhir_profile(req.profile)
         .map_err(|_| ApiError::Internal)?;
     let texts = doc.texts(&profile);
-    let mut degraded = false;
-    let spans = if texts.iter().all(|t| t.text.trim().is_empty()) {
-        vec![Vec::new(); texts.len()]
-    } else {
-        // One guarded call for the document; each text is read on its own, then names
-        // found in one are swept across the others.
-        let opts: CallOptions = call_options(st, None, None);
-        let shared: Texts = texts.iter().map(|t| Arc::from(t.text.as_str())).collect();
-        let det = detect_each(st, req.model.as_deref(), shared, &opts).await?;
-        degraded = det.degraded;
-        let kept: Vec<Vec<Span>> = det
-            .spans
-            .into_iter()
-            .map(|spans| spans.into_iter().filter(|s| s.score >= THRESHOLD).collect())
-            .collect();
-        let plain: Vec<&str> = texts.iter().map(|t| t.text.as_str()).collect();
-        crate::detect::sweep::across(&plain, kept)
-    };
+    // One guarded call for the document; each text is read on its own, then names found
+    // in one are swept across the others.
+    let shared: Texts = texts.iter().map(|t| Arc::from(t.text.as_str())).collect();
+    let opts: CallOptions = call_options(st, None, None);
+    let det = detect_document(st, req.model.as_deref(), shared, &opts, THRESHOLD).await?;
+    let (spans, degraded) = (det.spans, det.degraded);
     let options = Options {
         profile,
         subject: req.subject.as_deref().map(|s| st.hash_key.subject(s)),

@@ -69,16 +69,20 @@ pub(crate) async fn detect(
     Ok(det)
 }
 
-/// Runs detection for each of `texts` (one document's free texts) as one guarded call with
-/// the requested model (resolved), each text read on its own.
-pub(crate) async fn detect_each(
+/// Runs detection over one document's free texts (`texts`) as one guarded call with the
+/// requested model (resolved): see [`crate::engine::Engine::detect_document`].
+pub(crate) async fn detect_document(
     st: &AppState,
     model_name: Option<&str>,
     texts: Texts,
     opts: &CallOptions,
+    threshold: f32,
 ) -> Result<Detections, ApiError> {
     let id = st.resolve_model(model_name)?;
-    let det = st.engine.detect_each(&id, texts, opts).await?;
+    let det = st
+        .engine
+        .detect_document(&id, texts, opts, threshold)
+        .await?;
     if det.degraded {
         st.metrics.degraded.inc();
     }
