@@ -344,6 +344,7 @@ fn deid_options() -> impl Strategy<Value = DeidOptions> {
                 policy,
                 reference_year: None,
                 subject: subject.map(|s| HashKey::from_bytes([7; 32]).subject(&s)),
+                dates: None,
             },
         )
 }

@@ -489,6 +489,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         policy,
         reference_year: None,
         subject: None,
+        dates: None,
     };
     let rt = runtime()?;
     rt.block_on(async move {

@@ -176,6 +176,19 @@ pub struct DeidOptions {
     /// surrogate for the same value in every request and the date offset is the subject's
     /// (unless `date_shift_days` is set).
     pub subject: Option<SubjectKey>,
+    /// What dates in the text become, over the policy or method: a FHIR profile's date
+    /// actions (`fhir.actions` `dates=keep`, `birth_date=generalize`), so a note inside a
+    /// resource treats its dates as the resource's own elements are treated.
+    pub dates: Option<DateActions>,
+}
+
+/// The actions for dates in a text (see [`DeidOptions::dates`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DateActions {
+    /// A date that is not a birth date.
+    pub dates: Action,
+    /// A birth date (a `date_of_birth` entity, or a date after a birth cue such as `DOB`).
+    pub birth_dates: Action,
 }
 
 /// A subject as a key: derived from the caller's subject string and the per-install secret
@@ -562,7 +575,12 @@ impl<R: Rng> Deidentifier<R> {
         cue: Gender,
     ) -> Option<(String, Action)> {
         let mask = || (format!("[{}]", label.wire()), Action::Mask);
-        Some(match self.action_for(label) {
+        let action = match self.opts.dates {
+            Some(d) if label.is_date() && birth => d.birth_dates,
+            Some(d) if label.is_date() => d.dates,
+            _ => self.action_for(label),
+        };
+        Some(match action {
             Action::Keep => return None,
             Action::Mask => mask(),
             Action::Remove => (String::new(), Action::Remove),
@@ -571,8 +589,12 @@ impl<R: Rng> Deidentifier<R> {
                 Action::Hash,
             ),
             Action::Replace => (self.surrogate(label, original, cue), Action::Replace),
+            // Under a policy or a profile that caps ages, a birth date that tells an age over
+            // 89 tells it still when moved by a year: masked. (The bare `shift_dates`
+            // method moves every date, as OpenMed's does.)
             Action::ShiftDates => match DateParts::parse(original)
                 .filter(|_| label.is_date())
+                .filter(|d| !(birth && self.caps_ages() && self.reveals_over_89(d.year)))
                 .and_then(|d| d.shifted(self.shift_days, self.opts.keep_year))
             {
                 Some(s) => (s, Action::ShiftDates),
@@ -607,6 +629,12 @@ impl<R: Rng> Deidentifier<R> {
                 }
             }
         })
+    }
+
+    /// True when ages over 89 are aggregated here: a policy that caps them, or a FHIR
+    /// profile's date actions.
+    fn caps_ages(&self) -> bool {
+        self.opts.dates.is_some() || self.action_for(Label::Age) == Action::AgeCap
     }
 
     /// True when keeping the year of a birth date (`year`) would tell an age over 89.

@@ -324,6 +324,40 @@ fn safe_harbor_text(text: &str, reference_year: i32) -> String {
 }
 
 #[test]
+fn shifting_policies_mask_a_birth_date_that_reveals_an_age_over_89() {
+    let shifted = |policy: &str, text: &str| {
+        let opts = DeidOptions {
+            policy: Policy::parse(policy).ok(),
+            reference_year: Some(2026),
+            date_shift_days: Some(10),
+            ..DeidOptions::default()
+        };
+        let spans = crate::detect::RuleRecognizer::new().find(text);
+        run(opts, text, &spans).text
+    };
+    for policy in ["hipaa_expert_review_assist", "clinical_preserve"] {
+        assert_eq!(
+            shifted(policy, "DOB 02/03/1931, seen 04/05/2024."),
+            "DOB [date], seen 04/15/2024.",
+            "{policy}"
+        );
+        assert_eq!(
+            shifted(policy, "DOB 02/03/1950, seen 04/05/2024."),
+            "DOB 02/13/1950, seen 04/15/2024.",
+            "{policy}"
+        );
+    }
+    // The bare method moves every date, as OpenMed's does.
+    let opts = DeidOptions {
+        date_shift_days: Some(10),
+        ..method(Method::ShiftDates)
+    };
+    let text = "DOB 02/03/1931.";
+    let spans = crate::detect::RuleRecognizer::new().find(text);
+    assert_eq!(run(opts, text, &spans).text, "DOB 02/13/1931.");
+}
+
+#[test]
 fn safe_harbor_masks_a_birth_year_that_reveals_an_age_over_89() {
     assert_eq!(
         safe_harbor_text("DOB 02/03/1931, seen 04/05/2024.", 2026),

@@ -62,9 +62,66 @@ pub(super) fn shift(s: &str, days: i64) -> Option<String> {
     }
 }
 
+/// The date part of a FHIR date or dateTime (`2020`, `2020-03`, `2020-03-02`).
+fn date_part(s: &str) -> Option<&str> {
+    let year = s.len() == 4 && s.bytes().all(|b| b.is_ascii_digit());
+    if !(year || is_date(s)) {
+        return None;
+    }
+    Some(&s[..s.len().min(10)])
+}
+
+/// Puts a period back in order after its dates were moved: a start or end written to a
+/// coarser precision (a year, a month) is not moved when the other is (a year has no day
+/// to move; a month moves by its middle), so the two can cross (`start: "2020"`,
+/// `end: "2020-01-05"` moved back ten days). Compared at the coarser precision, the
+/// coarser one takes the other's value at that precision. Anything that is not a period
+/// of two dates is left alone, and so is a crossing of two dates of one precision, which
+/// one offset cannot cause.
+pub(super) fn order_period(start: &mut String, end: &mut String) {
+    let (Some(s), Some(e)) = (date_part(start), date_part(end)) else {
+        return;
+    };
+    let p = s.len().min(e.len());
+    if s[..p] <= e[..p] || s.len() == e.len() {
+        return;
+    }
+    if s.len() == p {
+        *start = e[..p].to_owned();
+    } else {
+        *end = s[..p].to_owned();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crossed_periods_are_put_back_in_order_at_the_coarser_precision() {
+        let order = |s: &str, e: &str| {
+            let (mut s, mut e) = (s.to_owned(), e.to_owned());
+            order_period(&mut s, &mut e);
+            (s, e)
+        };
+        let pair = |s: &str, e: &str| (s.to_owned(), e.to_owned());
+        // A year-only start kept while its end moved back across the new year.
+        assert_eq!(order("2020", "2019-12-26"), pair("2019", "2019-12-26"));
+        // A month-only start moved forward past its end's month.
+        assert_eq!(
+            order("2020-02", "2020-01-22T10:00:00Z"),
+            pair("2020-01", "2020-01-22T10:00:00Z")
+        );
+        // A year-only end before its start's year.
+        assert_eq!(order("2021-01-09", "2020"), pair("2021-01-09", "2021"));
+        // In order, one precision, or not dates: untouched.
+        assert_eq!(order("2019", "2019-12-26"), pair("2019", "2019-12-26"));
+        assert_eq!(
+            order("2020-01-05", "2020-01-02"),
+            pair("2020-01-05", "2020-01-02")
+        );
+        assert_eq!(order("soon", "2019"), pair("soon", "2019"));
+    }
 
     #[test]
     fn shifts_keep_precision_time_and_zone() {

@@ -293,6 +293,7 @@ impl Document {
                 }
                 true
             });
+            order_periods(v);
             prune(v);
         }
         state.stats.patients = state.deids.len();
@@ -372,6 +373,25 @@ fn check_shape(
 
 /// Removes empty strings, arrays and objects left by the profile, bottom up (FHIR's
 /// `ele-1`: every element has a value or children).
+/// Every `{start, end}` of `v` back in order after its dates were moved
+/// ([`dates::order_period`]).
+fn order_periods(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let (Some(Value::String(s)), Some(Value::String(e))) = (m.get("start"), m.get("end"))
+            {
+                let (mut s, mut e) = (s.clone(), e.clone());
+                dates::order_period(&mut s, &mut e);
+                m.insert("start".into(), Value::String(s));
+                m.insert("end".into(), Value::String(e));
+            }
+            m.values_mut().for_each(order_periods);
+        }
+        Value::Array(a) => a.iter_mut().for_each(order_periods),
+        _ => {}
+    }
+}
+
 fn prune(v: &mut Value) {
     match v {
         Value::Object(m) => {
@@ -463,6 +483,7 @@ impl State<'_> {
                     subject,
                     date_shift_days: opts.date_shift_days,
                     reference_year: opts.reference_year,
+                    dates: Some(opts.profile.text_dates()),
                     ..DeidOptions::default()
                 };
                 Deidentifier::new(dopts, key, rand::rngs::StdRng::from_os_rng())

@@ -20,7 +20,7 @@
 //! | resource ids, `fullUrl`, references | re-pointed (same target, new id); a contained resource's id kept | re-pointed |
 //! | `Bundle.link.url`, `entry.request.url`, `entry.response.location` | query cut, re-pointed | query cut, re-pointed |
 //! | `entry.request.ifNoneExist`, `meta.source` | redact | redact |
-//! | free text | `hipaa_expert_review_assist`: PHI masked, dates shifted by the patient's offset, ages over 89 as `90+` | `clinical_preserve`: surrogates, dates shifted, ages over 89 as `90+` |
+//! | free text | `hipaa_expert_review_assist`: PHI masked, dates as the date elements (shifted by the patient's offset), birth dates as `birthDate` (a year; masked when it tells an age over 89), ages over 89 as `90+` | `clinical_preserve`: surrogates, dates and birth dates shifted (a birth date that tells an age over 89 masked), ages over 89 as `90+` |
 //!
 //! The settings choose the default profile (`fhir.profile`) and change single element kinds
 //! or single paths over it (`fhir.actions`, [`Profile::with_actions`]: `names=pseudonymize`,
@@ -42,7 +42,7 @@
 //! holds more than 20,000 people; HHS's de-identification guidance lists the seventeen
 //! prefixes that did not in the 2000 census ([`SMALL_ZIP3`]).
 
-use crate::deid::Policy;
+use crate::deid::{Action, DateActions, Policy};
 
 /// What to do with one kind of element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +154,24 @@ impl Profile {
             "hipaa_safe_harbor" | "safe_harbor" => Some(Profile::safe_harbor()),
             "pseudonymize" | "pseudonymise" => Some(Profile::pseudonymize()),
             _ => None,
+        }
+    }
+
+    /// What dates in free text become: what the profile does to date elements, so that
+    /// `dates=keep` keeps a note's dates too and a birth date cut to its year in
+    /// `birthDate` is cut to its year in a note (a year that tells an age over 89 is
+    /// masked, as `birthDate` is removed).
+    pub fn text_dates(&self) -> DateActions {
+        let text = |a: ElementAction| match a {
+            ElementAction::Keep => Action::Keep,
+            ElementAction::DateShift => Action::ShiftDates,
+            ElementAction::Generalize => Action::YearOnly,
+            // A removed element leaves its place marked in text.
+            _ => Action::Mask,
+        };
+        DateActions {
+            dates: text(self.dates),
+            birth_dates: text(self.birth_date),
         }
     }
 

@@ -375,7 +375,8 @@ fn string_site(key: &str, s: &str, shape: &Shape, path: &str) -> Option<Site> {
     match key {
         "fullUrl" => return Some(Site::FullUrl),
         "reference" => return Some(Site::Reference),
-        "birthDate" => return Some(Site::BirthDate),
+        // A relative's birth date (`FamilyMemberHistory.bornDate`) is a birth date too.
+        "birthDate" | "bornDate" => return Some(Site::BirthDate),
         "div" if s.trim_start().starts_with('<') => return Some(Site::Text(TextKind::Xhtml)),
         "data" if shape.content_type.is_some() => {
             let text = shape.content_type.as_deref().is_some_and(is_text_type);

@@ -241,6 +241,7 @@ pub(crate) fn deid_options(st: &AppState, req: &DeidentifyRequest) -> DeidOption
         keep_mapping: req.keep_mapping || req.seal_mapping,
         policy: req.policy.as_ref().map(|p| p.0.clone()),
         reference_year: None,
+        dates: None,
     }
 }
 

@@ -171,3 +171,81 @@ fn coordinates_go_with_the_address_they_locate() {
     let (k, _) = run(&doc.to_string(), Format::Json, &[], &opts(kept));
     assert_eq!(k.values()[0]["position"]["latitude"], 39.7817);
 }
+
+#[test]
+fn a_period_stays_in_order_when_only_one_end_can_move() {
+    // A year-only start has no day to move; its end moves back across the new year.
+    let enc = json!({"resourceType": "Encounter", "id": "e", "status": "finished",
+        "class": {"code": "IMP"}, "subject": {"reference": "Patient/p"},
+        "period": {"start": "2020", "end": "2020-01-05T10:00:00Z"}});
+    let o = super::Options {
+        date_shift_days: Some(-10),
+        ..opts(Profile::safe_harbor())
+    };
+    let (out, _) = run(&enc.to_string(), Format::Json, &[], &o);
+    let period = &out.values()[0]["period"];
+    assert_eq!(period["end"], "2019-12-26T10:00:00Z", "{period}");
+    assert_eq!(period["start"], "2019", "{period}");
+}
+
+#[test]
+fn a_relatives_birth_date_is_a_birth_date() {
+    let fmh = json!({"resourceType": "FamilyMemberHistory", "id": "f", "status": "completed",
+        "patient": {"reference": "Patient/p"}, "relationship": {"text": "mother"},
+        "bornDate": "1931-04-02"});
+    // Over 89 at the reference year (2026): removed, as Patient.birthDate is.
+    assert!(safe_harbor(&fmh).get("bornDate").is_none());
+    let young = json!({"resourceType": "FamilyMemberHistory", "id": "f", "status": "completed",
+        "patient": {"reference": "Patient/p"}, "relationship": {"text": "mother"},
+        "bornDate": "1961-04-02"});
+    assert_eq!(safe_harbor(&young)["bornDate"], "1961");
+}
+
+#[test]
+fn dates_in_notes_follow_the_profiles_date_actions() {
+    let obs = |text: &str| {
+        json!({"resourceType": "Observation", "id": "o", "status": "final",
+            "code": {"text": "note"}, "effectiveDateTime": "2021-03-04",
+            "note": [{"text": text}]})
+    };
+    let note = |profile: &Profile, text: &str| {
+        let o = super::Options {
+            date_shift_days: Some(10),
+            ..opts(profile.clone())
+        };
+        let (out, _) = run(&obs(text).to_string(), Format::Json, &[], &o);
+        let v = out.values()[0].clone();
+        (
+            v["note"][0]["text"].as_str().unwrap_or_default().to_owned(),
+            v,
+        )
+    };
+    // dates=keep keeps the note's dates as it keeps effectiveDateTime.
+    let keep = Profile::safe_harbor()
+        .with_actions(&["dates=keep"])
+        .expect("valid");
+    let (text, v) = note(&keep, "Seen on 03/04/2021 for follow-up.");
+    assert_eq!(v["effectiveDateTime"], "2021-03-04");
+    assert!(text.contains("03/04/2021"), "{text}");
+    // By default a note's date moves with the elements; a birth date becomes its year, as
+    // birthDate does, and one that tells an age over 89 is masked.
+    let (text, v) = note(
+        &Profile::safe_harbor(),
+        "Seen on 03/04/2021. DOB: 05/06/1970.",
+    );
+    assert_eq!(v["effectiveDateTime"], "2021-03-14");
+    assert!(text.contains("03/14/2021"), "{text}");
+    assert!(
+        text.contains("1970") && !text.contains("05/06/1970") && !text.contains("05/16/1970"),
+        "{text}"
+    );
+    let (text, _) = note(&Profile::safe_harbor(), "DOB: 05/06/1931.");
+    assert!(!text.contains("1931") && !text.contains("1932"), "{text}");
+    // Pseudonymize shifts birth dates too, but not one that tells an age over 89.
+    let (text, _) = note(
+        &Profile::pseudonymize(),
+        "DOB: 05/06/1970. Mother DOB: 05/06/1931.",
+    );
+    assert!(text.contains("05/16/1970"), "{text}");
+    assert!(!text.contains("1931"), "{text}");
+}
