@@ -13,7 +13,9 @@
 //! input), when two inputs would land on one output, or when an output exists and
 //! `--force` was not given. Folders are read recursively and mirrored below `--out`;
 //! a file named on the command line lands as `--out/<its name>`. A path that is missing or
-//! unreadable is named and skipped, the rest still run, and the exit code is 1.
+//! unreadable, or that is neither a file nor a folder (a named pipe, a socket, a device:
+//! never opened, so a pipe cannot block the run), is named and skipped, the rest still
+//! run, and the exit code is 1.
 //! Each output is written to a temporary name beside it and moved into place, so an
 //! interrupted run never leaves a half-written file under an output name.
 //!
@@ -171,6 +173,52 @@ fn walk_reason(e: &walkdir::Error) -> String {
     }
 }
 
+/// Why an input that is neither a file nor a folder is not read: a named pipe would block
+/// the run until a writer came, and a socket or a device is not a note. It is never
+/// opened, only named as failed, like a path that cannot be read.
+fn not_a_file(kind: std::fs::FileType) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let what = if kind.is_fifo() {
+            "a named pipe"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_block_device() || kind.is_char_device() {
+            "a device"
+        } else {
+            "neither a file nor a folder"
+        };
+        format!("not a regular file ({what})")
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = kind;
+        "not a regular file".into()
+    }
+}
+
+/// Reads an input planned as a regular file without blocking if a named pipe has taken its
+/// name since the plan (`O_NONBLOCK` on unix, no effect on a regular file), and refuses
+/// what the opened handle shows is not a regular file.
+fn read_regular(path: &Path) -> Result<Vec<u8>, String> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut f = opts.open(path).map_err(|e| io_reason(&e))?;
+    let meta = f.metadata().map_err(|e| io_reason(&e))?;
+    if !meta.is_file() {
+        return Err(not_a_file(meta.file_type()));
+    }
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(|e| io_reason(&e))?;
+    Ok(bytes)
+}
+
 /// Decides every output; refuses (usage error, nothing written) when an output would
 /// overwrite an input, two inputs share an output, or an output exists without `force`.
 fn plan(
@@ -228,7 +276,7 @@ fn plan(
                         continue;
                     }
                 };
-                if !entry.file_type().is_file() {
+                if entry.file_type().is_dir() {
                     continue;
                 }
                 let rel = entry
@@ -239,6 +287,12 @@ fn plan(
                 if glob.is_some_and(|g| !g.is_match(&rel)) {
                     continue;
                 }
+                // A pipe, a socket or a device (or a link to one): named, never opened.
+                if !entry.file_type().is_file() {
+                    plan.skipped
+                        .push((entry.path().to_path_buf(), not_a_file(entry.file_type())));
+                    continue;
+                }
                 let canon = entry.path().canonicalize().unwrap_or(entry.path().into());
                 if seen_inputs.insert(canon) {
                     plan.jobs.push(Job {
@@ -247,6 +301,9 @@ fn plan(
                     });
                 }
             }
+        } else if !meta.is_file() {
+            plan.skipped
+                .push((arg.clone(), not_a_file(meta.file_type())));
         } else {
             let canon = arg.canonicalize().unwrap_or(arg.clone());
             let Some(name) = arg.file_name() else {
@@ -618,7 +675,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                     async move {
                         let result = async {
                             let subject = subjects.of(key, &job.input)?;
-                            let bytes = std::fs::read(&job.input).map_err(|e| io_reason(&e))?;
+                            let bytes = read_regular(&job.input)?;
                             let text = String::from_utf8(bytes)
                                 .map_err(|_| "not UTF-8 text".to_string())?;
                             let table = columns.as_ref().and_then(|c| {
@@ -829,6 +886,39 @@ mod tests {
         .expect("plan");
         let outs: Vec<_> = p.jobs.iter().map(|j| j.output.clone()).collect();
         assert_eq!(outs, [PathBuf::from("a.txt")]);
+    }
+
+    /// A named pipe given on the command line is named as skipped, never a job (reading it
+    /// would block until a writer came).
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_given_by_name_is_skipped_not_planned() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let pipe = t.path().join("pipe.txt");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&pipe)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+        let p = plan(
+            std::slice::from_ref(&pipe),
+            &t.path().join("out"),
+            None,
+            false,
+        )
+        .expect("plan");
+        assert!(p.jobs.is_empty(), "{:?}", p.jobs);
+        assert_eq!(
+            p.skipped,
+            [(
+                pipe.clone(),
+                "not a regular file (a named pipe)".to_string()
+            )]
+        );
+        assert_eq!(
+            read_regular(&pipe),
+            Err("not a regular file (a named pipe)".to_string())
+        );
     }
 
     #[test]

@@ -60,8 +60,8 @@ enum Command {
     /// --out/<its name>. Links inside folders are followed (the output keeps the link's own
     /// path). Nothing is written when an output would overwrite an input or two inputs share
     /// an output, or when an output exists, a dangling link included (unless --force).
-    /// Missing or unreadable paths, dangling links and link loops are named and skipped; the
-    /// exit code is then 1.
+    /// Missing or unreadable paths, dangling links, link loops and named pipes, sockets and
+    /// devices (never opened) are named and skipped; the exit code is then 1.
     Deid {
         /// Input files and folders; `-` reads stdin and writes stdout, as plain text
         /// (--columns and --fhir-profile need files: they are refused with `-`).

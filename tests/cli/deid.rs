@@ -788,3 +788,40 @@ fn a_byte_order_mark_is_kept() {
         "{out:?}"
     );
 }
+
+/// A named pipe, a socket or a device inside an input folder is not read (a pipe would
+/// block the run until a writer came) but named, each by its path, as failed, and the exit
+/// code is 1. Before, all three were skipped in silence ("0 failed", exit 0).
+#[cfg(unix)]
+#[test]
+fn a_pipe_a_socket_or_a_device_in_an_input_folder_is_named_not_read() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("in/a.txt"), NOTE);
+    std::fs::create_dir_all(t.path().join("in/sub")).expect("mkdir");
+    let made = std::process::Command::new("mkfifo")
+        .arg(t.path().join("in/sub/pipe.txt"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success(), "mkfifo");
+    let _socket =
+        std::os::unix::net::UnixListener::bind(t.path().join("in/sock.txt")).expect("a socket");
+    std::os::unix::fs::symlink("/dev/null", t.path().join("in/null.txt")).expect("symlink");
+    let o = deid(t.path(), &["in", "--out", "out", "--glob", "*.txt"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(tree(&t.path().join("out")), ["a.txt"]);
+    for (name, kind) in [
+        ("sub/pipe.txt", "a named pipe"),
+        ("sock.txt", "a socket"),
+        ("null.txt", "a device"),
+    ] {
+        assert!(
+            err.contains(&format!("failed: in/{name}: not a regular file ({kind})")),
+            "{name}: {err}"
+        );
+    }
+    assert!(
+        err.contains("1 file(s) written") && err.contains("3 failed"),
+        "{err}"
+    );
+}
