@@ -17,7 +17,9 @@
 //! never opened, so a pipe cannot block the run), is named and skipped, the rest still
 //! run, and the exit code is 1.
 //! Each output is written to a temporary name beside it and moved into place, so an
-//! interrupted run never leaves a half-written file under an output name.
+//! interrupted run never leaves a half-written file under an output name. The folders a
+//! run creates (`--out` included) and leaves empty, because every file in them failed or
+//! there was none, are removed at the end; a folder that was there before is kept.
 //!
 //! # Links
 //! Links inside an input folder are followed: a linked file or folder is de-identified
@@ -367,6 +369,66 @@ fn plan(
     Ok(plan)
 }
 
+/// The folders this run created: `--out` with its missing parents, then the folders below
+/// it, each after its parent. Those still empty at the end (every file in them failed, or
+/// there was none) are removed, so a run that writes nothing leaves no folder behind. A
+/// folder that was there before the run is never among them.
+#[derive(Debug, Default)]
+struct CreatedDirs(std::sync::Mutex<Vec<PathBuf>>);
+
+impl CreatedDirs {
+    fn push(&self, dir: PathBuf) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(dir);
+    }
+
+    /// Creates `out` and its missing parents, recording those it creates.
+    fn create_out(&self, out: &Path) -> std::io::Result<()> {
+        let missing: Vec<PathBuf> = out
+            .ancestors()
+            .take_while(|a| !a.as_os_str().is_empty() && a.symlink_metadata().is_err())
+            .map(Path::to_path_buf)
+            .collect();
+        std::fs::create_dir_all(out)?;
+        for dir in missing.into_iter().rev() {
+            self.push(dir);
+        }
+        Ok(())
+    }
+
+    /// Creates the folders of `rel` below `out` that are missing, one at a time, recording
+    /// each one it creates.
+    fn create_below(&self, out: &Path, rel: &Path) -> std::io::Result<()> {
+        let mut dir = out.to_path_buf();
+        for part in rel.components() {
+            dir.push(part);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => self.push(dir.clone()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the recorded folders that are still empty, deepest first: `remove_dir`
+    /// refuses a folder with anything in it, so nothing but an empty folder this run
+    /// created can go.
+    fn remove_empty(&self) {
+        let dirs = std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for dir in dirs.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
 /// Writes `body` to `dest` through a temporary file beside it, so a reader never sees half a
 /// file; without `force`, an output that appeared since the plan is not replaced. With
 /// `force`, a link at `dest` is replaced by the file, never written through.
@@ -645,7 +707,8 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 .map_err(|e| Failure::runtime(e.to_string()))?;
             return Ok(());
         }
-        std::fs::create_dir_all(&out_dir).map_err(|e| {
+        let created = CreatedDirs::default();
+        created.create_out(&out_dir).map_err(|e| {
             Failure::runtime(format!(
                 "cannot create {}: {}",
                 out_dir.display(),
@@ -671,6 +734,8 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                     let columns = &columns;
                     let subjects = &subjects;
                     let key = &key;
+                    let created = &created;
+                    let out_dir = &out_dir;
                     let bar = bar.clone();
                     async move {
                         let result = async {
@@ -689,9 +754,15 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                                 (None, Some(format)) => call_fhir(text, subject, format).await?,
                                 (None, None) => call(text, subject).await?,
                             };
-                            write_output(&dest, out.as_bytes(), force).map_err(|e| {
+                            let cannot_write = |e: std::io::Error| {
                                 format!("cannot write {}: {}", dest.display(), io_reason(&e))
-                            })?;
+                            };
+                            if let Some(parent) = job.output.parent() {
+                                created
+                                    .create_below(out_dir, parent)
+                                    .map_err(cannot_write)?;
+                            }
+                            write_output(&dest, out.as_bytes(), force).map_err(cannot_write)?;
                             Ok(done)
                         }
                         .await;
@@ -703,6 +774,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 .collect()
                 .await;
         bar.finish_and_clear();
+        created.remove_empty();
 
         let mut entities: BTreeMap<&'static str, usize> = BTreeMap::new();
         let mut written = 0usize;
@@ -919,6 +991,40 @@ mod tests {
             read_regular(&pipe),
             Err("not a regular file (a named pipe)".to_string())
         );
+    }
+
+    #[test]
+    fn only_the_empty_folders_a_run_created_are_removed() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let out = t.path().join("new/out");
+        touch(&t.path().join("old/keep.txt"), "x");
+        let created = CreatedDirs::default();
+        created.create_out(&out).expect("out");
+        created
+            .create_below(&out, Path::new("a/empty"))
+            .expect("below");
+        created
+            .create_below(&out, Path::new("a/full"))
+            .expect("below");
+        created
+            .create_below(&out, Path::new("a/full"))
+            .expect("again");
+        touch(&out.join("a/full/x.txt"), "x");
+        created.remove_empty();
+        assert!(!out.join("a/empty").exists());
+        assert!(out.join("a/full/x.txt").is_file());
+
+        // Nothing written: --out and the parent the run made go, a folder there before stays.
+        std::fs::create_dir(t.path().join("old/inner")).expect("mkdir");
+        for out in [t.path().join("gone/out"), t.path().join("old/inner")] {
+            let created = CreatedDirs::default();
+            created.create_out(&out).expect("out");
+            created.create_below(&out, Path::new("a/b")).expect("below");
+            created.remove_empty();
+        }
+        assert!(!t.path().join("gone").exists());
+        assert!(t.path().join("old/inner").is_dir());
+        assert!(!t.path().join("old/inner/a").exists());
     }
 
     #[test]

@@ -61,7 +61,8 @@ enum Command {
     /// path). Nothing is written when an output would overwrite an input or two inputs share
     /// an output, or when an output exists, a dangling link included (unless --force).
     /// Missing or unreadable paths, dangling links, link loops and named pipes, sockets and
-    /// devices (never opened) are named and skipped; the exit code is then 1.
+    /// devices (never opened) are named and skipped; the exit code is then 1. A folder the
+    /// run created (--out included) and left empty is removed.
     Deid {
         /// Input files and folders; `-` reads stdin and writes stdout, as plain text
         /// (--columns and --fhir-profile need files: they are refused with `-`).

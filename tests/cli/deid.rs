@@ -825,3 +825,36 @@ fn a_pipe_a_socket_or_a_device_in_an_input_folder_is_named_not_read() {
         "{err}"
     );
 }
+
+/// A run that writes nothing leaves no output folder behind, its parents included, and a
+/// folder that was there before is kept, empty or not. Before, `--out` was created before
+/// the first file was read and stayed, empty, when every file failed or none was found.
+#[test]
+fn a_run_that_writes_nothing_leaves_no_output_folder() {
+    let t = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(t.path().join("in/sub")).expect("mkdir");
+    std::fs::write(t.path().join("in/sub/bad.txt"), [0xff, 0xfe, 0x00]).expect("bytes");
+    std::fs::create_dir_all(t.path().join("empty")).expect("mkdir");
+    for (inputs, out, code) in [(&["in"][..], "out", 1), (&["empty"], "deep/er/out", 0)] {
+        let mut args = inputs.to_vec();
+        args.extend(["--out", out]);
+        let o = deid(t.path(), &args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "{err}");
+        assert!(err.contains("0 file(s) written"), "{err}");
+        let top = Path::new(out).components().next().expect("a name");
+        assert!(!t.path().join(top).exists(), "{out} was left: {err}");
+    }
+    // A folder that was there before the run stays, as do its contents.
+    std::fs::create_dir_all(t.path().join("kept/inner")).expect("mkdir");
+    let o = deid(t.path(), &["in", "--out", "kept"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(t.path().join("kept/inner").is_dir());
+    std::fs::remove_dir(t.path().join("kept/inner")).expect("rmdir");
+    let o = deid(t.path(), &["in", "--out", "kept"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        t.path().join("kept").is_dir(),
+        "a folder the run did not create"
+    );
+}
