@@ -28,7 +28,11 @@
 //! loop, is named as failed (exit 1) rather than skipped in silence. An output name that
 //! exists as a link, even a dangling one, is an existing output: refused without
 //! `--force`, refused with it when the link leads to an input, and otherwise replaced by
-//! the new file, never written through (the link's target is left as it is).
+//! the new file, never written through (the link's target is left as it is). Below `--out`
+//! a link is never followed either: a folder on an output's path that is a link (even to
+//! a folder) or not a folder fails that file, named with the output's path below `--out`,
+//! so nothing is written outside `--out` (`--out` itself may be a link: the user named
+//! it). Temporary files are made new, with random names, so a link at one is not followed.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Write};
@@ -341,6 +345,16 @@ fn plan(
         )));
     }
 
+    // An output below a link in --out would land outside it: named as failed, not written.
+    if out.is_dir() {
+        for job in std::mem::take(&mut plan.jobs) {
+            match folders_below_out(out, &job.output, None) {
+                Ok(()) => plan.jobs.push(job),
+                Err(reason) => plan.skipped.push((job.input, reason)),
+            }
+        }
+    }
+
     let mut existing: Vec<PathBuf> = Vec::new();
     for job in &plan.jobs {
         let dest = out.join(&job.output);
@@ -398,21 +412,6 @@ impl CreatedDirs {
         Ok(())
     }
 
-    /// Creates the folders of `rel` below `out` that are missing, one at a time, recording
-    /// each one it creates.
-    fn create_below(&self, out: &Path, rel: &Path) -> std::io::Result<()> {
-        let mut dir = out.to_path_buf();
-        for part in rel.components() {
-            dir.push(part);
-            match std::fs::create_dir(&dir) {
-                Ok(()) => self.push(dir.clone()),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
-
     /// Removes the recorded folders that are still empty, deepest first: `remove_dir`
     /// refuses a folder with anything in it, so nothing but an empty folder this run
     /// created can go.
@@ -429,29 +428,113 @@ impl CreatedDirs {
     }
 }
 
-/// Writes `body` to `dest` through a temporary file beside it, so a reader never sees half a
-/// file; without `force`, an output that appeared since the plan is not replaced. With
-/// `force`, a link at `dest` is replaced by the file, never written through.
-pub(super) fn write_output(dest: &Path, body: &[u8], force: bool) -> std::io::Result<()> {
-    if let Some(parent) = dest.parent() {
-        std::fs::create_dir_all(parent)?;
+/// What a name on an output's path below `--out` is.
+enum Below {
+    Folder,
+    Missing,
+    /// A symbolic link, whatever it leads to (a folder elsewhere, nothing).
+    Link,
+    /// A file, a pipe, anything but a folder.
+    Other,
+}
+
+fn below(dir: &Path) -> std::io::Result<Below> {
+    match dir.symlink_metadata() {
+        Ok(m) if m.file_type().is_symlink() => Ok(Below::Link),
+        Ok(m) if m.is_dir() => Ok(Below::Folder),
+        Ok(_) => Ok(Below::Other),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Below::Missing),
+        Err(e) => Err(e),
     }
+}
+
+/// Checks the folders between `out` and the file `output` (relative to `out`), one name at
+/// a time, without following a link: a link there would put the output outside `--out`,
+/// over whatever the link leads to. With `created`, the missing folders are made (and
+/// recorded); without it, the check stops at the first missing one. `out` itself is the
+/// user's choice and may be a link.
+///
+/// Checked by name, then created or written by path: std has no `openat`, and
+/// `unsafe_code` is denied, so a link that someone else swaps in between the check and
+/// the write is not caught; a link that was there before, or made by mistake, is.
+///
+/// # Errors
+/// A reason naming the output and the name below `--out` that is a link or not a folder
+/// (the file is not written), or the I/O error.
+fn folders_below_out(
+    out: &Path,
+    output: &Path,
+    created: Option<&CreatedDirs>,
+) -> Result<(), String> {
+    let mut dir = out.to_path_buf();
+    let mut rel = PathBuf::new();
+    let cannot = |dir: &Path, e: std::io::Error| {
+        format!("cannot create {}: {}", dir.display(), io_reason(&e))
+    };
+    for part in output.parent().into_iter().flat_map(Path::components) {
+        dir.push(part);
+        rel.push(part);
+        let mut state = below(&dir).map_err(|e| cannot(&dir, e))?;
+        if let Below::Missing = state {
+            let Some(created) = created else {
+                return Ok(());
+            };
+            // `create_dir` does not follow a link either: a dangling one "exists".
+            state = match std::fs::create_dir(&dir) {
+                Ok(()) => {
+                    created.push(dir.clone());
+                    Below::Folder
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    below(&dir).map_err(|e| cannot(&dir, e))?
+                }
+                Err(e) => return Err(cannot(&dir, e)),
+            };
+        }
+        let what = match state {
+            Below::Folder => continue,
+            Below::Link => "is a link; outputs are written only under --out, never through a link",
+            Below::Missing | Below::Other => "is not a folder",
+        };
+        return Err(format!(
+            "the output {} was not written: {} below --out {what}",
+            output.display(),
+            rel.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Writes `body` to `dest`, in a folder that exists, through a temporary file beside it,
+/// so a reader never sees half a file; without `force`, an output that appeared since the
+/// plan is not replaced. With `force`, a link at `dest` is replaced by the file, never
+/// written through. The temporary file is made new (`O_EXCL`, a random name, by
+/// `tempfile`): a link already at that name is never followed.
+pub(super) fn write_output(dest: &Path, body: &[u8], force: bool) -> std::io::Result<()> {
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
     let name = dest
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dest.with_file_name(format!(".{name}.phiguard-{}.tmp", std::process::id()));
-    std::fs::write(&tmp, body)?;
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".phiguard.tmp");
+    // The mode a plain new file gets (the umask applies), not tempfile's private 0600.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut tmp = builder.tempfile_in(dir)?;
+    tmp.write_all(body)?;
+    // Without force, persisting fails when the name exists: no race with a new file.
     let moved = if force {
-        std::fs::rename(&tmp, dest)
+        tmp.persist(dest)
     } else {
-        // A hard link fails when the name exists: no-clobber without a race.
-        std::fs::hard_link(&tmp, dest).and_then(|()| std::fs::remove_file(&tmp))
+        tmp.persist_noclobber(dest)
     };
-    if moved.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    moved
+    // On failure the temporary file is dropped, and removed with it.
+    moved.map(drop).map_err(|e| e.error)
 }
 
 /// Entities transformed in one file, by wire label (for the summary).
@@ -757,11 +840,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                             let cannot_write = |e: std::io::Error| {
                                 format!("cannot write {}: {}", dest.display(), io_reason(&e))
                             };
-                            if let Some(parent) = job.output.parent() {
-                                created
-                                    .create_below(out_dir, parent)
-                                    .map_err(cannot_write)?;
-                            }
+                            folders_below_out(out_dir, &job.output, Some(created))?;
                             write_output(&dest, out.as_bytes(), force).map_err(cannot_write)?;
                             Ok(done)
                         }
@@ -1000,15 +1079,9 @@ mod tests {
         touch(&t.path().join("old/keep.txt"), "x");
         let created = CreatedDirs::default();
         created.create_out(&out).expect("out");
-        created
-            .create_below(&out, Path::new("a/empty"))
-            .expect("below");
-        created
-            .create_below(&out, Path::new("a/full"))
-            .expect("below");
-        created
-            .create_below(&out, Path::new("a/full"))
-            .expect("again");
+        folders_below_out(&out, Path::new("a/empty/x.txt"), Some(&created)).expect("below");
+        folders_below_out(&out, Path::new("a/full/x.txt"), Some(&created)).expect("below");
+        folders_below_out(&out, Path::new("a/full/x.txt"), Some(&created)).expect("again");
         touch(&out.join("a/full/x.txt"), "x");
         created.remove_empty();
         assert!(!out.join("a/empty").exists());
@@ -1019,7 +1092,7 @@ mod tests {
         for out in [t.path().join("gone/out"), t.path().join("old/inner")] {
             let created = CreatedDirs::default();
             created.create_out(&out).expect("out");
-            created.create_below(&out, Path::new("a/b")).expect("below");
+            folders_below_out(&out, Path::new("a/b/x.txt"), Some(&created)).expect("below");
             created.remove_empty();
         }
         assert!(!t.path().join("gone").exists());
@@ -1027,10 +1100,65 @@ mod tests {
         assert!(!t.path().join("old/inner/a").exists());
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn a_link_or_a_file_between_out_and_an_output_is_refused() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let out = t.path().join("out");
+        std::fs::create_dir_all(out.join("real")).expect("mkdir");
+        std::fs::create_dir_all(t.path().join("elsewhere")).expect("mkdir");
+        std::os::unix::fs::symlink("../elsewhere", out.join("real/sub")).expect("symlink");
+        std::os::unix::fs::symlink("../missing", out.join("dangling")).expect("symlink");
+        touch(&out.join("file"), "x");
+        let created = CreatedDirs::default();
+        for (output, name, what) in [
+            ("real/sub/new/a.txt", "real/sub", "is a link"),
+            ("dangling/a.txt", "dangling", "is a link"),
+            ("file/a.txt", "file", "is not a folder"),
+        ] {
+            for with in [None, Some(&created)] {
+                let e = folders_below_out(&out, Path::new(output), with).unwrap_err();
+                assert!(
+                    e.starts_with(&format!(
+                        "the output {output} was not written: {name} below --out {what}"
+                    )),
+                    "{e}"
+                );
+            }
+        }
+        assert!(!t.path().join("elsewhere/new").exists());
+        assert!(!t.path().join("missing").exists());
+        folders_below_out(&out, Path::new("real/new/a.txt"), Some(&created)).expect("folders");
+        assert!(out.join("real/new").is_dir());
+    }
+
+    /// The temporary file is made new: a link at a temporary name is never written through.
+    /// Before, the name was `.<name>.phiguard-<pid>.tmp` and `std::fs::write` followed a link
+    /// there.
+    #[cfg(unix)]
+    #[test]
+    fn write_output_never_writes_through_a_link_at_a_temporary_name() {
+        let t = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(t.path().join("o")).expect("mkdir");
+        touch(&t.path().join("victim.txt"), "keep me");
+        let old_tmp = format!("o/.a.txt.phiguard-{}.tmp", std::process::id());
+        std::os::unix::fs::symlink("../victim.txt", t.path().join(old_tmp)).expect("symlink");
+        write_output(&t.path().join("o/a.txt"), b"new", false).expect("write");
+        assert_eq!(
+            std::fs::read_to_string(t.path().join("victim.txt")).expect("read"),
+            "keep me"
+        );
+        assert_eq!(
+            std::fs::read(t.path().join("o/a.txt")).expect("read"),
+            b"new"
+        );
+    }
+
     #[test]
     fn write_output_does_not_clobber_without_force() {
         let t = tempfile::tempdir().expect("tempdir");
         let dest = t.path().join("o/a.txt");
+        std::fs::create_dir(t.path().join("o")).expect("mkdir");
         write_output(&dest, b"one", false).expect("first");
         assert!(write_output(&dest, b"two", false).is_err());
         assert_eq!(std::fs::read(&dest).expect("read"), b"one");

@@ -155,11 +155,15 @@ fn write_predictions(path: &Path, predicted: &[Vec<Span>], force: bool) -> Resul
         body.push_str(&line.to_string());
         body.push('\n');
     }
-    super::deid::write_output(path, body.as_bytes(), force).map_err(|e| {
-        Failure::runtime(format!(
-            "cannot write predictions {}: {}",
-            path.display(),
-            super::deid::io_reason(&e)
-        ))
-    })
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+    folder
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| super::deid::write_output(path, body.as_bytes(), force))
+        .map_err(|e| {
+            Failure::runtime(format!(
+                "cannot write predictions {}: {}",
+                path.display(),
+                super::deid::io_reason(&e)
+            ))
+        })
 }

@@ -60,6 +60,8 @@ enum Command {
     /// --out/<its name>. Links inside folders are followed (the output keeps the link's own
     /// path). Nothing is written when an output would overwrite an input or two inputs share
     /// an output, or when an output exists, a dangling link included (unless --force).
+    /// Outputs are written only under --out: a link below it is never written through (the
+    /// file whose output it would hold fails).
     /// Missing or unreadable paths, dangling links, link loops and named pipes, sockets and
     /// devices (never opened) are named and skipped; the exit code is then 1. A folder the
     /// run created (--out included) and left empty is removed.

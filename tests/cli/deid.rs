@@ -858,3 +858,77 @@ fn a_run_that_writes_nothing_leaves_no_output_folder() {
         "a folder the run did not create"
     );
 }
+
+/// A link to a folder below `--out` is never written through: the file whose output it
+/// would hold is named as failed, its path below `--out` and the link given, exit 1, and
+/// nothing lands outside `--out`, not even over a file there with --force. Before, the
+/// output went through the link: `out/sub -> ../elsewhere` put `sub/note.txt` in
+/// `elsewhere`, and with --force replaced the user's `elsewhere/note.txt`.
+#[cfg(unix)]
+#[test]
+fn a_link_below_out_is_never_written_through() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("in/a.txt"), NOTE);
+    write(&t.path().join("in/sub/note.txt"), NOTE);
+    write(&t.path().join("in/deep/er/x.txt"), NOTE);
+    write(&t.path().join("in/file/y.txt"), NOTE);
+    std::fs::create_dir_all(t.path().join("elsewhere")).expect("mkdir");
+    std::fs::create_dir_all(t.path().join("out/deep")).expect("mkdir");
+    let link = |target: &str, name: &str| {
+        std::os::unix::fs::symlink(target, t.path().join("out").join(name)).expect("symlink")
+    };
+    link("../elsewhere", "sub");
+    link("../../elsewhere", "deep/er");
+    write(&t.path().join("out/file"), "not a folder\n");
+    let expect_refused = |o: &std::process::Output| {
+        let err = stderr(o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        for (input, output, link) in [
+            ("sub/note.txt", "sub/note.txt", "sub"),
+            ("deep/er/x.txt", "deep/er/x.txt", "deep/er"),
+        ] {
+            assert!(
+                err.contains(&format!(
+                    "failed: in/{input}: the output {output} was not written: {link} below --out is a link"
+                )),
+                "{input}: {err}"
+            );
+        }
+        assert!(
+            err.contains("failed: in/file/y.txt: the output file/y.txt was not written: file below --out is not a folder"),
+            "{err}"
+        );
+        assert!(
+            err.contains("1 file(s) written") && err.contains("3 failed"),
+            "{err}"
+        );
+        assert!(
+            t.path()
+                .join("out/a.txt")
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_file()),
+            "{err}"
+        );
+    };
+    let o = deid(t.path(), &["in", "--out", "out"]);
+    expect_refused(&o);
+    assert!(
+        tree(&t.path().join("elsewhere")).is_empty(),
+        "written outside --out"
+    );
+
+    // A file of the user's behind the link is not replaced, even with --force.
+    write(&t.path().join("elsewhere/note.txt"), "keep me\n");
+    write(&t.path().join("elsewhere/x.txt"), "keep me too\n");
+    let o = deid(t.path(), &["in", "--out", "out", "--force"]);
+    expect_refused(&o);
+    assert_eq!(tree(&t.path().join("elsewhere")), ["note.txt", "x.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("elsewhere/note.txt")).expect("read"),
+        "keep me\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("elsewhere/x.txt")).expect("read"),
+        "keep me too\n"
+    );
+}
