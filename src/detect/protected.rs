@@ -181,9 +181,23 @@ pub fn followed_by_head(after: &str) -> bool {
     HEADS.contains(&next.as_str())
 }
 
+/// Credentials and roles written after a name, which the model sometimes reads as a
+/// given name.
+const CREDENTIALS: [&str; 22] = [
+    "MD", "DO", "RN", "NP", "PA", "PA-C", "PhD", "LPN", "APRN", "DNP", "BSN", "MSN", "CNA", "CRNA",
+    "PharmD", "DDS", "LCSW", "LICSW", "MBBS", "FACP", "FACC", "RRT",
+];
+
+/// Two capitals that a note writes before a number as a measurement (`HR 72`, `RR 18`),
+/// not as a region's code; none is a US state's or a Canadian province's.
+const VITAL_SIGNS: [&str; 9] = ["HR", "RR", "BP", "EF", "BS", "BM", "PO", "IV", "VS"];
+
 /// Cleans model spans: a name never crosses a line break (`Smirnov⏎Facharzt` is split at
-/// it), a name part that is protected is dropped (see the module docs), and a postcode
-/// needs three digits (spine levels such as `L4-L5` are not postcodes).
+/// it), a name part that is protected is dropped (see the module docs), a postcode
+/// needs three digits (spine levels such as `L4-L5` are not postcodes), a lowercase letter
+/// alone is no place or other entity (a table cell `y` is not a country; a capital may be
+/// a region's code, `Beniarbeig, A 3778`), and a vital sign's abbreviation is no state
+/// (`HR 72` is a heart rate; regions of other countries have two-letter codes too).
 pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
     let idx = CharIndex::new(text);
     // Where a model name span that is itself no protected term ends: a capitalised
@@ -217,7 +231,17 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
             continue;
         }
         if !is_name_label(s.label) {
-            out.push(s);
+            let value = idx.slice(text, s.start, s.end).trim();
+            let lone_letter = value.chars().count() == 1 && value.chars().all(char::is_lowercase);
+            let vital_sign = s.label == Label::State && VITAL_SIGNS.contains(&value);
+            if !(lone_letter || vital_sign) {
+                out.push(s);
+            }
+            continue;
+        }
+        // A credential after a name (`Maria Lopez, RN`) is no name of its own.
+        let value = idx.slice(text, s.start, s.end).trim().replace('.', "");
+        if CREDENTIALS.contains(&value.as_str()) {
             continue;
         }
         // One part per line and per sentence, trimmed of whitespace.
@@ -518,5 +542,35 @@ mod tests {
         drop_protected(text, &mut spans);
         let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
         assert_eq!(got, vec![(0, 7), (27, 32)]);
+    }
+
+    #[test]
+    fn a_lowercase_letter_is_no_place_and_a_vital_sign_is_no_state() {
+        let text = "y | HR 72 | Austin, TX | Telc, VY 588 | I | Beniarbeig, A 3778";
+        let mut spans = vec![
+            Span::new(0, 1, Label::Country, 0.9, Source::Model),
+            Span::new(4, 6, Label::State, 0.9, Source::Model),
+            Span::new(20, 22, Label::State, 0.9, Source::Model),
+            Span::new(31, 33, Label::State, 0.9, Source::Model),
+            Span::new(40, 41, Label::FirstName, 0.9, Source::Model),
+            Span::new(56, 57, Label::State, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(got, vec![(20, 22), (31, 33), (40, 41), (56, 57)]);
+    }
+
+    #[test]
+    fn a_credential_after_a_name_is_no_name() {
+        let text = "Maria Lopez, RN; D. Kim, M.D.";
+        let mut spans = vec![
+            Span::new(0, 11, Label::Person, 0.9, Source::Model),
+            Span::new(13, 15, Label::FirstName, 0.9, Source::Model),
+            Span::new(17, 23, Label::Person, 0.9, Source::Model),
+            Span::new(25, 29, Label::FirstName, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(got, vec![(0, 11), (17, 23)]);
     }
 }

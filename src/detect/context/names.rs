@@ -240,6 +240,129 @@ const STOP: &[&str] = &[
     "SpO2",
     "Sincerely,",
 ];
+/// Services and their short forms, which a consult list joins with `/` or a dash as it
+/// joins a service and its consultant (`ID/Pulm`, `Heme/Onc`, `GI—Hepatology`).
+const SERVICES: &[&str] = &[
+    "Cards",
+    "Cardiology",
+    "Cardiac",
+    "GI",
+    "Hepatology",
+    "Hepatic",
+    "ID",
+    "Pulm",
+    "Pulmonary",
+    "Renal",
+    "Nephro",
+    "Nephrology",
+    "Neuro",
+    "Neurology",
+    "Neurosurgery",
+    "NSGY",
+    "Heme",
+    "Hem",
+    "Onc",
+    "Oncology",
+    "Hematology",
+    "Endo",
+    "Endocrine",
+    "Endocrinology",
+    "Derm",
+    "Dermatology",
+    "Psych",
+    "Psychiatry",
+    "Ortho",
+    "Orthopedics",
+    "Orthopaedics",
+    "Surgery",
+    "Gen",
+    "General",
+    "Vascular",
+    "Urology",
+    "Uro",
+    "ENT",
+    "OB",
+    "GYN",
+    "OBGYN",
+    "Rheum",
+    "Rheumatology",
+    "Palliative",
+    "PT",
+    "OT",
+    "SLP",
+    "SW",
+    "Nutrition",
+    "Rehab",
+    "PM&R",
+    "Geriatrics",
+    "Geri",
+    "Wound",
+    "Pain",
+    "Anesthesia",
+    "Transplant",
+    "IR",
+    "Radiology",
+    "Ophtho",
+    "Ophthalmology",
+    "CT",
+    "Thoracic",
+    "Trauma",
+    "Tox",
+    "Toxicology",
+    "Allergy",
+    "Immunology",
+    "Genetics",
+    "Gastroenterology",
+    "Infectious",
+    "Medicine",
+    "Team",
+    "Service",
+    "Chaplain",
+    "Chaplaincy",
+    "Ethics",
+    "Social",
+    "Case",
+    "CM",
+    "Dietitian",
+    "EP",
+    "HF",
+    "CHF",
+    "Stroke",
+    "Spine",
+    "Hand",
+    "Plastics",
+    "Breast",
+    "Colorectal",
+    "CRS",
+    "Hospice",
+    "Peds",
+    "NICU",
+    "MFM",
+    "Nursing",
+    "Pharmacy",
+    "Speech",
+    "Physical",
+    "Occupational",
+    "Respiratory",
+    "RT",
+    "Diabetes",
+    "Sleep",
+    "Addiction",
+    "Dental",
+    "Oral",
+    "Maxillofacial",
+    "OMFS",
+    "Burn",
+    "Critical",
+    "Care",
+    "ICU",
+    "MICU",
+    "SICU",
+    "CCU",
+    "Hospitalist",
+    "Hospitalists",
+];
+
 /// Words that make a line a company's, not a person's (`Hill Inc.`, `Georg Fischer AG`).
 const CORPORATE: &[&str] = &[
     "Inc",
@@ -317,6 +440,8 @@ pub(crate) struct Names {
     greeting: Regex,
     initial_name: Regex,
     addressee: Regex,
+    consults: Regex,
+    consultant: Regex,
 }
 
 fn first_names() -> &'static HashSet<&'static str> {
@@ -380,6 +505,13 @@ impl Names {
             // The line above a postal block: capitalised words alone on a line, then a line
             // that is a house number and a street's words, then a line that starts with a
             // capital (the unit or the town). Quoting marks (`> `) may open each line.
+            // A consult list (`Consults: cardiology(Garcia); GI—LaFleur; renal/Bell`):
+            // each service is followed by its consultant's name run together with `(`, `/`
+            // or a dash.
+            consults: re(
+                r"(?im)^[ \t]*(?:consults?|consultants?|consulting(?:[ \t]+services?)?|consulted)[ \t]*:[^\n]*",
+            ),
+            consultant: re(r"[\p{L}.&](?:\(|/|—|–)[ \t]*(?:(?:Drs?|Dr)\.?[ \t]+)?"),
             addressee: re(
                 r"(?m)^[^\p{L}\d\n]*(\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t]+\p{Lu}[\p{L}\p{M}'’.-]*){1,3})[ \t]*\r?\n[^\p{L}\d\n]*\d{1,5}[A-Za-z]?[ \t]+\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t]+\p{Lu}[\p{L}\p{M}'’.-]*){0,4}[ \t]*\r?\n[^\p{L}\d\n]*\p{Lu}",
             ),
@@ -402,7 +534,15 @@ impl Names {
                     .last()
                     .is_some_and(|t| t.end == g.end() || text[t.end..g.end()] == *".")
                 {
-                    label_tokens(text, &toks, None, Mode::Strong, STRONG, out);
+                    // Capitals alone before a credential are initials (`—DF, RN`), as after
+                    // a signature marker.
+                    let initials = toks.len() == 1 && toks[0].kind == Kind::AllCaps;
+                    let mode = if initials {
+                        Mode::Signature
+                    } else {
+                        Mode::Strong
+                    };
+                    label_tokens(text, &toks, None, mode, STRONG, out);
                 }
             }
         }
@@ -466,6 +606,21 @@ impl Names {
                 .any(|w| CORPORATE.contains(&w.trim_end_matches(['.', ','])));
             if whole && toks.len() >= 2 && !suffix {
                 label_tokens(text, &toks, None, Mode::Strong, WEAK, out);
+            }
+        }
+        // A consult list: after a service and `(`, `/` or a dash, a capitalised name that
+        // is not a service itself (`ID/Pulm`, `Heme/Onc`).
+        for line in self.consults.find_iter(text) {
+            for m in self.consultant.find_iter(line.as_str()) {
+                let pos = line.start() + m.end();
+                let (toks, _) = self.take(text, pos, Mode::Strong);
+                let service = toks.first().is_some_and(|t| {
+                    let w = text[t.start..t.end].trim_end_matches('.');
+                    SERVICES.iter().any(|s| s.eq_ignore_ascii_case(w))
+                });
+                if !service && toks.first().is_some_and(|t| t.start == pos) {
+                    label_tokens(text, &toks, None, Mode::Strong, WEAK, out);
+                }
             }
         }
         // A greeting to a lowercase first name (`Hi ingrid,`).

@@ -38,6 +38,14 @@ macro_rules! rows {
 pub(crate) use rows;
 
 rows! {
+    initials_before_a_credential: "Tolerated well. —DF, RN", "DF" => Some(Label::Person);
+    unit_before_a_credential_is_not_initials: "Report given to ICU RN.", "ICU" => None;
+    consult_in_parentheses: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "Garcia" => Some(Label::LastName);
+    consult_after_a_dash: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "LaFleur" => Some(Label::LastName);
+    consult_after_a_slash: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "Venkataraman" => Some(Label::LastName);
+    consult_service_pair_is_not_a_name: "Consults: ID/Pulm following; Heme/Onc signed off.", "Pulm" => None;
+    consult_service_pair_is_not_a_name_onc: "Consults: ID/Pulm following; Heme/Onc signed off.", "Onc" => None;
+    slash_outside_a_consult_list_is_left: "Plan: cardiology/Garcia clinic", "Garcia" => None;
     relation_then_a_sentence_is_not_a_name: "Her mother developed rash after penicillin.", "developed" => None;
     given_initial_surname: "says Ana D. Alves in an interview", "Alves" => Some(Label::LastName);
     given_initial_surname_first: "says Ana D. Alves in an interview", "Ana" => Some(Label::FirstName);

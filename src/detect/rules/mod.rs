@@ -24,7 +24,7 @@
 //! Scores are fixed per pattern; they only matter for overlap resolution
 //! ([`crate::detect::merge::resolve`]), where the higher score names the merged span.
 
-mod checks;
+pub(crate) mod checks;
 pub(crate) mod dates;
 mod patterns;
 #[cfg(test)]

@@ -302,6 +302,9 @@ fn specs() -> Vec<Spec> {
         // `101F` alone is as often a temperature.
         spec("age_sex", r"\b(?:is an?|is|aged?)\s+(\d{2,3})\s?(?:M|F|yo[MF]|y/o[MF]?)\b", Label::Age, 0.85, checks::age_over_89).group(1),
         spec("age_yo", r"(?i)\b(\d{2,3})[\s-]*(?:yo\b|y/o\b|y\.o\.|yrs? old\b)", Label::Age, 0.9, checks::age_over_89).group(1),
+        // A person who "is 103": a person or a relative, then is/was/turned and a number
+        // that ends the clause (not `98.6`, `95%`, `103 lbs`), over 89.
+        spec("age_person_is", r"(?im)\b(?:he|she|patient|pt|mother|father|mom|dad|mum|sister|brother|wife|husband|grandmother|grandfather|grandma|grandpa|aunt|uncle|spouse|partner)\s+(?:is|was|turned|turns|is now|just turned|will be)\s+(\d{2,3})(?:\s*[,;)!]|\.(?:\D|$)|\s*$|\s+(?:and|but|who|now|today|this|next|last|in|on)\b)", Label::Age, 0.85, checks::age_over_89).group(1),
     ]
 }
 

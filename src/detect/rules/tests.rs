@@ -151,6 +151,11 @@ rows! {
     age_sex: "Patient is 101M with CHF." => [("101", Age)];
     age_sex_young_not_phi: "Patient is 67M with CHF." => [];
     temperature_not_age: "fever to 101F overnight" => [];
+    age_person_is: "Her centenarian sister is 103 and lives alone." => [("103", Age)];
+    age_person_turned: "Mother turned 96 last spring; he is 91." => [("96", Age), ("91", Age)];
+    age_person_young_not_phi: "Her sister is 73 and well." => [];
+    temperature_of_a_person_not_age: "Patient was 98.6 this morning; she is 95% on room air; he was 103 lbs." => [];
+    number_of_a_lab_not_age: "Her glucose is 103 today." => [];
     // hard negatives in clinical prose
     dose: "metoprolol 25 mg twice daily, 5 mg/kg" => [];
     labs: "Na 138, K 4.1, Cr 1.02, HbA1c 7.2%" => [];
