@@ -16,7 +16,8 @@
 //! 1. [`Document::parse`] reads the body within [`Limits`] (resources, nesting depth).
 //! 2. [`Document::texts`] lists the free text (strings such as `valueString`,
 //!    `Annotation.text`, `CodeableConcept.text`, `Reference.display`; the text nodes of
-//!    `Narrative.div`; `Attachment.data` of text types), in a fixed order.
+//!    `Narrative.div`; `Attachment.data` of text types; strings under a key that is no R4
+//!    element), in a fixed order.
 //! 3. The caller finds the PHI in them (the engine, behind the guard).
 //! 4. [`Document::deidentify`] writes the de-identified text back, applies the profile to
 //!    `HumanName`, `ContactPoint`, `Address`, `Identifier`, `birthDate`, every other date,

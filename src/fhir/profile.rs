@@ -11,6 +11,7 @@
 //! | `Address.postalCode` | generalize (US: three digits, `000` where the area is small) | pseudonymize |
 //! | `Identifier.value` (`identifier`, `accessionIdentifier`, …), and identifier strings (`Coverage.subscriberId`, `Device.serialNumber`, `lotNumber`, UDI numbers, `preAuthRef`, `businessArrangement`) | redact | hash (keyed, stable per install) |
 //! | primitive values of extensions (`valueCode`, `valueUri`, …) | free text | free text |
+//! | strings under a key that is no R4 element (`nickname`, `localNotes`) | free text | free text |
 //! | `birthDate` | generalize (year; removed when it reveals an age over 89) | date_shift |
 //! | every other date, dateTime, instant | date_shift (one offset per patient) | date_shift |
 //! | `Attachment.url`, `photo`, non-text or untyped `Attachment.data` | redact | redact |

@@ -6,8 +6,17 @@
 //! their key and their shape (a `name` object with `family` or `given` is a `HumanName`,
 //! an object with `contentType` is an `Attachment`), which holds for every resource type
 //! and for extensions without a schema per type.
+//!
+//! # Why a key that is no R4 element is free text
+//!
+//! Exports carry local, non-conformant fields (`nickname`, `localNotes`), and nothing says
+//! what their strings hold. Passing them through would leak whatever PHI they carry, so a
+//! string under a key that is not an R4 element ([`is_r4_element`]) is read as free text:
+//! the names, phones and dates in it are found and transformed like a note's, and a code
+//! with nothing in it comes back as it was. Numbers and booleans there stay.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
 
 use base64::Engine as _;
 use serde_json::{Map, Value};
@@ -143,6 +152,18 @@ const URL_PATHS: &[&str] = &[
     "Bundle.entry.link.url",
     "Bundle.entry.request.url",
 ];
+
+/// The JSON property names of FHIR R4's resources and datatypes, one a line, from HL7's R4
+/// JSON schema (`tools/fhir_r4_elements.py` writes the file).
+static R4_ELEMENTS: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| include_str!("r4_elements.txt").lines().collect());
+
+/// True when `key` is an R4 element, or a primitive's `_key` sibling (its `id` and
+/// extensions). `fhir_comments` (DSTU2's comments) is not: it is read as text.
+pub(super) fn is_r4_element(key: &str) -> bool {
+    let name = key.strip_prefix('_').unwrap_or(key);
+    R4_ELEMENTS.contains(name)
+}
 
 /// Keys of R4 `Range`s that are ranges of ages.
 const AGE_RANGE_KEYS: &[&str] = &["ageRange", "onsetRange", "abatementRange"];
@@ -400,8 +421,11 @@ fn string_site(key: &str, s: &str, shape: &Shape, path: &str) -> Option<Site> {
     if text {
         return Some(Site::Text(TextKind::Plain));
     }
-    (!CODE_KEYS.contains(&key) && dates::is_date(s))
-        .then(|| Site::Date(INSTANT_KEYS.contains(&key)))
+    if !CODE_KEYS.contains(&key) && dates::is_date(s) {
+        return Some(Site::Date(INSTANT_KEYS.contains(&key)));
+    }
+    // A key R4 does not define: nothing says what it holds, so the engine reads it.
+    (!is_r4_element(key)).then_some(Site::Text(TextKind::Plain))
 }
 
 /// The visitor: the site (`None` for any other string or object), the element, the patient

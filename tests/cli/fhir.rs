@@ -138,3 +138,19 @@ fn typed_elements_under_other_keys_are_de_identified() {
         json!({"value": 90, "unit": "a", "comparator": ">="})
     );
 }
+
+/// A local field R4 does not define, holding a phone number and a date. Before, it came out
+/// as it went in (only R4 elements were read); now it is read as free text.
+#[test]
+fn a_local_field_that_is_no_r4_element_is_read_as_free_text() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let doc = json!({"resourceType": "Patient", "id": "p1", "gender": "female",
+        "localNotes": "Daughter called from 617-555-0142 on 2019-03-14 about the visit",
+        "localFlags": {"priority": 2, "vip": false}});
+    let out = deid_json(t.path(), &doc, &[], &[]);
+    assert_gone(&out, &["617-555-0142", "6175550142", "2019-03-14"]);
+    let notes = out["localNotes"].as_str().expect("localNotes");
+    assert!(notes.starts_with("Daughter called from "), "{notes}");
+    assert_eq!(out["gender"], "female");
+    assert_eq!(out["localFlags"], json!({"priority": 2, "vip": false}));
+}

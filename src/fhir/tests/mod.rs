@@ -530,3 +530,56 @@ fn a_text_that_is_not_the_one_listed_is_removed_not_trusted() {
         "<div xmlns=\"http://www.w3.org/1999/xhtml\">[redacted]</div>"
     );
 }
+
+/// Strings under keys that R4 does not define (an export's local fields): before, each
+/// came out as it went in; now the engine reads them like a note. Codes, numbers and
+/// booleans stay.
+#[test]
+fn strings_under_keys_that_are_no_r4_element_are_read_as_free_text() {
+    let doc = json!({
+        "resourceType": "Observation", "id": "o1", "status": "final",
+        "code": {"coding": [{"system": "http://loinc.org", "code": "8867-4", "display": "Heart rate"}]},
+        "subject": {"reference": "Patient/p1"},
+        "nickname": "Jimmy Chalmers",
+        "localNotes": ["called his wife at 617-555-0142 on 2019-03-14"],
+        "localContact": {"callback": "617-555-0142", "attempts": 3, "reached": true},
+        "localCode": "WARD-7B"
+    });
+    let (out, _) = run(
+        &doc.to_string(),
+        Format::Json,
+        &["Jimmy", "Chalmers"],
+        &opts(Profile::safe_harbor()),
+    );
+    let out = &out.values()[0];
+    assert_eq!(
+        leaks(out, &["Jimmy", "Chalmers", "617-555-0142", "2019-03-14"]),
+        Vec::<String>::new(),
+        "{out}"
+    );
+    let notes = out["localNotes"][0].as_str().unwrap_or_default();
+    assert!(notes.starts_with("called his wife at "), "{out}");
+    assert_eq!(out["status"], "final");
+    assert_eq!(out["code"]["coding"][0]["code"], "8867-4");
+    assert_eq!(out["code"]["coding"][0]["display"], "Heart rate");
+    assert_eq!(out["localContact"]["attempts"], 3);
+    assert_eq!(out["localContact"]["reached"], true);
+    assert_eq!(out["localCode"], "WARD-7B");
+}
+
+#[test]
+fn the_r4_element_list_knows_elements_and_their_primitive_siblings() {
+    for known in [
+        "resourceType",
+        "div",
+        "valueString",
+        "class",
+        "_birthDate",
+        "_given",
+    ] {
+        assert!(walk::is_r4_element(known), "{known}");
+    }
+    for unknown in ["nickname", "localNotes", "_nickname", "fhir_comments", ""] {
+        assert!(!walk::is_r4_element(unknown), "{unknown}");
+    }
+}
