@@ -447,6 +447,19 @@ fn settings_put(
             "value_error",
         )]));
     }
+    // Aliases and served names that name no installed model, by the rule start-up uses;
+    // the message names the entry's position, never the name sent.
+    let installed = |id: &str| st.engine.is_installed(id);
+    let refused = crate::settings::start::models_refusal(&next, &installed);
+    if let Some(r) = refused
+        .filter(|r| crate::settings::start::models_refusal(before, &installed).as_ref() != Some(r))
+    {
+        return Err(ApiError::Validation(vec![FieldProblem::new(
+            r.key().to_string(),
+            r.rule(),
+            "value_error",
+        )]));
+    }
     // Trusted hosts that leave out the Host this request came by would lock the admin API
     // out (400 on every call, saved to the file): refused, the Host itself never echoed.
     let trusted = next.get(keys::SECURITY_TRUSTED_HOSTS);

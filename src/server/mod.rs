@@ -66,8 +66,8 @@ pub enum ServerError {
     },
     /// Returned when the settings are ones the service does not start with: auth off on a
     /// public bind, a public bind without a client token, the same client and admin token,
-    /// or a placeholder token (`PUT /admin/settings` refuses a change to them by the same
-    /// rule).
+    /// a placeholder token, or a model alias or served name that names no installed model
+    /// (`PUT /admin/settings` refuses a change to them by the same rule).
     #[error(transparent)]
     Refused(#[from] crate::settings::start::StartRefusal),
     /// Returned when the stored hash key is not 64 hex characters.
@@ -222,6 +222,14 @@ impl Server {
                 by: settings.source_name(keys::MODELS_DEFAULT.name()),
                 model: default_model,
             });
+        }
+        // Aliases and the served set by the same rule: a name that maps to no installed
+        // model would be advertised and refused on every request. The bundled model's id
+        // is not refused, as for the default: a package without its files still starts.
+        let installed =
+            |id: &str| engine.is_installed(id) || id == crate::models::store::BUNDLED_ID;
+        if let Some(refused) = crate::settings::start::models_refusal(&settings, &installed) {
+            return Err(ServerError::Refused(refused));
         }
         let port = settings.get(keys::SERVER_PORT) as u16;
         let max_body = settings.get(keys::LIMITS_MAX_REQUEST_BYTES) as usize;

@@ -259,7 +259,9 @@ key, a `PHIGUARD_*` environment variable and, where OpenMed 3.1 has the same set
 - **A bad value** stops start-up with a message naming the variable and its rule; through the
   admin API it is refused (422, one entry per bad field) and nothing is applied. So is a
   change the next start would refuse, by the same rule (`security.auth` off on a
-  non-loopback `server.host`, a non-loopback host without `PHIGUARD_AUTH_TOKEN`), and a
+  non-loopback `server.host`, a non-loopback host without `PHIGUARD_AUTH_TOKEN`, a
+  `models.aliases` entry that is not `requested=installed` or maps to a model that is not
+  installed, a `models.served` name that is neither installed nor an alias), and a
   `security.trusted_hosts` that would not trust the `Host` of the request making the change.
 - **Live:** a change through the dashboard or `PUT /admin/settings` applies to the running
   server at once, except for settings marked *restart*; `phiguard settings set` writes the

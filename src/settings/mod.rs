@@ -569,7 +569,7 @@ impl Settings {
             if let Some(r) = refused.filter(|r| start::refusal(self).as_ref() != Some(r)) {
                 errors.push(FieldError {
                     field: r.key().into(),
-                    message: format!("the service would not start with this: {r}"),
+                    message: format!("the service would not start with this: {}", r.rule()),
                 });
             }
         }

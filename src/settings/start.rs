@@ -42,6 +42,39 @@ pub enum StartRefusal {
         /// The variable holding the placeholder.
         var: &'static str,
     },
+    /// Returned when an entry of `models.aliases` is not `requested=installed` (no `=`, or
+    /// nothing on one side of it). Named by position: the entry may be anything typed.
+    #[error("models.aliases ({by}): entry {entry} is not requested-name=installed-model; write the aliases comma-separated, e.g. my-model=phiguard-deid (or my-model=default)")]
+    AliasMalformed {
+        /// Where the setting was set: its variable or flag, `settings.toml` or `default`.
+        by: String,
+        /// The 1-based position of the entry in the list.
+        entry: usize,
+    },
+    /// Returned when an alias maps to a model that is not installed (nor `rules`, nor
+    /// `default`): every request naming the alias would be refused `422 model_not_served`.
+    #[error("models.aliases ({by}): {alias}={target} names a model that is not installed: map it to an installed model (phiguard models list), to default or to rules, or install that one (phiguard models pull)")]
+    AliasNotInstalled {
+        /// Where the setting was set.
+        by: String,
+        /// The 1-based position of the entry in the list.
+        entry: usize,
+        /// The requested name (configuration, never a request's).
+        alias: String,
+        /// The model it maps to (configuration, never a request's).
+        target: String,
+    },
+    /// Returned when a name of `models.served` is neither an installed model nor an alias:
+    /// the service would advertise a name it cannot serve.
+    #[error("models.served ({by}): {model} is not an installed model or an alias (models.aliases): list installed models (phiguard models list) or aliases, or install that one (phiguard models pull)")]
+    ServedNotInstalled {
+        /// Where the setting was set.
+        by: String,
+        /// The 1-based position of the name in the list.
+        entry: usize,
+        /// The name (configuration, never a request's).
+        model: String,
+    },
 }
 
 impl StartRefusal {
@@ -58,8 +91,84 @@ impl StartRefusal {
                     keys::SECURITY_AUTH_TOKEN.name()
                 }
             }
+            StartRefusal::AliasMalformed { .. } | StartRefusal::AliasNotInstalled { .. } => {
+                keys::MODELS_ALIASES.name()
+            }
+            StartRefusal::ServedNotInstalled { .. } => keys::MODELS_SERVED.name(),
         }
     }
+
+    /// The refusal in words fit for a `422` of `PUT /admin/settings`: the rule and the
+    /// entry's position, never a model name (there, the value came from the request).
+    pub fn rule(&self) -> String {
+        match self {
+            StartRefusal::AliasNotInstalled { entry, .. } => format!(
+                "entry {entry} maps to a model that is not installed; map each alias to an installed model (GET /admin/models), to default or to rules"
+            ),
+            StartRefusal::ServedNotInstalled { entry, .. } => format!(
+                "entry {entry} is not an installed model or an alias (models.aliases); GET /admin/models lists the installed models"
+            ),
+            StartRefusal::AliasMalformed { entry, .. } => format!(
+                "entry {entry} is not requested-name=installed-model; write the aliases comma-separated, e.g. my-model=phiguard-deid (or my-model=default)"
+            ),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The entries of `models.aliases` as (position, requested name, target), or the first
+/// entry that is not `requested=installed`.
+fn aliases(settings: &Settings) -> Result<Vec<(usize, &str, &str)>, StartRefusal> {
+    let mut out = Vec::new();
+    for (i, entry) in settings.get(keys::MODELS_ALIASES).iter().enumerate() {
+        match entry.split_once('=').map(|(a, t)| (a.trim(), t.trim())) {
+            Some((alias, target)) if !alias.is_empty() && !target.is_empty() => {
+                out.push((i + 1, alias, target));
+            }
+            _ => {
+                return Err(StartRefusal::AliasMalformed {
+                    by: settings.source_name(keys::MODELS_ALIASES.name()),
+                    entry: i + 1,
+                })
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The first name of `models.aliases` or `models.served` that names no model `installed`
+/// knows, or `None`. The settings cannot see the model store, so the caller says what is
+/// installed: `Server::start` (exit 2) and `PUT /admin/settings` (422) ask the same
+/// question of the engine. An alias to `default` is left to the rule of `models.default`.
+pub fn models_refusal(
+    settings: &Settings,
+    installed: &dyn Fn(&str) -> bool,
+) -> Option<StartRefusal> {
+    let aliases = match aliases(settings) {
+        Ok(a) => a,
+        Err(malformed) => return Some(malformed),
+    };
+    for &(entry, alias, target) in &aliases {
+        if target != "default" && !installed(target) {
+            return Some(StartRefusal::AliasNotInstalled {
+                by: settings.source_name(keys::MODELS_ALIASES.name()),
+                entry,
+                alias: alias.to_string(),
+                target: target.to_string(),
+            });
+        }
+    }
+    for (i, name) in settings.get(keys::MODELS_SERVED).iter().enumerate() {
+        let name = name.trim();
+        if !installed(name) && !aliases.iter().any(|&(_, a, _)| a == name) {
+            return Some(StartRefusal::ServedNotInstalled {
+                by: settings.source_name(keys::MODELS_SERVED.name()),
+                entry: i + 1,
+                model: name.to_string(),
+            });
+        }
+    }
+    None
 }
 
 /// True for `localhost` and loopback addresses (`127.0.0.1`, `[::1]`).
@@ -105,7 +214,7 @@ pub fn refusal(settings: &Settings) -> Option<StartRefusal> {
     if !client.is_empty() && client == admin {
         return Some(StartRefusal::SameTokens);
     }
-    None
+    aliases(settings).err()
 }
 
 #[cfg(test)]
@@ -175,6 +284,64 @@ mod tests {
             })
         );
         assert!(is_loopback("[::1]") && is_loopback("localhost") && !is_loopback("10.0.0.1"));
+    }
+
+    /// An alias that is not `requested=installed`, one that maps to a model not installed,
+    /// and a served name that is neither installed nor an alias stop start-up, each naming
+    /// its setting and source; `default`, `rules` and installed models pass. Before, all
+    /// three started, and the names were advertised and refused on every request.
+    #[test]
+    fn aliases_and_served_names_must_name_installed_models() {
+        let installed = |id: &str| matches!(id, "rules" | "phiguard-deid");
+        let check = |pairs: &[(&str, &str)]| models_refusal(&load(pairs), &installed);
+        let r = check(&[("PHIGUARD_MODEL_ALIASES", "garbage")]).expect("refused");
+        assert_eq!(
+            r,
+            StartRefusal::AliasMalformed {
+                by: "PHIGUARD_MODEL_ALIASES".into(),
+                entry: 1
+            }
+        );
+        assert_eq!(r.key(), "models.aliases");
+        // The settings-only rule sees a malformed entry too (PUT, `phiguard settings set`).
+        assert_eq!(
+            refusal(&load(&[("PHIGUARD_MODEL_ALIASES", "a=rules,=x")])),
+            {
+                Some(StartRefusal::AliasMalformed {
+                    by: "PHIGUARD_MODEL_ALIASES".into(),
+                    entry: 2,
+                })
+            }
+        );
+        let r = check(&[("PHIGUARD_MODEL_ALIASES", "foo=nonexistentmodel")]).expect("refused");
+        let msg = r.to_string();
+        assert!(
+            msg.starts_with("models.aliases (PHIGUARD_MODEL_ALIASES): foo=nonexistentmodel")
+                && msg.contains("not installed"),
+            "{msg}"
+        );
+        assert!(!r.rule().contains("nonexistentmodel"), "{}", r.rule());
+        let r = check(&[("OPENMED_SERVICE_SERVED_MODELS", "rules,nonexistent")]).expect("refused");
+        assert_eq!(r.key(), "models.served");
+        assert!(
+            r.to_string()
+                .starts_with("models.served (OPENMED_SERVICE_SERVED_MODELS): nonexistent is not"),
+            "{r}"
+        );
+        assert!(r.rule().starts_with("entry 2 ") && !r.rule().contains("nonexistent"));
+        for ok in [
+            &[(
+                "PHIGUARD_MODEL_ALIASES",
+                "a=default, b = rules,c=phiguard-deid",
+            )][..],
+            &[
+                ("PHIGUARD_MODEL_ALIASES", "a=rules"),
+                ("PHIGUARD_SERVED_MODELS", "a,phiguard-deid"),
+            ],
+            &[],
+        ] {
+            assert_eq!(check(ok), None, "{ok:?}");
+        }
     }
 
     /// What start-up refuses, a change is refused for, by the same rule: `security.auth`

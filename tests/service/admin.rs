@@ -379,3 +379,51 @@ async fn refusals_name_the_real_source() {
     );
     t.shutdown().await;
 }
+
+/// `PUT /admin/settings` refuses, by the rule start-up uses, an alias that is not
+/// `requested=installed`, an alias to a model that is not installed and a served name that
+/// is neither installed nor an alias (before: 200, saved, `/models/loaded` advertised the
+/// alias and every request naming it answered 422). The message names the setting and the
+/// entry, never the name sent; nothing is saved. An alias to an installed model passes.
+#[tokio::test]
+async fn aliases_and_served_names_of_no_installed_model_are_refused() {
+    let t = TestServer::start(&[]).await;
+    for (key, value) in [
+        ("models.aliases", "garbage"),
+        ("models.aliases", "foo=nonexistentmodel"),
+        ("models.served", "scripted,nonexistentmodel"),
+    ] {
+        let (status, body, _) =
+            envelope(t.admin_put("/admin/settings", json!({ key: value })).await).await;
+        assert_eq!(status, 422, "{key}={value}: {body}");
+        let detail = &body["error"]["details"][0];
+        assert_eq!(detail["field"], key, "{body}");
+        assert!(
+            detail["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("entry ")),
+            "{body}"
+        );
+        assert!(
+            !body.to_string().contains("nonexistentmodel") && !body.to_string().contains("garbage"),
+            "{body}"
+        );
+    }
+    let file =
+        std::fs::read_to_string(t._dir.path().join("config/settings.toml")).unwrap_or_default();
+    assert!(
+        !file.contains("nonexistentmodel") && !file.contains("garbage"),
+        "{file}"
+    );
+    let r = t
+        .admin_put("/admin/settings", json!({"models.aliases": "foo=scripted"}))
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        t.post("/pii/extract", json!({"text": "Zed", "model_name": "foo"}))
+            .await
+            .status(),
+        200
+    );
+    t.shutdown().await;
+}

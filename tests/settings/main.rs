@@ -408,3 +408,53 @@ fn refusals_name_the_file_when_the_value_came_from_it() {
         assert!(!err.contains("filetok-never-shown"), "{err}");
     }
 }
+
+/// An alias that is not `requested=installed`, an alias to a model that is not installed and
+/// a served name that is neither installed nor an alias stop start-up (exit 2), naming the
+/// setting, where it was set and the rule (before, each started: the names were advertised
+/// and refused on every request, or a served set named nothing the service could serve).
+#[test]
+fn aliases_and_served_names_of_no_installed_model_stop_start_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (env, parts) in [
+        (
+            ("PHIGUARD_MODEL_ALIASES", "garbage"),
+            &[
+                "models.aliases (PHIGUARD_MODEL_ALIASES)",
+                "entry 1",
+                "requested-name=installed-model",
+            ][..],
+        ),
+        (
+            ("PHIGUARD_MODEL_ALIASES", "foo=nonexistentmodel"),
+            &[
+                "models.aliases (PHIGUARD_MODEL_ALIASES)",
+                "nonexistentmodel",
+                "not installed",
+            ],
+        ),
+        (
+            ("PHIGUARD_SERVED_MODELS", "nonexistent"),
+            &[
+                "models.served (PHIGUARD_SERVED_MODELS)",
+                "nonexistent",
+                "not an installed model",
+            ],
+        ),
+    ] {
+        let (code, err) = serve_refused(dir.path(), &[], &[env]);
+        assert_eq!(code, Some(2), "{env:?}: {err}");
+        for part in parts {
+            assert!(err.contains(part), "{part:?} not in: {err}");
+        }
+    }
+    std::fs::create_dir_all(dir.path().join("config")).expect("config dir");
+    std::fs::write(
+        dir.path().join("config/settings.toml"),
+        "[models]\nserved = [\"rules\", \"nonexistent\"]\n",
+    )
+    .expect("settings.toml");
+    let (code, err) = serve_refused(dir.path(), &[], &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("models.served (settings.toml)"), "{err}");
+}
