@@ -102,7 +102,7 @@ fn new_request_id() -> Arc<str> {
 
 /// Whether a response may be cached: only the fixed assets of `/docs` say so themselves.
 /// Everything else (results carrying PHI, admin state) is `no-store`.
-fn set_safety_headers(headers: &mut HeaderMap) {
+pub(super) fn set_safety_headers(headers: &mut HeaderMap) {
     headers
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));

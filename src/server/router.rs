@@ -7,8 +7,10 @@
 //!    and the body's read, as below), without the router, validation or admission;
 //! 1. panic catcher — a panic anywhere becomes a 500 `internal_error` envelope;
 //! 2. CORS — only the configured exact origins (and the webview's in the desktop app); it
-//!    answers preflights itself and adds its headers to every other answer, refusals of the
-//!    layers below included (so a page on an allowed origin can read a 401);
+//!    answers a browser's preflight (`OPTIONS` with `Origin` and
+//!    `Access-Control-Request-Method`) itself and adds its headers to every other answer,
+//!    refusals of the layers below included (so a page on an allowed origin can read a 401);
+//!    any other `OPTIONS` skips it and is answered below like every method (`PreflightOnly`);
 //! 3. request context — request id, access log, request metrics, and the body rules
 //!    (`limits.max_request_bytes` and the read timeout, enforced where the body is read:
 //!    `middleware::Body`, the one body extractor, 413 `payload_too_large` / 408); inside it,
@@ -68,6 +70,80 @@ fn cors(st: &AppState) -> CorsLayer {
             HeaderName::from_static("x-api-key"),
             HeaderName::from_static("x-phiguard-priority"),
         ])
+}
+
+/// Whether `req` is a browser's CORS preflight: an `OPTIONS` with an `Origin` and an
+/// `Access-Control-Request-Method` (the Fetch standard's definition).
+fn is_preflight<B>(req: &axum::http::Request<B>) -> bool {
+    req.method() == Method::OPTIONS
+        && req.headers().contains_key(axum::http::header::ORIGIN)
+        && req
+            .headers()
+            .contains_key(axum::http::header::ACCESS_CONTROL_REQUEST_METHOD)
+}
+
+/// The CORS layer for browsers' preflights and every method but `OPTIONS`; any other
+/// `OPTIONS` skips it and meets the request context like every method (request id, safety
+/// headers, Host and auth checks, then 404 or 405 with `Allow`). `tower_http::cors` takes
+/// every `OPTIONS` for a preflight and answers it `200` itself, so without this an
+/// `OPTIONS` to any path, with any `Host`, got an empty `200` with none of the headers
+/// `docs/errors.md` promises on every response.
+#[derive(Clone)]
+struct PreflightOnly<S> {
+    cors: tower_http::cors::Cors<S>,
+    inner: S,
+}
+
+/// The future of a preflight's answer, with the safety headers added.
+type PreflightFuture<F, E> = futures::future::Map<
+    F,
+    fn(Result<axum::response::Response, E>) -> Result<axum::response::Response, E>,
+>;
+
+impl<S> tower::Service<axum::extract::Request> for PreflightOnly<S>
+where
+    S: tower::Service<axum::extract::Request, Response = axum::response::Response> + Clone,
+{
+    type Response = axum::response::Response;
+    type Error = S::Error;
+    type Future = futures::future::Either<
+        futures::future::Either<
+            <tower_http::cors::Cors<S> as tower::Service<axum::extract::Request>>::Future,
+            PreflightFuture<
+                <tower_http::cors::Cors<S> as tower::Service<axum::extract::Request>>::Future,
+                S::Error,
+            >,
+        >,
+        S::Future,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        match self.cors.poll_ready(cx) {
+            std::task::Poll::Ready(Ok(())) => self.inner.poll_ready(cx),
+            other => other,
+        }
+    }
+
+    fn call(&mut self, req: axum::extract::Request) -> Self::Future {
+        use futures::future::Either::{Left, Right};
+        if req.method() != Method::OPTIONS {
+            Left(Left(self.cors.call(req)))
+        } else if is_preflight(&req) {
+            // A preflight's answer has no body, but gets the safety headers all the same.
+            let safe: fn(_) -> _ = |r: Result<axum::response::Response, S::Error>| {
+                r.map(|mut resp| {
+                    middleware::set_safety_headers(resp.headers_mut());
+                    resp
+                })
+            };
+            Left(Right(futures::FutureExt::map(self.cors.call(req), safe)))
+        } else {
+            Right(self.inner.call(req))
+        }
+    }
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
@@ -197,7 +273,13 @@ pub(super) fn app(st: AppState, max_body: usize) -> super::door::Door {
     };
     let stack = tower::ServiceBuilder::new()
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(cors(&st))
+        .layer(tower::layer::layer_fn({
+            let cors = cors(&st);
+            move |inner: _| PreflightOnly {
+                cors: tower::Layer::layer(&cors, Clone::clone(&inner)),
+                inner,
+            }
+        }))
         .layer(mw(front.clone(), middleware::context));
     let router = router
         .fallback(|| async { ApiError::NotFound })

@@ -563,3 +563,81 @@ async fn a_second_host_header_or_an_untrusted_absolute_target_is_refused() {
     }
     t.shutdown().await;
 }
+
+/// An `OPTIONS` that is not a browser's CORS preflight meets the request context like any
+/// method: 405 with `Allow` on a known route, 404 on an unknown path, 400 for an untrusted
+/// `Host`, 401 without a token, each an envelope with `X-Request-Id`, `no-store` and
+/// `nosniff`. Before, every `OPTIONS` was answered an empty 200 without them (the CORS layer
+/// took it for a preflight). A real preflight is still answered by CORS (its own test above).
+#[tokio::test]
+async fn an_options_request_that_is_not_a_preflight_is_answered_like_any_method() {
+    let t = TestServer::start(&[]).await;
+    let options = |path: &str| {
+        t.http
+            .request(reqwest::Method::OPTIONS, t.url(path))
+            .bearer_auth(CLIENT)
+    };
+    for (req, status, reason) in [
+        (options("/pii/extract"), 405, "Method Not Allowed"),
+        (options("/no/such/path"), 404, "Not Found"),
+        (options("/health"), 405, "Method Not Allowed"),
+        (
+            t.http
+                .request(reqwest::Method::OPTIONS, t.url("/pii/extract")),
+            401,
+            "",
+        ),
+    ] {
+        let r = req.send().await.expect("send");
+        let url = r.url().to_string();
+        let headers = r.headers().clone();
+        assert_eq!(r.status().as_u16(), status, "{url}");
+        assert!(headers.contains_key("x-request-id"), "{url}: {headers:?}");
+        assert_eq!(headers["cache-control"], "no-store", "{url}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{url}");
+        let body: serde_json::Value = r.json().await.expect("an envelope");
+        assert_eq!(
+            body["error"]["request_id"].as_str(),
+            headers["x-request-id"].to_str().ok(),
+            "{url}: {body}"
+        );
+        if !reason.is_empty() {
+            assert_eq!(body["error"]["details"]["reason"], reason, "{url}: {body}");
+        }
+        if status == 405 {
+            let allow = headers["allow"].to_str().unwrap_or_default();
+            assert!(!allow.contains("OPTIONS"), "{url}: {allow}");
+            assert!(
+                allow.contains(if url.ends_with("/health") {
+                    "GET"
+                } else {
+                    "POST"
+                }),
+                "{url}: {allow}"
+            );
+        }
+    }
+    let status = status_of_raw(
+        &t,
+        &format!(
+            "OPTIONS /pii/extract HTTP/1.1\r\nhost: evil.example\r\nauthorization: Bearer {CLIENT}\r\nconnection: close\r\n\r\n"
+        ),
+    )
+    .await;
+    assert!(status.contains("400"), "{status}");
+    // A browser's preflight is still CORS's to answer (no request id, no auth), with the
+    // safety headers.
+    let pre = t
+        .http
+        .request(reqwest::Method::OPTIONS, t.url("/pii/extract"))
+        .header("origin", "http://evil.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .expect("preflight");
+    assert_eq!(pre.status(), 200);
+    assert!(!pre.headers().contains_key("x-request-id"));
+    assert_eq!(pre.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(pre.headers()["cache-control"], "no-store");
+    t.shutdown().await;
+}
