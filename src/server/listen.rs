@@ -104,14 +104,21 @@ pub(crate) async fn serve<S>(
     graceful.shutdown().await;
 }
 
+/// The answer to a connection over the cap: `503 service_busy` with `Retry-After` and the
+/// safety headers every response carries (`no-store`, `nosniff`), written by hand because no
+/// request was read (so it has no request id).
+fn busy_reply() -> String {
+    let body = ApiError::Busy { retry_after: 1.0 }.body(None).to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
 /// Answers a connection over the cap with one `503 service_busy` and closes it, without
 /// reading its request: a client told to retry does better than one whose connection is reset.
 async fn refuse(mut stream: TcpStream) {
-    let body = ApiError::Busy { retry_after: 1.0 }.body(None).to_string();
-    let reply = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\ncache-control: no-store\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let reply = busy_reply();
     let write = async {
         stream.write_all(reply.as_bytes()).await?;
         stream.shutdown().await
@@ -188,6 +195,11 @@ mod tests {
         let third = get(addr).await;
         assert!(third.starts_with("HTTP/1.1 503"), "{third}");
         assert!(third.contains("\"service_busy\""), "{third}");
+        assert!(
+            third.contains("\r\nx-content-type-options: nosniff\r\n"),
+            "{third}"
+        );
+        assert!(third.contains("\r\ncache-control: no-store\r\n"), "{third}");
         drop((_a, _b));
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(get(addr).await.starts_with("HTTP/1.1 200"));

@@ -100,7 +100,14 @@ async fn connections_over_the_cap_are_answered_503() {
         .expect("refused connection closed");
     assert!(out.starts_with("HTTP/1.1 503"), "{out}");
     assert!(out.contains("\"service_busy\""), "{out}");
-    assert!(out.to_ascii_lowercase().contains("retry-after: 1"), "{out}");
+    let lower = out.to_ascii_lowercase();
+    assert!(lower.contains("retry-after: 1"), "{out}");
+    // The safety headers of every response (docs/errors.md), this one included.
+    assert!(lower.contains("cache-control: no-store\r\n"), "{out}");
+    assert!(
+        lower.contains("x-content-type-options: nosniff\r\n"),
+        "{out}"
+    );
     drop(held);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let ok = t.post("/pii/extract", json!({"text": "Zed"})).await;
