@@ -29,7 +29,8 @@
 //! headers, request metrics, guard counters and access-log line. Otherwise (draining, a body
 //! that is not a JSON object or whose two fields are malformed, a model not served, degraded
 //! mode, a breaker that lets the call through) the request goes on to the router with the
-//! body already read, and is answered there exactly as before.
+//! body already read and the outcome of the checks of step 1 (`middleware::Gated`), which
+//! the request context does not run again, and is answered there exactly as before.
 //!
 //! # What differs
 //! A refused request skips admission (the priority queue: a refusal holds no slot) and
@@ -57,7 +58,7 @@ use tower::{Service, ServiceExt};
 use super::api::Fallback;
 use super::error::ApiError;
 use super::metrics::RouteSeries;
-use super::middleware::{self, Answered, Front, RequestScope, REQUEST};
+use super::middleware::{self, Answered, Caller, Front, RequestScope, REQUEST};
 use super::validate::read;
 
 /// The model routes whose refusals the door answers: one JSON object each, naming the model
@@ -154,6 +155,11 @@ where
     }
 }
 
+/// The token id of a caller, `""` when none (an open route, never a model route).
+fn token_id(caller: Option<&Caller>) -> &str {
+    caller.map_or("", |c| &c.token_id)
+}
+
 /// The two fields of a model request's body the door's decision depends on, read by the
 /// typed requests' own field readers; every other field is skipped without being built.
 /// Unknown and duplicate fields, and every other rule, are the handler's to judge.
@@ -189,7 +195,7 @@ impl Door {
             Err(refused) => return self.refused(route, &req, started, None, refused),
         };
         if st.draining.load(Ordering::SeqCst) {
-            return self.pass(req, None).await;
+            return self.pass(req, None, caller).await;
         }
         let (parts, body) = req.into_parts();
         let rules = self.shared.front.body_rules(&settings);
@@ -199,18 +205,27 @@ impl Door {
             Err(e) => Verdict::Refuse(e),
         };
         let req = Request::from_parts(parts, axum::body::Body::empty());
-        let caller = caller.as_ref().map_or("", |c| &*c.token_id);
         let refused = match verdict {
-            Verdict::Pass(bytes) => return self.pass(req, Some(bytes)).await,
+            Verdict::Pass(bytes) => return self.pass(req, Some(bytes), caller).await,
             Verdict::Refuse(e) => e,
             // The rate limits come before the breaker (as in the router): a caller over its
             // rate is told 429, and a refusal takes its token, as it would there.
-            Verdict::Breaker(id, refused) => match middleware::rate_limits(st, caller).await {
-                Err(limited) => limited,
-                Ok(()) => ApiError::from_guard(st.engine.guard().refused_call::<()>(&id, refused)),
-            },
+            Verdict::Breaker(id, refused) => {
+                match middleware::rate_limits(st, token_id(caller.as_ref())).await {
+                    Err(limited) => limited,
+                    Ok(()) => {
+                        ApiError::from_guard(st.engine.guard().refused_call::<()>(&id, refused))
+                    }
+                }
+            }
         };
-        self.refused(route, &req, started, Some(caller), refused)
+        self.refused(
+            route,
+            &req,
+            started,
+            Some(token_id(caller.as_ref())),
+            refused,
+        )
     }
 
     /// The breaker's refusal of the model `body` names, if it refuses and the request did not
@@ -239,12 +254,16 @@ impl Door {
         }
     }
 
-    /// Hands a request to the router, with its body when the door read it.
-    async fn pass(self, req: Request, body: Option<Bytes>) -> Response {
-        let req = match body {
+    /// Hands a request to the router, with its body when the door read it and the outcome
+    /// of the checks the door ran (`caller`), so that the request context does not run them
+    /// a second time: once counted, a token revoked or expired while the body arrived would
+    /// have been refused, and counted as a failed authentication, after it was accepted.
+    async fn pass(self, req: Request, body: Option<Bytes>, caller: Option<Caller>) -> Response {
+        let mut req = match body {
             Some(bytes) => req.map(|_| axum::body::Body::from(bytes)),
             None => req,
         };
+        req.extensions_mut().insert(middleware::Gated(caller));
         let req = self.with_peer(req);
         self.router
             .oneshot(req)

@@ -62,6 +62,12 @@ pub struct Caller {
     pub scope: Scope,
 }
 
+/// The outcome of [`gate`] for a request the door (`door.rs`) checked and then handed to the
+/// router: [`context`] takes it instead of running the checks again. Only the door inserts
+/// it; a request from the network arrives with no extensions.
+#[derive(Clone, Debug)]
+pub(super) struct Gated(pub(super) Option<Caller>);
+
 /// The route template the request matched (`MatchedPath` holds an `Arc<str>`: a clone
 /// allocates nothing), or `unknown`.
 struct Route(Option<MatchedPath>);
@@ -156,7 +162,11 @@ pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -
     // Every event of this request, in the guard and on the inference workers too, is logged
     // inside this span, so it carries the request id.
     let span = tracing::info_span!(target: "phiguard::request", "request", request_id = %id);
-    let gate = gate(st, &settings, &req, route, peer_of(&req));
+    // Once per request: a request the door passed on was checked there.
+    let gate = match req.extensions_mut().remove::<Gated>() {
+        Some(Gated(caller)) => Ok(caller),
+        None => gate(st, &settings, &req, route, peer_of(&req)),
+    };
     drop(settings);
     let caller = gate.as_ref().ok().cloned().flatten();
     // Decided once: the metrics count model routes apart, and their `POST`s pass admission.

@@ -307,3 +307,61 @@ async fn admin_actions_are_audited_with_who_what_and_the_values() {
     }
     t.shutdown().await;
 }
+
+/// A request is authenticated once, when its headers arrive, whichever way it takes. The
+/// door (which looks at model requests while a breaker is open) checked the token and, for a
+/// request it passed on to the router, the router's request context checked it again after
+/// the body had arrived: a token revoked meanwhile was answered 401 and counted as a failed
+/// authentication of the caller's address, where the same request with no breaker open was
+/// answered 200. Now the door hands its outcome on, and both ways answer alike.
+#[tokio::test]
+async fn a_request_the_door_passes_on_is_authenticated_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let t = TestServer::start(&[]).await;
+    let body = json!({"text": "Zed", "fallback": "rules"}).to_string();
+    // Twice: first through the router alone, then with a breaker open, through the door
+    // (degraded mode lets it pass on to the router).
+    for door in [false, true] {
+        if door {
+            let r = t
+                .admin_post("/admin/breakers/scripted/force-open", json!({}))
+                .await;
+            assert!(r.status().is_success(), "{}", r.status());
+        }
+        let created: Value = t
+            .admin_post("/admin/tokens", json!({"label": "ehr", "scope": "client"}))
+            .await
+            .json()
+            .await
+            .expect("json");
+        let token = created["token"].as_str().expect("token");
+        let id = created["id"].as_str().expect("id");
+        let mut s = tokio::net::TcpStream::connect(t.base.trim_start_matches("http://"))
+            .await
+            .expect("connect");
+        let head = format!(
+            "POST /pii/extract HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).await.expect("head");
+        // The head is read and checked; the body is awaited.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let r = t
+            .http
+            .delete(t.url(&format!("/admin/tokens/{id}")))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("revoke");
+        assert_eq!(r.status(), 204);
+        s.write_all(body.as_bytes()).await.expect("body");
+        let mut answer = String::new();
+        tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut answer))
+            .await
+            .expect("an answer within 10 s")
+            .expect("read");
+        assert!(answer.starts_with("HTTP/1.1 200"), "door {door}: {answer}");
+        assert_eq!(metric(&t, "phiguard_auth_failures_total").await, 0.0);
+    }
+    t.shutdown().await;
+}
