@@ -648,3 +648,39 @@ async fn an_options_request_that_is_not_a_preflight_is_answered_like_any_method(
     assert_eq!(pre.headers()["cache-control"], "no-store");
     t.shutdown().await;
 }
+
+/// What `docs/errors.md` ("Limits of the HTTP layer") says of requests HTTP/1.1 cannot frame:
+/// hyper answers them with a bare status line and closes the connection, and nothing of them
+/// reaches the service (no request id, no handler). Pinned so that the page stays true, and
+/// so that a malformed `Content-Length` can never reach a body reader.
+#[tokio::test]
+async fn requests_that_cannot_be_framed_are_answered_by_the_http_layer() {
+    let t = TestServer::start(&[]).await;
+    let head = format!(
+        "POST /pii/extract HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {CLIENT}\r\ncontent-type: application/json\r\n"
+    );
+    let many: String = (0..200).map(|i| format!("x-h: {i}\r\n")).collect();
+    for (extra, status) in [
+        ("content-length: -5\r\n".to_string(), "400"),
+        ("content-length: abc\r\n".to_string(), "400"),
+        (
+            "content-length: 2\r\ncontent-length: 7\r\n".to_string(),
+            "400",
+        ),
+        (format!("{many}content-length: 2\r\n"), "431"),
+    ] {
+        let mut s = connect(&t).await;
+        s.write_all(format!("{head}{extra}\r\n{{}}").as_bytes())
+            .await
+            .expect("request");
+        let out = read_until_closed(&mut s, Duration::from_secs(10))
+            .await
+            .expect("answered and closed");
+        let lower = out.to_ascii_lowercase();
+        assert!(out.starts_with(&format!("HTTP/1.1 {status}")), "{out}");
+        assert!(lower.contains("content-length: 0\r\n"), "{out}");
+        assert!(!lower.contains("x-request-id"), "{out}");
+    }
+    assert_eq!(t.script.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    t.shutdown().await;
+}
