@@ -631,8 +631,8 @@ async fn a_default_model_that_is_not_installed_stops_start_up() {
 
 /// `PUT /admin/settings` refuses a default that names no installed model, and
 /// `DELETE /admin/models/{id}` refuses to remove the model the default names (`409
-/// conflict` naming `models.default`): either would leave a service that is not ready and
-/// whose next start stops. Once the default names another model, the model can go.
+/// conflict` naming `models.default`) or an alias maps to (naming `models.aliases`): either
+/// would leave a service whose next start stops. Once nothing names the model, it can go.
 #[tokio::test]
 async fn a_default_model_that_is_not_installed_is_refused_and_its_model_stays() {
     // A second model in the store, installed before the server starts.
@@ -699,6 +699,33 @@ async fn a_default_model_that_is_not_installed_is_refused_and_its_model_stays() 
     // Another default first: then the model can be removed, and the service stays ready.
     let r = set_default("phiguard-deid").await.expect("request");
     assert_eq!(r.status(), 200);
+    // But not while an alias maps to it: the alias would be refused on every request and
+    // the next start would stop on it (the rule of models.aliases at start-up).
+    let set_aliases = |aliases: &'static str| {
+        serve
+            .http
+            .put(format!("{}/admin/settings", serve.base))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "models.aliases": aliases }))
+            .send()
+    };
+    assert_eq!(
+        set_aliases("copy=copy-deid")
+            .await
+            .expect("request")
+            .status(),
+        200
+    );
+    let r = remove().await.expect("request");
+    assert_eq!(r.status(), 409);
+    let body: Value = r.json().await.expect("json");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("models.aliases")),
+        "{body}"
+    );
+    assert_eq!(set_aliases("").await.expect("request").status(), 200);
     assert_eq!(remove().await.expect("request").status(), 204);
     assert_eq!(serve.get("/readyz").await.status(), 200);
     let (stdout, stderr) = serve.stop();

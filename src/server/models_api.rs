@@ -397,6 +397,21 @@ async fn models_delete(
             message: "This model is the default model (models.default); set another default first",
         });
     }
+    // So does a model an alias maps to or `models.served` names, by the rule start-up uses
+    // (`settings::start::models_refusal`): removed, those names would be refused on every
+    // request, and the next start would stop on them.
+    let settings = st.settings();
+    let installed = |m: &str| st.engine.is_installed(m);
+    let without = |m: &str| m != id && st.engine.is_installed(m);
+    let refusal = crate::settings::start::models_refusal;
+    if st.engine.is_installed(&id) && refusal(&settings, &without) != refusal(&settings, &installed)
+    {
+        record.target(id.clone());
+        return Err(ApiError::Conflict {
+            message: "An alias (models.aliases) or the served set (models.served) names this model; change them first",
+        });
+    }
+    drop(settings);
     let st2 = st.clone();
     let id2 = id.clone();
     let removed = tokio::task::spawn_blocking(move || {
