@@ -99,6 +99,12 @@ const TEXT_KEYS: &[&str] = &[
     "note",
     "display",
     "authorString",
+    // A name written as one string (`Location.name`, `Organization.name`, `Group.name`,
+    // `HealthcareService.name`) and its aliases: a patient's home, a relative's employer, a
+    // household. Read as text, what the engine finds there is transformed and a
+    // provider's or a definition's name comes back as it was.
+    "name",
+    "alias",
     // Primitive values of extensions (and of `Parameters`) have no schema here: an SSN
     // written as a `valueCode`, an e-mail as a `valueUri`. The engine reads them as text, so
     // whatever PHI they hold is found there; a code such as `F` comes back as it was.

@@ -249,3 +249,28 @@ fn dates_in_notes_follow_the_profiles_date_actions() {
     assert!(text.contains("05/16/1970"), "{text}");
     assert!(!text.contains("1931"), "{text}");
 }
+
+#[test]
+fn a_name_written_as_one_string_is_read_as_text() {
+    let loc = json!({"resourceType": "Location", "id": "l", "status": "active",
+        "name": "Home of Quibblesworth, tel 617-555-0143", "alias": ["Quibblesworth residence"],
+        "mode": "instance"});
+    let (out, _) = run(
+        &loc.to_string(),
+        Format::Json,
+        &["Quibblesworth"],
+        &opts(Profile::safe_harbor()),
+    );
+    let out = out.values()[0].clone();
+    assert!(
+        leaks(&out, &["Quibblesworth", "555-0143"]).is_empty(),
+        "{out}"
+    );
+    assert_eq!(out["mode"], "instance");
+    assert!(
+        out["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("Home of")),
+        "{out}"
+    );
+}
