@@ -3,6 +3,8 @@
 //! stdin and writes stdout. `.json` and `.ndjson` files are FHIR R4 (a resource, a Bundle,
 //! bulk NDJSON) and go through [`crate::fhir`] under `--fhir-profile`, as
 //! `/fhir/deidentify` does; a `.json` file that is not FHIR is named and not written.
+//! The FHIR files of one run are one export: their ids and references are re-pointed
+//! under one key for the run, so a reference still resolves across files.
 //! With `--columns`, `.csv`, `.tsv` and `.jsonl` files go through [`crate::tables`]:
 //! the named columns by kind, the rest copied, the file's shape kept.
 //!
@@ -718,6 +720,12 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 Ok::<(String, LabelCounts), String>((out.text, entities))
             }
         };
+        // The FHIR files of a run are one export (a bulk export is a folder of NDJSON files,
+        // one per resource type): their ids are re-pointed under one key, drawn for the run
+        // and never written, so a reference in one file resolves to a resource of another.
+        // Offsets and surrogates agree too: they derive from the patient's id under the
+        // per-install key.
+        let fhir_id_key = crate::fhir::IdKey::random();
         // A FHIR document: its free text in one engine call, its structure by the profile.
         let call_fhir = |text: String,
                          subject: Option<crate::deid::SubjectKey>,
@@ -731,6 +739,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 subject,
                 date_shift_days: args.date_shift_days,
                 reference_year: None,
+                id_key: Some(fhir_id_key.clone()),
             };
             async move {
                 let mut doc =

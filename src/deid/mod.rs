@@ -659,12 +659,24 @@ impl<R: Rng> Deidentifier<R> {
     /// normalised value, so it is the same in every request; without one, from the request's
     /// generator. A value whose first draws collide with another's surrogate in the same
     /// request moves on to its next draws (still the same sequence for that value).
+    ///
+    /// With a subject a name's gender cue is the name's own ([`gender::of_name`]), never
+    /// its context: the context differs from request to request (`Mrs.` in one note,
+    /// nothing in `Patient.name`, nothing in another file of the same export), and the
+    /// surrogate must not.
     fn surrogate(&mut self, label: Label, original: &str, cue: Gender) -> String {
         if let Some(s) = self.memo.get(original) {
             return s.clone();
         }
         // Spellings of one value (`Dr. John Smith`, `john smith`) may share a surrogate.
         let is_name = is_name_label(label);
+        let cue = match &self.opts.subject {
+            Some(_) if matches!(label, Label::FirstName | Label::Person) => {
+                let (_, rest) = split_title(original);
+                gender::of_name(rest.split_whitespace().next().unwrap_or(""))
+            }
+            _ => cue,
+        };
         let group = match &self.opts.subject {
             Some(_) if is_name => format!("{}\0{}", label.canonical(), subject_value(original)),
             Some(_) => format!("{}\0{}", label.canonical(), original.to_lowercase()),

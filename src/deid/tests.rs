@@ -737,4 +737,23 @@ fn name_surrogates_keep_the_gender_the_text_gives() {
     let b = one("Maria is well.");
     assert_eq!(a, b);
     assert!(surrogate::FEMALE_FIRST.contains(&a.as_str()), "{a}");
+    // A name the lists do not know takes no cue from its context with a subject: the
+    // context differs from note to note (and from `Patient.name` in another file of an
+    // export), and the surrogate must not. Before, `she` drew from the female names and the
+    // bare note from all.
+    let ngaio = |t: &str| {
+        let opts = DeidOptions {
+            subject: Some(subject.clone()),
+            ..method(Method::Replace)
+        };
+        Deidentifier::new(opts, &key(), StdRng::seed_from_u64(1))
+            .apply(t, &[sp(0, 5, Label::FirstName)])
+            .replacements[0]
+            .replacement
+            .clone()
+    };
+    assert_eq!(
+        ngaio("Ngaio says she is better."),
+        ngaio("Ngaio is better.")
+    );
 }

@@ -2,7 +2,8 @@
 //! becomes the same `Patient/<new id>`, so references still resolve inside a Bundle while
 //! the source system's ids are gone.
 //!
-//! The new id is an HMAC of the old one under a key drawn per request, or derived from the
+//! The new id is an HMAC of the old one under a key drawn per request, or shared by the
+//! documents of one export (the files of one `phiguard deid` run), or derived from the
 //! caller's subject so that the same subject's resources get the same ids in every request.
 //! A reference that is a search (`Patient?identifier=…`) carries an identifier in its
 //! query and is removed; a Bundle's own URLs (`link.url`, `request.url`) lose their query

@@ -30,7 +30,16 @@
 //! `beneficiary` reference points to (through the Bundle's `fullUrl`s); anything else in a
 //! document with one patient is that patient's. With a caller's subject every resource is
 //! the subject's. A patient's [`SubjectKey`] is derived from its resource id under the
-//! per-install key, so the same patient's dates move by the same offset in every request.
+//! per-install key, so the same patient's dates move by the same offset, and the same
+//! names get the same surrogates, in every request.
+//!
+//! # Why one id key for several documents
+//!
+//! A FHIR Bulk Data export is a folder of NDJSON files, one per resource type, and
+//! `Observation.subject` in one names a `Patient` of another. Ids re-pointed under a key
+//! drawn per document would leave every such reference dangling, so the documents of one
+//! export (the files of one `phiguard deid` run) share one [`IdKey`] through
+//! [`Options::id_key`]. A request of the server is a document, with a key of its own.
 //!
 //! Nothing here logs, and no error carries a value from the document.
 
@@ -152,6 +161,34 @@ pub struct Options {
     pub date_shift_days: Option<i64>,
     /// The year ages are counted to (`None`: this year).
     pub reference_year: Option<i32>,
+    /// The key ids are re-pointed under when there is no subject: documents given the same
+    /// key are one export (the files of one `phiguard deid` run), so a reference in one
+    /// resolves to a resource re-pointed in another. `None`: a key drawn for this document
+    /// alone (a request is a document).
+    pub id_key: Option<IdKey>,
+}
+
+/// A key resource ids are re-pointed under, shared by the documents of one export: drawn
+/// at random, held in memory for the run and never written, so nothing maps the new ids
+/// back. `Debug` never prints it.
+#[derive(Clone)]
+pub struct IdKey([u8; 32]);
+
+impl IdKey {
+    /// A fresh key from the thread's cryptographic generator (seeded by the operating
+    /// system).
+    pub fn random() -> IdKey {
+        use rand::Rng;
+        let mut k = [0u8; 32];
+        rand::rng().fill(&mut k);
+        IdKey(k)
+    }
+}
+
+impl std::fmt::Debug for IdKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IdKey(..)")
+    }
 }
 
 impl Document {
@@ -235,14 +272,10 @@ impl Document {
         opts: &Options,
     ) -> Stats {
         let patients = walk::Patients::of(&self.values);
-        let id_key = match &opts.subject {
-            Some(s) => s.derived_key("fhir-ids"),
-            None => {
-                use rand::Rng;
-                let mut k = [0u8; 32];
-                rand::rng().fill(&mut k);
-                k
-            }
+        let id_key = match (&opts.subject, &opts.id_key) {
+            (Some(s), _) => s.derived_key("fhir-ids"),
+            (None, Some(k)) => k.0,
+            (None, None) => IdKey::random().0,
         };
         let mut state = State {
             key,

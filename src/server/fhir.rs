@@ -225,6 +225,8 @@ async fn run(
         subject: req.subject.as_deref().map(|s| st.hash_key.subject(s)),
         date_shift_days: req.date_shift_days,
         reference_year: None,
+        // A request is a document: its ids are re-pointed under a key of its own.
+        id_key: None,
     };
     let stats = doc.deidentify(&texts, &spans, &st.hash_key, &options);
     let content_type = match doc.format() {

@@ -154,3 +154,116 @@ fn a_local_field_that_is_no_r4_element_is_read_as_free_text() {
     assert_eq!(out["gender"], "female");
     assert_eq!(out["localFlags"], json!({"priority": 2, "vip": false}));
 }
+
+/// The lines of an NDJSON output, as resources.
+fn ndjson(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("output")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a line is JSON"))
+        .collect()
+}
+
+/// Days from one date (its first ten characters) to another.
+fn days(from: &Value, to: &Value) -> i64 {
+    let d = |v: &Value| {
+        let s = v.as_str().expect("a date");
+        chrono::NaiveDate::parse_from_str(&s[..10], "%Y-%m-%d").expect("date")
+    };
+    (d(to) - d(from)).num_days()
+}
+
+/// A FHIR Bulk Data export: a folder of NDJSON files, one per resource type. Before, each
+/// file was a document of its own, its ids re-pointed under a key drawn for it, so every
+/// `Observation.subject` pointed to an id no patient of `Patient.ndjson` had; now the run is
+/// one export: references resolve across its files, and a patient's offset and surrogates
+/// are the same in each.
+#[test]
+fn a_bulk_export_stays_one_export_across_its_files() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let patients = [
+        json!({"resourceType": "Patient", "id": "123", "birthDate": "1974-12-25",
+            "name": [{"family": "Quibblesworth", "given": ["Arthur"]}]}),
+        json!({"resourceType": "Patient", "id": "456", "birthDate": "1981-03-14",
+            "name": [{"family": "Plumbottom", "given": ["Henrietta"]}]}),
+    ];
+    let observations = [
+        json!({"resourceType": "Observation", "id": "o1", "status": "final",
+            "code": {"text": "Heart rate"}, "subject": {"reference": "Patient/123"},
+            "effectiveDateTime": "2012-06-02T08:15:00Z",
+            "note": [{"text": "Seen with Mr. Arthur Quibblesworth today."}]}),
+        json!({"resourceType": "Observation", "id": "o2", "status": "final",
+            "code": {"text": "Heart rate"}, "subject": {"reference": "Patient/456"},
+            "effectiveDateTime": "2015-01-20",
+            "note": [{"text": "Seen with Mrs. Henrietta Plumbottom today."}]}),
+        json!({"resourceType": "Observation", "id": "o3", "status": "final",
+            "code": {"text": "Weight"}, "subject": {"reference": "Patient/123"},
+            "effectiveDateTime": "2013-07-08"}),
+    ];
+    let lines = |vs: &[Value]| vs.iter().map(|v| format!("{v}\n")).collect::<String>();
+    std::fs::create_dir_all(t.path().join("export")).expect("mkdir");
+    std::fs::write(t.path().join("export/Patient.ndjson"), lines(&patients)).expect("write");
+    std::fs::write(
+        t.path().join("export/Observation.ndjson"),
+        lines(&observations),
+    )
+    .expect("write");
+    let names = ["Quibblesworth", "Arthur", "Plumbottom", "Henrietta"];
+    for profile in ["hipaa_safe_harbor", "pseudonymize"] {
+        let _ = std::fs::remove_dir_all(t.path().join("out"));
+        let mut c = command(&binary(), t.path());
+        c.current_dir(t.path()).args([
+            "deid",
+            "export",
+            "--out",
+            "out",
+            "--model",
+            "rules",
+            "--fhir-profile",
+            profile,
+        ]);
+        let o = run(c, None);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let p = ndjson(&t.path().join("out/Patient.ndjson"));
+        let obs = ndjson(&t.path().join("out/Observation.ndjson"));
+        assert_gone(&Value::Array(p.clone()), &names);
+        assert_gone(&Value::Array(obs.clone()), &names);
+        let ids: Vec<String> = p
+            .iter()
+            .map(|r| format!("Patient/{}", r["id"].as_str().expect("id")))
+            .collect();
+        assert!(!ids.contains(&"Patient/123".to_owned()), "{ids:?}");
+        for (i, (oin, oout)) in observations.iter().zip(&obs).enumerate() {
+            let patient = usize::from(i == 1);
+            assert_eq!(
+                oout["subject"]["reference"],
+                ids[patient].as_str(),
+                "{profile}"
+            );
+            if profile == "pseudonymize" {
+                // The same patient's offset in each file, against its input.
+                assert_eq!(
+                    days(&patients[patient]["birthDate"], &p[patient]["birthDate"]),
+                    days(&oin["effectiveDateTime"], &oout["effectiveDateTime"]),
+                    "{profile} {i}"
+                );
+            }
+        }
+        if profile == "pseudonymize" {
+            // The surrogates of Patient.ndjson are the ones its notes in the other file got.
+            for (i, title) in [(0, "Mr."), (1, "Mrs.")] {
+                let name = &p[i]["name"][0];
+                let (given, family) = (name["given"][0].as_str(), name["family"].as_str());
+                let note = obs[i]["note"][0]["text"].as_str().expect("note");
+                assert_eq!(
+                    note,
+                    format!(
+                        "Seen with {title} {} {} today.",
+                        given.unwrap_or(""),
+                        family.unwrap_or("")
+                    )
+                );
+            }
+        }
+    }
+}

@@ -20,6 +20,7 @@ fn opts(profile: Profile) -> Options {
         subject: None,
         date_shift_days: None,
         reference_year: Some(2026),
+        id_key: None,
     }
 }
 
@@ -306,6 +307,66 @@ fn a_subject_gives_the_same_ids_and_offsets_in_every_request() {
     assert_eq!(
         a.values()[0]["entry"][2]["resource"]["effectiveDateTime"],
         b.values()[0]["entry"][2]["resource"]["effectiveDateTime"]
+    );
+}
+
+/// A bulk export's files, one per resource type, de-identified one at a time with the run's
+/// id key: references resolve across them, and a patient's offset and surrogates are the
+/// same in both. Before, each document drew its own key, so `Observation.subject` pointed to
+/// an id no patient of the other file had; and a given name in `Patient.name` was drawn
+/// with no gender cue while the note's was drawn with the name's, so the two differed
+/// (`Jin-ho` against `Obinna`) where no memo of one document joined them.
+#[test]
+fn documents_with_one_id_key_are_one_export() {
+    let patients = [
+        json!({"resourceType": "Patient", "id": "pat-1", "birthDate": "1974-12-25",
+            "name": [{"family": "Chalmers", "given": ["Peter"]}]}),
+        json!({"resourceType": "Patient", "id": "pat-2", "birthDate": "1981-03-14",
+            "name": [{"family": "Quibblesworth", "given": ["Arthur"]}]}),
+    ];
+    let observations = [
+        json!({"resourceType": "Observation", "id": "obs-1", "status": "final",
+            "code": {"text": "Heart rate"}, "subject": {"reference": "Patient/pat-1"},
+            "effectiveDateTime": "2012-06-02T08:15:00Z",
+            "note": [{"text": "Seen with Mr. Peter Chalmers today."}]}),
+        json!({"resourceType": "Observation", "id": "obs-2", "status": "final",
+            "code": {"text": "Heart rate"}, "subject": {"reference": "Patient/pat-2"},
+            "effectiveDateTime": "2015-01-20",
+            "note": [{"text": "Seen with Mr. Arthur Quibblesworth today."}]}),
+    ];
+    let ndjson = |vs: &[Value]| vs.iter().map(|v| format!("{v}\n")).collect::<String>();
+    let o = Options {
+        id_key: Some(IdKey::random()),
+        ..opts(Profile::pseudonymize())
+    };
+    let (p, _) = run(&ndjson(&patients), Format::Ndjson, &[], &o);
+    let (obs, _) = run(&ndjson(&observations), Format::Ndjson, &[], &o);
+    for i in 0..2 {
+        let (pin, pout) = (&patients[i], &p.values()[i]);
+        let (oin, oout) = (&observations[i], &obs.values()[i]);
+        let id = pout["id"].as_str().expect("id");
+        assert_eq!(oout["subject"]["reference"], format!("Patient/{id}"));
+        // The patient's offset, read from each file against its input.
+        let moved =
+            |a: &Value, b: &Value| days_between(a.as_str().unwrap_or(""), b.as_str().unwrap_or(""));
+        assert_eq!(
+            moved(&pin["birthDate"], &pout["birthDate"]),
+            moved(&oin["effectiveDateTime"], &oout["effectiveDateTime"]),
+        );
+        // The surrogate name of Patient.ndjson is the one the note got.
+        let family = pout["name"][0]["family"].as_str().expect("family");
+        let given = pout["name"][0]["given"][0].as_str().expect("given");
+        let note = oout["note"][0]["text"].as_str().expect("note");
+        assert_eq!(note, format!("Seen with Mr. {given} {family} today."));
+    }
+    // Without a key each document draws its own: the reference leads nowhere.
+    let alone = opts(Profile::pseudonymize());
+    let (p2, _) = run(&ndjson(&patients), Format::Ndjson, &[], &alone);
+    let (o2, _) = run(&ndjson(&observations), Format::Ndjson, &[], &alone);
+    let id = p2.values()[0]["id"].as_str().expect("id");
+    assert_ne!(
+        o2.values()[0]["subject"]["reference"],
+        format!("Patient/{id}")
     );
 }
 
