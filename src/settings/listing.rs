@@ -255,7 +255,11 @@ key, a `PHIGUARD_*` environment variable and, where OpenMed 3.1 has the same set
 - **`settings.toml`** lives in the config directory (`<PHIGUARD_HOME>/config/`, or
   `~/.config/phiguard/` on Linux), written by the dashboard, the admin API and
   `phiguard settings set`; keys are grouped by their first segment (`[retry]`
-  `max_attempts = 5`).
+  `max_attempts = 5`). Saving edits the file in place: only the keys that change are
+  written (a changed value keeps its comment), a new key goes at the end of its `[group]`
+  table (a new table after the last one), and comments, blank lines, the order of keys and
+  the spelling of untouched values stay as the admin wrote them. The file is replaced
+  atomically (a temporary file renamed over it, mode 0600).
 - **A bad value** stops start-up with a message naming the variable and its rule; through the
   admin API it is refused (422, one entry per bad field) and nothing is applied. So is a
   change the next start would refuse, by the same rule (`security.auth` off on a

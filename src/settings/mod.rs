@@ -585,46 +585,131 @@ impl Settings {
     /// was read with, those an environment variable overrides included, and the changes
     /// [`Settings::apply`] made.
     ///
+    /// # Why the file is edited and not rewritten
+    /// `settings.toml` is also the admin's document: a comment saying why a value is set, the
+    /// order of the keys, a number written `0x10`. Saving from the dashboard must not take
+    /// those away, so the file as it is now is edited in place (`toml_edit`): a key whose
+    /// value is unchanged is left byte for byte, a changed one gets its new value with its
+    /// comments and spacing, a new one goes at the end of its `[group]` table (made when
+    /// missing), and nothing else moves. A file that no longer parses is written afresh.
+    ///
     /// # Errors
     /// [`SettingsError::WriteFile`].
     pub fn persist(&self) -> Result<(), SettingsError> {
         let Some(path) = &self.file else {
             return Ok(());
         };
-        let mut groups: BTreeMap<&str, toml::Table> = BTreeMap::new();
-        for def in TABLE {
-            let Some(value) = self.stored.get(def.key) else {
-                continue;
-            };
-            if def.secret {
-                continue;
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => {
+                return Err(SettingsError::WriteFile {
+                    path: path.clone(),
+                    source,
+                })
             }
-            let name = def.key.split_once('.').map(|(_, n)| n).unwrap_or(def.key);
-            let v = match value {
-                Value::Unset => toml::Value::String(String::new()),
-                Value::Bool(b) => toml::Value::Boolean(*b),
-                Value::Int(i) => toml::Value::Integer(*i),
-                Value::Float(f) => toml::Value::Float(*f),
-                Value::Str(s) => toml::Value::String(s.clone()),
-                Value::List(l) => toml::Value::String(l.join(",")),
-            };
-            groups
-                .entry(def.group())
-                .or_default()
-                .insert(name.to_string(), v);
-        }
-        let mut root = toml::Table::new();
-        for (g, t) in groups {
-            root.insert(g.to_string(), toml::Value::Table(t));
-        }
-        let body = format!(
-            "# phiguard settings, written by phiguard; environment variables override these.\n{}",
-            toml::to_string(&root).unwrap_or_default()
-        );
+        };
+        let body = edited_file(&text, &self.stored);
         home::write_private(path, body.as_bytes()).map_err(|source| SettingsError::WriteFile {
             path: path.clone(),
             source,
         })
+    }
+}
+
+/// The first line of a `settings.toml` phiguard creates.
+const FILE_HEADER: &str =
+    "# phiguard settings, written by phiguard; environment variables override these.\n";
+
+/// `text` (the file as it is now) with every value of `stored` written in: keys whose value
+/// the file already holds keep their bytes, the others are set in place or added to their
+/// table. Comments, blank lines, order and keys that are not in `stored` are kept.
+fn edited_file(text: &str, stored: &BTreeMap<&'static str, Value>) -> String {
+    // What the file holds now, by the rules it is read with (a `0x5` equals a `5`).
+    let current: BTreeMap<&'static str, Value> = parse_file(text)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| {
+            let def = table::def(&e.key)?;
+            Some((def.key, def.kind.parse(&e.raw).ok()?))
+        })
+        .collect();
+    let (mut doc, header) = match text.parse::<toml_edit::DocumentMut>() {
+        Ok(doc) if !text.trim().is_empty() => (doc, ""),
+        _ => (toml_edit::DocumentMut::new(), FILE_HEADER),
+    };
+    for def in TABLE {
+        let Some(value) = stored.get(def.key) else {
+            continue;
+        };
+        if def.secret || current.get(def.key) == Some(value) {
+            continue;
+        }
+        set_in_document(&mut doc, def, value);
+    }
+    format!("{header}{doc}")
+}
+
+/// Sets `def`'s key of `doc` to `value` wherever the file writes it (`[group] name = …` or
+/// a top-level `"group.name" = …`), keeping the comments around it; a key the file lacks is
+/// added at the end of its `[group]` table.
+fn set_in_document(doc: &mut toml_edit::DocumentMut, def: &Def, value: &Value) {
+    let group = def.group();
+    let name = def.key.split_once('.').map(|(_, n)| n).unwrap_or(def.key);
+    let root = doc.as_table_mut();
+    let mut found = false;
+    if let Some(item) = root.get_mut(def.key) {
+        replace_value(item, value);
+        found = true;
+    }
+    if let Some(item) = root
+        .get_mut(group)
+        .and_then(|t| t.as_table_like_mut())
+        .and_then(|t| t.get_mut(name))
+    {
+        replace_value(item, value);
+        found = true;
+    }
+    if found {
+        return;
+    }
+    let slot = root
+        .entry(group)
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()));
+    if slot.as_table_like().is_none() {
+        // Not a table (the file changed since it was read): the key must live somewhere.
+        *slot = toml_edit::Item::Table(toml_edit::Table::new());
+    }
+    if let Some(t) = slot.as_table_like_mut() {
+        t.insert(name, toml_edit::Item::Value(edit_value(value, false)));
+    }
+}
+
+/// Replaces the value of `item`, keeping its comments and spacing (and its array form).
+fn replace_value(item: &mut toml_edit::Item, value: &Value) {
+    let old = item.as_value();
+    let mut new = edit_value(value, old.is_some_and(toml_edit::Value::is_array));
+    if let Some(old) = old {
+        *new.decor_mut() = old.decor().clone();
+    }
+    *item = toml_edit::Item::Value(new);
+}
+
+/// A setting's value as TOML: a list as one comma-separated string (the form of its
+/// environment variable), or as an array where the file wrote an array.
+fn edit_value(value: &Value, array: bool) -> toml_edit::Value {
+    match value {
+        Value::Unset => "".into(),
+        Value::Bool(b) => (*b).into(),
+        Value::Int(i) => (*i).into(),
+        Value::Float(f) => (*f).into(),
+        Value::Str(s) => s.as_str().into(),
+        Value::List(l) if array => l
+            .iter()
+            .map(String::as_str)
+            .collect::<toml_edit::Array>()
+            .into(),
+        Value::List(l) => l.join(",").into(),
     }
 }
 
@@ -1021,6 +1106,89 @@ mod tests {
         assert_eq!(again.source("retry.max_attempts"), SettingSource::File);
         assert_eq!(again.get(keys::BREAKER_RECOVERY_TIMEOUT_SECONDS), 45.0);
         assert_eq!(again.get(keys::LIMITS_TOKEN_RATE_LIMIT_RPS), 5.0);
+        Ok(())
+    }
+
+    /// Saving edits the file in place: comments above a key and at the end of its line,
+    /// blank lines, the order of keys and tables, a value's spelling (`0x5`) and values an
+    /// environment variable overrides all stay; a changed key keeps its comment, a new one
+    /// goes at the end of its table, a new table after the last one (before the comments
+    /// that end the file). Before, the file
+    /// was rewritten from the values alone and every comment was lost.
+    #[test]
+    fn persist_keeps_comments_layout_and_untouched_values() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let text = "# Settings of the ward server; ask J. before changing.\n\
+                    \n\
+                    [retry]\n\
+                    # Five: the model host drops the first call after a deploy.\n\
+                    max_attempts = 0x5 # see INC-1234\n\
+                    backoff_multiplier = 3.0\n\
+                    \n\
+                    # Breaker tuned for the night batch.\n\
+                    [breaker]\n\
+                    failure_threshold   =   4    # night batch\n\
+                    recovery_timeout_seconds = 45\n\
+                    \n\
+                    # The end.\n";
+        let (_dir, home) = home_with_file(text);
+        let mut s = Settings::load_from(&home, env(&[("PHIGUARD_RETRY_MAX_ATTEMPTS", "9")]))?;
+        s.apply(&[
+            ("breaker.failure_threshold".into(), "7".into()),
+            ("breaker.half_open_calls".into(), "2".into()),
+            ("limits.token_rate_limit_rps".into(), "5".into()),
+        ])
+        .map_err(|e| format!("{e:?}"))?;
+        s.persist()?;
+        let saved = std::fs::read_to_string(home.settings_file())?;
+        let want = text
+            .replace(
+                "failure_threshold   =   4    # night batch\n",
+                "failure_threshold   =   7    # night batch\n",
+            )
+            .replace(
+                "recovery_timeout_seconds = 45\n",
+                "recovery_timeout_seconds = 45\nhalf_open_calls = 2\n\n[limits]\ntoken_rate_limit_rps = 5.0\n",
+            );
+        assert_eq!(saved, want);
+        let again = Settings::load_from(&home, env(&[]))?;
+        assert_eq!(again.get(keys::RETRY_MAX_ATTEMPTS), 5);
+        assert_eq!(again.get(keys::BREAKER_FAILURE_THRESHOLD), 7);
+        assert_eq!(again.get(keys::BREAKER_HALF_OPEN_CALLS), 2);
+        // Saving again without a change leaves the file as it is.
+        again.persist()?;
+        assert_eq!(std::fs::read_to_string(home.settings_file())?, want);
+        Ok(())
+    }
+
+    /// The other spellings of a key are edited where they are, and a new file starts with
+    /// its header line.
+    #[test]
+    fn persist_edits_dotted_and_quoted_keys_in_place_and_starts_a_new_file(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let text = "\"retry.max_attempts\" = 5 # quoted\nretry.backoff_multiplier = 3 # dotted\n";
+        let (_dir, home) = home_with_file(text);
+        let mut s = Settings::load_from(&home, env(&[]))?;
+        s.apply(&[
+            ("retry.max_attempts".into(), "6".into()),
+            ("retry.backoff_multiplier".into(), "4".into()),
+        ])
+        .map_err(|e| format!("{e:?}"))?;
+        s.persist()?;
+        assert_eq!(
+            std::fs::read_to_string(home.settings_file())?,
+            "\"retry.max_attempts\" = 6 # quoted\nretry.backoff_multiplier = 4.0 # dotted\n"
+        );
+        let dir = tempfile::tempdir()?;
+        let home = Home::at(dir.path());
+        let mut s = Settings::load_from(&home, env(&[]))?;
+        s.apply(&[("models.served".into(), "rules".into())])
+            .map_err(|e| format!("{e:?}"))?;
+        s.persist()?;
+        assert_eq!(
+            std::fs::read_to_string(home.settings_file())?,
+            format!("{FILE_HEADER}[models]\nserved = \"rules\"\n")
+        );
         Ok(())
     }
 

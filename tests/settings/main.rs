@@ -301,6 +301,55 @@ fn set_keeps_file_values_that_the_environment_overrides() {
     assert_eq!(get("limits.token_rate_limit_rps"), "5");
 }
 
+/// `phiguard settings set` of one key edits `settings.toml` in place: every comment (above
+/// a key, at the end of a line, at the end of the file), the blank lines and the other keys
+/// stay byte for byte, the changed line keeps its comment (before, the file was rewritten
+/// from its values and every comment an admin wrote was lost).
+#[test]
+fn set_keeps_the_comments_and_layout_of_settings_toml() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("config")).expect("config dir");
+    let file = dir.path().join("config/settings.toml");
+    let text = "# Ward 4 server. Ask the on-call admin before changing anything here.\n\
+                \n\
+                [retry]\n\
+                # Five: the model host drops the first call after each deploy (INC-1234).\n\
+                max_attempts = 0x5   # do not lower\n\
+                backoff_multiplier = 3.0\n\
+                \n\
+                [breaker]\n\
+                # Tuned for the night batch.\n\
+                failure_threshold = 4 # night batch\n\
+                recovery_timeout_seconds = 45\n\
+                \n\
+                # End of the ward 4 settings.\n";
+    std::fs::write(&file, text).expect("settings.toml");
+    let out = phiguard(
+        dir.path(),
+        &["settings", "set", "breaker.failure_threshold", "6"],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let saved = std::fs::read_to_string(&file).expect("read settings.toml");
+    assert_eq!(
+        saved,
+        text.replace(
+            "failure_threshold = 4 # night batch",
+            "failure_threshold = 6 # night batch"
+        )
+    );
+    let get = phiguard(
+        dir.path(),
+        &["settings", "get", "breaker.failure_threshold"],
+        &[],
+    );
+    assert_eq!(String::from_utf8_lossy(&get.stdout).trim(), "6");
+}
+
 /// Runs `phiguard serve --port 0` with `args` and `env`, which must stop at start: waits
 /// (bounded; a server that started anyway is killed and fails the test) and returns the
 /// exit code and stderr.
