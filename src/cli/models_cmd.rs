@@ -49,8 +49,30 @@ pub(super) fn import(dir: &Path, id: Option<&str>) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Whether `id` is a model the next start finds installed: the rules, a model of `store`,
+/// or the bundled model's id, which start-up accepts even without its files (it warns).
+pub(super) fn installed_in(store: &Store) -> impl Fn(&str) -> bool + '_ {
+    |id: &str| {
+        id == crate::engine::RULES_ID
+            || id == crate::models::store::BUNDLED_ID
+            || store.get(id).is_some()
+    }
+}
+
+/// Removes a model, unless a setting names it (as `DELETE /admin/models/{id}` refuses it
+/// with 409, by the same rule): removed, the next start would stop (exit 2).
 pub(super) fn rm(id: &str) -> Result<(), Failure> {
-    println!("{}", cli::rm(&store()?, id).map_err(err)?);
+    let settings = Settings::load(&Home::from_env())?;
+    let store = store()?;
+    if let Some(key) = crate::settings::start::removal_refusal(&settings, id, &installed_in(&store))
+    {
+        return Err(Failure::usage(format!(
+            "{id} is in use: {key} ({}) names it, and without the model the service would not \
+             start; change {key} first (phiguard settings set {key} …), then remove it",
+            settings.source_name(key)
+        )));
+    }
+    println!("{}", cli::rm(&store, id).map_err(err)?);
     Ok(())
 }
 

@@ -388,30 +388,22 @@ async fn models_delete(
     record: &mut Action,
 ) -> Result<Response, ApiError> {
     // The model behind models.default stays: removed, the service would turn not ready and
-    // its next start would stop (exit 2) on a default that names no installed model.
-    let is_default = st.settings().get(keys::MODELS_DEFAULT) == id
-        || st.engine.resolve(None).is_ok_and(|d| d == id);
-    if is_default && st.engine.is_installed(&id) {
-        record.target(id.clone());
-        return Err(ApiError::Conflict {
-            message: "This model is the default model (models.default); set another default first",
-        });
-    }
-    // So does a model an alias maps to or `models.served` names, by the rule start-up uses
-    // (`settings::start::models_refusal`): removed, those names would be refused on every
-    // request, and the next start would stop on them.
-    let settings = st.settings();
+    // its next start would stop (exit 2) on a default that names no installed model. So does
+    // a model an alias maps to or `models.served` names: removed, those names would be
+    // refused on every request, and the next start would stop on them. One rule for this
+    // and `phiguard models rm`: `settings::start::removal_refusal`.
     let installed = |m: &str| st.engine.is_installed(m);
-    let without = |m: &str| m != id && st.engine.is_installed(m);
-    let refusal = crate::settings::start::models_refusal;
-    if st.engine.is_installed(&id) && refusal(&settings, &without) != refusal(&settings, &installed)
-    {
+    let in_use = crate::settings::start::removal_refusal(&st.settings(), &id, &installed);
+    if let Some(key) = in_use {
         record.target(id.clone());
         return Err(ApiError::Conflict {
-            message: "An alias (models.aliases) or the served set (models.served) names this model; change them first",
+            message: if key == keys::MODELS_DEFAULT.name() {
+                "This model is the default model (models.default); set another default first"
+            } else {
+                "An alias (models.aliases) or the served set (models.served) names this model; change them first"
+            },
         });
     }
-    drop(settings);
     let st2 = st.clone();
     let id2 = id.clone();
     let removed = tokio::task::spawn_blocking(move || {

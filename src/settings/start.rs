@@ -171,6 +171,49 @@ pub fn models_refusal(
     None
 }
 
+/// The model `models.default` names, followed through `models.aliases` as the engine
+/// resolves a request that names no model: the target of the alias of that name where there
+/// is one (`default` being the default itself), else the name.
+pub fn default_target(settings: &Settings) -> &str {
+    let default = settings.get(keys::MODELS_DEFAULT);
+    let target = settings
+        .get(keys::MODELS_ALIASES)
+        .iter()
+        .filter_map(|entry| entry.split_once('='))
+        .filter(|(alias, _)| alias.trim() == default)
+        .map(|(_, target)| target.trim())
+        .next_back();
+    match target {
+        Some(t) if t != "default" => t,
+        _ => default,
+    }
+}
+
+/// The setting that would stop naming an installed model if the installed model `id` were
+/// removed, or `None` when it can go: `models.default` when it names `id` (directly or
+/// through an alias), else `models.aliases` or `models.served` when [`models_refusal`]
+/// refuses the settings without `id` and did not with it. `DELETE /admin/models/{id}` (409)
+/// and `phiguard models rm` (exit 2) both ask this: removed, the model would leave every
+/// request that names it refused, and the next start would stop (exit 2).
+pub fn removal_refusal(
+    settings: &Settings,
+    id: &str,
+    installed: &dyn Fn(&str) -> bool,
+) -> Option<&'static str> {
+    if !installed(id) {
+        return None;
+    }
+    if settings.get(keys::MODELS_DEFAULT) == id || default_target(settings) == id {
+        return Some(keys::MODELS_DEFAULT.name());
+    }
+    let without = |m: &str| m != id && installed(m);
+    let after = models_refusal(settings, &without);
+    if after == models_refusal(settings, installed) {
+        return None;
+    }
+    after.map(|r| r.key())
+}
+
 /// True for `localhost` and loopback addresses (`127.0.0.1`, `[::1]`).
 pub fn is_loopback(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
@@ -342,6 +385,40 @@ mod tests {
         ] {
             assert_eq!(check(ok), None, "{ok:?}");
         }
+    }
+
+    /// A model is in use while `models.default` names it (or an alias the default names maps
+    /// to it), an alias maps to it or `models.served` names it; one the settings do not name,
+    /// or one not installed, is not.
+    #[test]
+    fn removal_names_the_setting_that_uses_the_model() {
+        let installed = |id: &str| matches!(id, "rules" | "phiguard-deid" | "tiny" | "spare");
+        let check =
+            |pairs: &[(&str, &str)], id: &str| removal_refusal(&load(pairs), id, &installed);
+        assert_eq!(check(&[], "phiguard-deid"), Some("models.default"));
+        assert_eq!(
+            check(
+                &[
+                    ("PHIGUARD_DEFAULT_MODEL", "mine"),
+                    ("PHIGUARD_MODEL_ALIASES", "mine=tiny")
+                ],
+                "tiny"
+            ),
+            Some("models.default")
+        );
+        assert_eq!(
+            check(&[("PHIGUARD_MODEL_ALIASES", "a=tiny")], "tiny"),
+            Some("models.aliases")
+        );
+        assert_eq!(
+            check(&[("PHIGUARD_SERVED_MODELS", "tiny,rules")], "tiny"),
+            Some("models.served")
+        );
+        assert_eq!(
+            check(&[("PHIGUARD_MODEL_ALIASES", "a=tiny")], "spare"),
+            None
+        );
+        assert_eq!(check(&[("PHIGUARD_DEFAULT_MODEL", "tiny")], "gone"), None);
     }
 
     /// What start-up refuses, a change is refused for, by the same rule: `security.auth`

@@ -1,12 +1,13 @@
 //! The `phiguard` binary as a user runs it: an installed copy far from the checkout, the
-//! safety of `deid` over files and folders, and the fresh-machine build (no crate that needs
-//! a system library).
+//! safety of `deid` over files and folders, `models rm` of a model in use, and the
+//! fresh-machine build (no crate that needs a system library).
 
 mod deid;
 mod eval;
 mod fhir;
 mod fresh_machine;
 mod installed;
+mod models;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
