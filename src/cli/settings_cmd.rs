@@ -2,7 +2,7 @@
 //! [`crate::settings::listing`], so the CLI only loads, picks the format and prints.
 
 use super::Failure;
-use crate::settings::{listing, Home, Settings};
+use crate::settings::{keys, listing, start, Home, Settings};
 
 /// The terminal width: `$COLUMNS` where the shell exports it, else 100.
 fn width() -> usize {
@@ -68,9 +68,15 @@ fn known(key: &str) -> Result<&'static crate::settings::table::Def, Failure> {
     })
 }
 
+/// Changes one setting in `settings.toml`, refused (exit 2, nothing written) by the rules
+/// of `PUT /admin/settings`: the value's own, the conflicts, what the next start would
+/// refuse, and for `models.default`, `models.aliases` and `models.served` a name that no
+/// installed model answers, asked of the model store as the next start would.
 pub(super) fn set(key: &str, value: &str) -> Result<(), Failure> {
-    known(key)?;
-    let mut s = Settings::load(&Home::from_env())?;
+    let def = known(key)?;
+    let home = Home::from_env();
+    let mut s = Settings::load(&home)?;
+    let before = s.clone();
     s.apply(&[(key.to_string(), value.to_string())])
         .map_err(|errs| {
             Failure::usage(
@@ -80,6 +86,21 @@ pub(super) fn set(key: &str, value: &str) -> Result<(), Failure> {
                     .join("; "),
             )
         })?;
+    let naming = [
+        keys::MODELS_DEFAULT.name(),
+        keys::MODELS_ALIASES.name(),
+        keys::MODELS_SERVED.name(),
+    ];
+    if naming.contains(&def.key) {
+        let store = crate::models::Store::with_bundled(home.models_dir(), None)
+            .map_err(|e| Failure::runtime(e.to_string()))?;
+        let installed = super::models_cmd::installed_in(&store);
+        if let Some(r) = start::change_refusal(&before, &s, &installed) {
+            return Err(Failure::usage(format!(
+                "the service would not start with this: {r}"
+            )));
+        }
+    }
     s.persist()?;
     println!("{key} = {}", s.value(key));
     Ok(())

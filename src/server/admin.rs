@@ -430,30 +430,12 @@ fn settings_put(
                 .collect(),
         )
     })?;
-    // A default that names no installed model would refuse every request that names none
-    // (as `POST /admin/models/default` refuses it); the other settings cannot check this.
-    let default_changed = next.get(keys::MODELS_DEFAULT) != before.get(keys::MODELS_DEFAULT)
-        || next.get(keys::MODELS_ALIASES) != before.get(keys::MODELS_ALIASES)
-        || next.get(keys::MODELS_SERVED) != before.get(keys::MODELS_SERVED);
-    if default_changed
-        && !st
-            .engine
-            .default_resolves_in(&crate::runtime::naming(&next))
-    {
-        return Err(ApiError::Validation(vec![FieldProblem::new(
-            keys::MODELS_DEFAULT.name().to_string(),
-            "names no installed model (or alias of one) that is served; GET /admin/models lists them"
-                .to_string(),
-            "value_error",
-        )]));
-    }
-    // Aliases and served names that name no installed model, by the rule start-up uses;
-    // the message names the entry's position, never the name sent.
+    // A default, alias or served name that names no installed model (the default would
+    // refuse every request that names none, as `POST /admin/models/default` refuses it; the
+    // others every request naming them, and the next start would stop), by the rule
+    // `phiguard settings set` uses; the message names the entry's position, never the name.
     let installed = |id: &str| st.engine.is_installed(id);
-    let refused = crate::settings::start::models_refusal(&next, &installed);
-    if let Some(r) = refused
-        .filter(|r| crate::settings::start::models_refusal(before, &installed).as_ref() != Some(r))
-    {
+    if let Some(r) = crate::settings::start::change_refusal(before, &next, &installed) {
         return Err(ApiError::Validation(vec![FieldProblem::new(
             r.key().to_string(),
             r.rule(),

@@ -264,9 +264,14 @@ key, a `PHIGUARD_*` environment variable and, where OpenMed 3.1 has the same set
   admin API it is refused (422, one entry per bad field) and nothing is applied. So is a
   change the next start would refuse, by the same rule (`security.auth` off on a
   non-loopback `server.host`, a non-loopback host without `PHIGUARD_AUTH_TOKEN`, a
-  `models.aliases` entry that is not `requested=installed` or maps to a model that is not
-  installed, a `models.served` name that is neither installed nor an alias), and a
+  `models.default` that names no installed model or alias of one, a `models.aliases` entry
+  that is not `requested=installed` or maps to a model that is not installed, a
+  `models.served` name that is neither installed nor an alias), and a
   `security.trusted_hosts` that would not trust the `Host` of the request making the change.
+  `phiguard settings set` refuses the same (exit 2, the setting named, nothing written),
+  asking the model store of `PHIGUARD_HOME` what is installed; `phiguard models rm` refuses a
+  model that `models.default`, an alias or `models.served` names (exit 2), as
+  `DELETE /admin/models/{id}` does (409).
 - **Live:** a change through the dashboard or `PUT /admin/settings` applies to the running
   server at once, except for settings marked *restart*; `phiguard settings set` writes the
   file, which a server reads when it starts.

@@ -75,6 +75,16 @@ pub enum StartRefusal {
         /// The name (configuration, never a request's).
         model: String,
     },
+    /// Returned when a change leaves `models.default` naming no installed model (nor an
+    /// alias of one): every request that names no model would be refused. (Start-up has its
+    /// own error for this, which lets the bundled model's id through with a warning.)
+    #[error("models.default ({by}): {model} names no installed model (nor an alias of one): pick one of phiguard models list, or install that one (phiguard models pull)")]
+    DefaultNotInstalled {
+        /// Where the setting was set.
+        by: String,
+        /// The name (configuration, never a request's).
+        model: String,
+    },
 }
 
 impl StartRefusal {
@@ -95,6 +105,7 @@ impl StartRefusal {
                 keys::MODELS_ALIASES.name()
             }
             StartRefusal::ServedNotInstalled { .. } => keys::MODELS_SERVED.name(),
+            StartRefusal::DefaultNotInstalled { .. } => keys::MODELS_DEFAULT.name(),
         }
     }
 
@@ -111,6 +122,9 @@ impl StartRefusal {
             StartRefusal::AliasMalformed { entry, .. } => format!(
                 "entry {entry} is not requested-name=installed-model; write the aliases comma-separated, e.g. my-model=phiguard-deid (or my-model=default)"
             ),
+            StartRefusal::DefaultNotInstalled { .. } => {
+                "names no installed model (or alias of one) that is served; GET /admin/models lists them".into()
+            }
             other => other.to_string(),
         }
     }
@@ -187,6 +201,30 @@ pub fn default_target(settings: &Settings) -> &str {
         Some(t) if t != "default" => t,
         _ => default,
     }
+}
+
+/// Why the change from `before` to `next` would leave a model setting naming no installed
+/// model, or `None`: `models.default` (when it, an alias or the served set changed) must
+/// name an installed model or an alias of one, and [`models_refusal`] must not refuse
+/// `next` for a reason it did not refuse `before` for (so a refusal that was there already,
+/// in settings read without the server's variables, does not block an unrelated change).
+/// `PUT /admin/settings` (422) and `phiguard settings set` (exit 2) both ask this.
+pub fn change_refusal(
+    before: &Settings,
+    next: &Settings,
+    installed: &dyn Fn(&str) -> bool,
+) -> Option<StartRefusal> {
+    let naming_changed = next.get(keys::MODELS_DEFAULT) != before.get(keys::MODELS_DEFAULT)
+        || next.get(keys::MODELS_ALIASES) != before.get(keys::MODELS_ALIASES)
+        || next.get(keys::MODELS_SERVED) != before.get(keys::MODELS_SERVED);
+    if naming_changed && !installed(default_target(next)) {
+        return Some(StartRefusal::DefaultNotInstalled {
+            by: next.source_name(keys::MODELS_DEFAULT.name()),
+            model: next.get(keys::MODELS_DEFAULT).to_string(),
+        });
+    }
+    models_refusal(next, installed)
+        .filter(|r| models_refusal(before, installed).as_ref() != Some(r))
 }
 
 /// The setting that would stop naming an installed model if the installed model `id` were
@@ -385,6 +423,49 @@ mod tests {
         ] {
             assert_eq!(check(ok), None, "{ok:?}");
         }
+    }
+
+    /// A change is refused when it leaves the default, an alias or a served name naming no
+    /// installed model, and not for a refusal that was there before it.
+    #[test]
+    fn a_change_is_refused_when_it_names_no_installed_model() {
+        let installed = |id: &str| matches!(id, "rules" | "phiguard-deid" | "tiny");
+        let before = load(&[]);
+        let after = |changes: &[(&str, &str)]| {
+            let mut next = before.clone();
+            let changes: Vec<(String, String)> = changes
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            next.apply(&changes).expect("valid shape");
+            change_refusal(&before, &next, &installed).map(|r| r.key())
+        };
+        assert_eq!(
+            after(&[("models.default", "nothere")]),
+            Some("models.default")
+        );
+        assert_eq!(after(&[("models.default", "tiny")]), None);
+        assert_eq!(
+            after(&[("models.aliases", "x=nothere")]),
+            Some("models.aliases")
+        );
+        assert_eq!(after(&[("models.aliases", "x=tiny,y=default")]), None);
+        assert_eq!(
+            after(&[("models.served", "nothere")]),
+            Some("models.served")
+        );
+        assert_eq!(after(&[("models.served", "tiny,rules")]), None);
+        // The default through an alias: `mine` is no model, but an alias to one.
+        assert_eq!(
+            after(&[("models.default", "mine"), ("models.aliases", "mine=tiny")]),
+            None
+        );
+        // A refusal already there does not block an unrelated change.
+        let broken = load(&[("PHIGUARD_SERVED_MODELS", "nothere")]);
+        let mut next = broken.clone();
+        next.apply(&[("retry.max_attempts".into(), "4".into())])
+            .expect("valid");
+        assert_eq!(change_refusal(&broken, &next, &installed), None);
     }
 
     /// A model is in use while `models.default` names it (or an alias the default names maps

@@ -350,6 +350,50 @@ fn set_keeps_the_comments_and_layout_of_settings_toml() {
     assert_eq!(String::from_utf8_lossy(&get.stdout).trim(), "6");
 }
 
+/// `phiguard settings set` refuses what `PUT /admin/settings` refuses for the model names:
+/// a default, an alias target or a served name that no installed model answers (exit 2,
+/// naming the setting; nothing written). Before, only the shape of an alias was checked,
+/// the value was saved and the next start stopped (exit 2).
+#[test]
+fn set_refuses_model_names_that_no_installed_model_answers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("config/settings.toml");
+    for (key, value, says) in [
+        ("models.aliases", "mine=nonexistentmodel", "not installed"),
+        (
+            "models.default",
+            "nonexistentmodel",
+            "names no installed model",
+        ),
+        (
+            "models.served",
+            "rules,nonexistentmodel",
+            "not an installed model",
+        ),
+    ] {
+        let out = phiguard(dir.path(), &["settings", "set", key, value], &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{key}: {err}");
+        assert!(
+            err.contains(&format!("{key} (")) && err.contains(says),
+            "{key}: {err}"
+        );
+        assert!(!file.exists(), "{key}: settings.toml was written");
+    }
+    for (key, value) in [
+        ("models.aliases", "mine=rules,other=default"),
+        ("models.served", "mine,rules"),
+        ("models.default", "mine"),
+    ] {
+        let out = phiguard(dir.path(), &["settings", "set", key, value], &[]);
+        assert!(
+            out.status.success(),
+            "{key}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// Runs `phiguard serve --port 0` with `args` and `env`, which must stop at start: waits
 /// (bounded; a server that started anyway is killed and fails the test) and returns the
 /// exit code and stderr.
