@@ -475,7 +475,7 @@ impl Names {
             PATIENT_WORDS.join("|"),
             TITLES.join("|")
         );
-        let field = r"(?i)\b(?:patient(?:[ \t]+name)?|pt|name|re|attending(?:[ \t]+physician)?|pcp|ordering(?:[ \t]+(?:provider|physician))?|referring(?:[ \t]+(?:provider|physician|doctor))?|provider|physician|surgeon|consultant|resident|nurse|dictated[ \t]+by|signed[ \t]+by|reviewed[ \t]+by|transcribed[ \t]+by|verified[ \t]+by|cc|guarantor|emergency[ \t]+contact|next[ \t]+of[ \t]+kin|nok|to|from|author|clinician|therapist|midwife|pharmacist|gp)[ \t]*[:#][ \t]*";
+        let field = r"(?i)\b(?:patient(?:[ \t]+name)?|pt|name|re|attending(?:[ \t]+physician)?|pcp|ordering(?:[ \t]+(?:provider|physician))?|referring(?:[ \t]+(?:provider|physician|doctor))?|provider|physician|surgeon|consultant|resident|nurse|dictated[ \t]+by|signed[ \t]+by|reviewed[ \t]+by|transcribed[ \t]+by|verified[ \t]+by|cc|guarantor|emergency[ \t]+contact|next[ \t]+of[ \t]+kin|nok|to|from|author|clinician|therapist|midwife|pharmacist|gp)[ \t]*(?:[:#]|\|)[ \t]*";
         let phrase = r"(?i)\b(?:electronically[ \t]+signed[ \t]+by|signed[ \t]+by|seen[ \t]+by|seen[ \t]+with|discussed[ \t]+with|reviewed[ \t]+with|dictated[ \t]+by|referred[ \t]+by|examined[ \t]+by|spoke[ \t]+(?:with|to)|care[ \t]+of|c/o|dear|re|pt|attn\.?|called[ \t]+to|reported[ \t]+to|medical[ \t]+student|student|hi|hello|states|with|per|paged|notified|informed|contacted)[ \t]+";
         let relation = r"(?i)\b(?:son|daughter|brother|sister|wife|husband|mother|father|mom|mum|dad|partner|spouse|neighbou?r|friend|niece|nephew|aunt|uncle|cousin|grandson|granddaughter|grandmother|grandfather|guardian|caregiver|carer|fianc[ée]e?|roommate|landlord|employer|colleague|sibling)s?\b,?[ \t]+";
         let signature = r"(?m)^[ \t]*(?:--|/s/|—)[ \t]*";
@@ -526,24 +526,29 @@ impl Names {
             }
         }
         for caps in self.credential.captures_iter(text) {
-            if let Some(g) = caps.get(1) {
-                // Only the last three words before the credential: skip leading stop words.
-                let (toks, _) = self.take(text, g.start(), Mode::Strong);
+            let Some(g) = caps.get(1) else { continue };
+            // The name is the longest run of name words that ends at the credential (`Routed
+            // to Allen MD`: `Allen`), the earliest start first. Before a credential the words
+            // are a person's, as after a title: a protected term there is a surname.
+            for word in self.token.find_iter(g.as_str()) {
+                let (toks, _) = self.take(text, g.start() + word.start(), Mode::Person);
                 let toks: Vec<Tok> = toks.into_iter().filter(|t| t.end <= g.end()).collect();
-                if toks
+                let reaches = toks
                     .last()
-                    .is_some_and(|t| t.end == g.end() || text[t.end..g.end()] == *".")
-                {
-                    // Capitals alone before a credential are initials (`—DF, RN`), as after
-                    // a signature marker.
-                    let initials = toks.len() == 1 && toks[0].kind == Kind::AllCaps;
-                    let mode = if initials {
-                        Mode::Signature
-                    } else {
-                        Mode::Strong
-                    };
-                    label_tokens(text, &toks, None, mode, STRONG, out);
+                    .is_some_and(|t| t.end == g.end() || text[t.end..g.end()] == *".");
+                if !reaches {
+                    continue;
                 }
+                // Capitals alone before a credential are initials (`—DF, RN`), as after a
+                // signature marker.
+                let initials = toks.len() == 1 && toks[0].kind == Kind::AllCaps;
+                let mode = if initials {
+                    Mode::Signature
+                } else {
+                    Mode::Strong
+                };
+                label_tokens(text, &toks, None, mode, STRONG, out);
+                break;
             }
         }
         // A known first name followed by a capitalised word.
@@ -721,6 +726,13 @@ impl Names {
                 comma_used = true;
                 comma_after = Some(toks.len() - 1);
                 pos = p + 2;
+            } else if (kind == Kind::Initial || caseless_initial)
+                && text[end..].starts_with('.')
+                && rest.starts_with(|c: char| c.is_uppercase())
+                && rest.chars().nth(1) == Some('.')
+            {
+                // Initials run together (`S.G.`, `J.D.`): the next one follows its dot.
+                pos = p;
             } else if rest.starts_with(' ') && !rest.starts_with("  ") {
                 pos = p + 1;
             } else {

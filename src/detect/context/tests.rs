@@ -40,6 +40,10 @@ pub(crate) use rows;
 rows! {
     initials_before_a_credential: "Tolerated well. —DF, RN", "DF" => Some(Label::Person);
     unit_before_a_credential_is_not_initials: "Report given to ICU RN.", "ICU" => None;
+    protected_word_before_a_credential_is_a_surname: "Routed to Allen MD.", "Allen" => Some(Label::LastName);
+    name_before_a_credential_after_words: "Follow up with PCP Yamamoto MD on 2/24/23.", "Yamamoto" => Some(Label::LastName);
+    initials_run_together_in_a_signature: "Recheck.\n\n-- S.G., RN\n", "G" => Some(Label::LastName);
+    field_in_a_pipe_table: "| Patient | DE LA CRUZ, APRIL U |", "DE LA CRUZ" => Some(Label::LastName);
     consult_in_parentheses: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "Garcia" => Some(Label::LastName);
     consult_after_a_dash: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "LaFleur" => Some(Label::LastName);
     consult_after_a_slash: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "Venkataraman" => Some(Label::LastName);

@@ -79,6 +79,19 @@ pub(crate) fn holiday(s: &str) -> Option<&str> {
     (!s.ends_with("disease") && !s.ends_with("factor")).then_some(s)
 }
 
+/// `M/D` (the part before any space or `@`) with a month (1 to 12) and a day (1 to 31).
+pub(crate) fn month_day(s: &str) -> bool {
+    let md = s
+        .split(|c: char| c.is_whitespace() || c == '@')
+        .next()
+        .unwrap_or("");
+    let mut parts = md.split('/').map(|p| p.parse::<u32>().ok());
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(Some(m)), Some(Some(d))) if (1..=12).contains(&m) && (1..=31).contains(&d)
+    )
+}
+
 /// `Mon-DD` with a day of a month (1 to 31).
 pub(crate) fn day_after_dash(s: &str) -> bool {
     s.rsplit('-')

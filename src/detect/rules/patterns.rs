@@ -231,6 +231,10 @@ fn specs() -> Vec<Spec> {
         // A month and a day with no year (`Sep-08`); a month name leaves no doubt.
         spec("date_mon_day_dash", &format!(r"(?i)\b{m}-(\d{{1,2}})\b"), Label::Date, 0.8, checks::any)
             .whole(checks::day_after_dash),
+        // A month and a day with a time of day (`11/21 @ 1015`, `2/13 at 18:30`): the time
+        // says it is a date, not a ratio or a score.
+        spec("date_md_at_time", r"(?i)\b(\d{1,2}/\d{1,2})\s*(?:@|at)\s*(?:[01]\d|2[0-3]):?[0-5]\d\b", Label::Date, 0.85, checks::any)
+            .whole(checks::month_day),
         // Holidays name a day of a year as surely as a date does.
         spec("date_holiday", HOLIDAY, Label::Date, 0.8, checks::holiday),
         // --- phone / fax
@@ -294,6 +298,8 @@ fn specs() -> Vec<Spec> {
             0.85,
             checks::any,
         ),
+        // A rural route and its box (`RR 2 Box 24`, `Rural Route 3, Box 118`).
+        spec("rural_route", r"(?i)\b(?:RR|R\.R\.|Rural\s+Route)\s*\d{1,3}\s*,?\s*Box\s+\d{1,5}\b", Label::StreetAddress, 0.85, checks::any),
         spec("po_box", r"(?i)\bP\.?\s?O\.?\s*Box\s+\d{1,6}\b", Label::StreetAddress, 0.85, checks::any),
         // --- ages over 89
         spec("age_year_old", r"(?i)\b(\d{2,3})[- ](?:years?|yrs?)[- ]old\b", Label::Age, 0.9, checks::age_over_89).group(1),
@@ -301,6 +307,9 @@ fn specs() -> Vec<Spec> {
         // Age and sex run together (`Patient is 101M with CHF`): only after "is", since
         // `101F` alone is as often a temperature.
         spec("age_sex", r"\b(?:is an?|is|aged?)\s+(\d{2,3})\s?(?:M|F|yo[MF]|y/o[MF]?)\b", Label::Age, 0.85, checks::age_over_89).group(1),
+        // `a 96F with Wells score 2`: after "a", only before what introduces a patient's
+        // history, since `a 101F fever` is a temperature.
+        spec("age_sex_a", r"\ban?\s+(\d{2,3})\s?(?:M|F)\s+(?:with|w/|who|presenting|presents|admitted|s/p|here|pt|patient|female|male|woman|man)\b", Label::Age, 0.85, checks::age_over_89).group(1),
         spec("age_yo", r"(?i)\b(\d{2,3})[\s-]*(?:yo\b|y/o\b|y\.o\.|yrs? old\b)", Label::Age, 0.9, checks::age_over_89).group(1),
         // A person who "is 103": a person or a relative, then is/was/turned and a number
         // that ends the clause (not `98.6`, `95%`, `103 lbs`), over 89.

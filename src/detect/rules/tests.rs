@@ -151,6 +151,11 @@ rows! {
     age_sex: "Patient is 101M with CHF." => [("101", Age)];
     age_sex_young_not_phi: "Patient is 67M with CHF." => [];
     temperature_not_age: "fever to 101F overnight" => [];
+    age_sex_after_a: "seen today, a 96F with Wells score 2." => [("96", Age)];
+    temperature_after_a_not_age: "spiked a 101F fever overnight" => [];
+    date_md_at_time: "Reviewed 11/21 @ 1015; recheck 2/13 at 18:30." => [("11/21 @ 1015", Date), ("2/13 at 18:30", Date)];
+    ratio_at_time_not_date: "pain 13/10 @ 1015" => [];
+    rural_route: "moved to RR 2 Box 24 00683." => [("RR 2 Box 24", StreetAddress)];
     age_person_is: "Her centenarian sister is 103 and lives alone." => [("103", Age)];
     age_person_turned: "Mother turned 96 last spring; he is 91." => [("96", Age), ("91", Age)];
     age_person_young_not_phi: "Her sister is 73 and well." => [];
