@@ -109,13 +109,7 @@ async fn created_tokens_work_until_revoked() {
         "listing must not show the token"
     );
     let id = created["id"].as_str().expect("id");
-    let r = t
-        .http
-        .delete(t.url(&format!("/admin/tokens/{id}")))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .expect("send");
+    let r = t.admin_delete(&format!("/admin/tokens/{id}")).await;
     assert_eq!(r.status(), 204);
     let (status, body, _) = envelope(
         t.http
@@ -284,13 +278,7 @@ async fn trusted_hosts_that_lock_out_the_caller_are_refused() {
 #[tokio::test]
 async fn the_default_model_cannot_be_removed() {
     let t = TestServer::start(&[]).await;
-    let r = t
-        .http
-        .delete(t.url("/admin/models/scripted"))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .expect("send");
+    let r = t.admin_delete("/admin/models/scripted").await;
     let (status, body, _) = envelope(r).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),

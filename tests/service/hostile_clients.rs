@@ -300,14 +300,7 @@ async fn a_configured_origin_gets_its_preflight_and_cors_headers_on_errors_too()
     assert_eq!(denied.status().as_u16(), 401);
     assert_eq!(acao(&denied).as_deref(), Some(allowed));
     // Another origin's preflight gets no grant, and its request is refused.
-    let other = t
-        .http
-        .request(reqwest::Method::OPTIONS, t.url("/pii/extract"))
-        .header("origin", "http://evil.example")
-        .header("access-control-request-method", "POST")
-        .send()
-        .await
-        .expect("preflight");
+    let other = t.preflight("/pii/extract", "http://evil.example").await;
     assert_eq!(acao(&other), None);
     t.shutdown().await;
 }
@@ -634,14 +627,7 @@ async fn an_options_request_that_is_not_a_preflight_is_answered_like_any_method(
     assert!(status.contains("400"), "{status}");
     // A browser's preflight is still CORS's to answer (no request id, no auth), with the
     // safety headers.
-    let pre = t
-        .http
-        .request(reqwest::Method::OPTIONS, t.url("/pii/extract"))
-        .header("origin", "http://evil.example")
-        .header("access-control-request-method", "POST")
-        .send()
-        .await
-        .expect("preflight");
+    let pre = t.preflight("/pii/extract", "http://evil.example").await;
     assert_eq!(pre.status(), 200);
     assert!(!pre.headers().contains_key("x-request-id"));
     assert_eq!(pre.headers()["x-content-type-options"], "nosniff");

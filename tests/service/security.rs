@@ -205,22 +205,10 @@ async fn admin_actions_are_audited_with_who_what_and_the_values() {
         .await
         .expect("send");
     assert_eq!(r.status(), 200);
-    let r = t
-        .http
-        .delete(t.url(&format!("/admin/tokens/{id}")))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .expect("send");
+    let r = t.admin_delete(&format!("/admin/tokens/{id}")).await;
     assert_eq!(r.status(), 204);
     // A refused action on an unknown target is recorded without that target.
-    let r = t
-        .http
-        .delete(t.url("/admin/tokens/tok_not-a-token-Zed"))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .expect("send");
+    let r = t.admin_delete("/admin/tokens/tok_not-a-token-Zed").await;
     assert_eq!(r.status(), 404);
 
     let audit: Value = t
@@ -346,13 +334,7 @@ async fn a_request_the_door_passes_on_is_authenticated_once() {
         s.write_all(head.as_bytes()).await.expect("head");
         // The head is read and checked; the body is awaited.
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let r = t
-            .http
-            .delete(t.url(&format!("/admin/tokens/{id}")))
-            .bearer_auth(ADMIN)
-            .send()
-            .await
-            .expect("revoke");
+        let r = t.admin_delete(&format!("/admin/tokens/{id}")).await;
         assert_eq!(r.status(), 204);
         s.write_all(body.as_bytes()).await.expect("body");
         let mut answer = String::new();

@@ -220,6 +220,27 @@ impl TestServer {
             .expect("text")
     }
 
+    /// DELETE with the admin token.
+    pub(crate) async fn admin_delete(&self, path: &str) -> reqwest::Response {
+        self.http
+            .delete(self.url(path))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// A browser's CORS preflight of a POST to `path` from `origin`.
+    pub(crate) async fn preflight(&self, path: &str, origin: &str) -> reqwest::Response {
+        self.http
+            .request(reqwest::Method::OPTIONS, self.url(path))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .send()
+            .await
+            .expect("preflight")
+    }
+
     /// GET with the admin token.
     pub(crate) async fn admin_get(&self, path: &str) -> reqwest::Response {
         self.http
