@@ -841,7 +841,10 @@ fn a_run_that_writes_nothing_leaves_no_output_folder() {
         let o = deid(t.path(), &args);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(code), "{err}");
-        assert!(err.contains("0 file(s) written"), "{err}");
+        assert!(
+            err.contains("0 file(s) written (no output folder left at"),
+            "{err}"
+        );
         let top = Path::new(out).components().next().expect("a name");
         assert!(!t.path().join(top).exists(), "{out} was left: {err}");
     }
@@ -856,6 +859,11 @@ fn a_run_that_writes_nothing_leaves_no_output_folder() {
     assert!(
         t.path().join("kept").is_dir(),
         "a folder the run did not create"
+    );
+    assert!(
+        stderr(&o).contains("0 file(s) written to kept"),
+        "{}",
+        stderr(&o)
     );
 }
 

@@ -445,9 +445,15 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             }
         }
         failed.sort();
+        // With nothing written, the output folder the run made is gone again: say so rather
+        // than name a folder that does not exist.
+        let whereto = if written == 0 && !out_dir.exists() {
+            format!("(no output folder left at {})", out_dir.display())
+        } else {
+            format!("to {}", out_dir.display())
+        };
         let mut summary = format!(
-            "phiguard deid: {written} file(s) written to {} in {:.1} s, {} failed\n",
-            out_dir.display(),
+            "phiguard deid: {written} file(s) written {whereto} in {:.1} s, {} failed\n",
             started.elapsed().as_secs_f64(),
             failed.len()
         );
