@@ -290,6 +290,7 @@ impl Document {
         };
         let mut next_text = 0usize;
         for v in &mut self.values {
+            state.stats.elements += cap_answered_ages(v);
             walk::walk(v, &patients, &mut |site, node, patient, path| {
                 if let Some(action) = opts.profile.path_action(path) {
                     state.by_path(action, node, patient);
@@ -405,8 +406,6 @@ fn check_shape(
     }
 }
 
-/// Removes empty strings, arrays and objects left by the profile, bottom up (FHIR's
-/// `ele-1`: every element has a value or children).
 /// Every `{start, end}` of `v` back in order after its dates were moved
 /// ([`dates::order_period`]).
 fn order_periods(v: &mut Value) {
@@ -426,6 +425,59 @@ fn order_periods(v: &mut Value) {
     }
 }
 
+/// Answers to a question about age (a `QuestionnaireResponse` item whose `linkId` or
+/// `text` says age) that are a number over 89: 90, as an `Age` element is capped. The
+/// number carries no unit, so the question is the only evidence that it is an age; one
+/// that does not say so is left. Returns how many were capped.
+fn cap_answered_ages(v: &mut Value) -> usize {
+    match v {
+        Value::Object(m) => {
+            let about_age = ["linkId", "text"].iter().any(|k| {
+                m.get(*k)
+                    .and_then(Value::as_str)
+                    .is_some_and(is_age_question)
+            });
+            let mut capped = 0;
+            if about_age {
+                if let Some(Value::Array(answers)) = m.get_mut("answer") {
+                    for a in answers.iter_mut().filter_map(Value::as_object_mut) {
+                        for key in ["valueInteger", "valueDecimal"] {
+                            if a.get(key)
+                                .and_then(Value::as_f64)
+                                .is_some_and(|n| n >= 90.0)
+                            {
+                                a.insert(key.into(), Value::from(90));
+                                capped += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            capped + m.values_mut().map(cap_answered_ages).sum::<usize>()
+        }
+        Value::Array(a) => a.iter_mut().map(cap_answered_ages).sum(),
+        _ => 0,
+    }
+}
+
+/// Whether a question asks an age in years: the word `age` (`Age`, `age-at-visit`, `What
+/// is your age?`, `Age at diagnosis`; not `page`, `stage`, `dosage`) and no smaller unit
+/// (`Age in months` of 100 is eight years). An age at some event over 89 tells the patient
+/// is over 89 as well, so it counts.
+fn is_age_question(s: &str) -> bool {
+    let words: Vec<String> = s
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let smaller = [
+        "months", "month", "mo", "mos", "weeks", "week", "wk", "wks", "days", "day", "hours",
+    ];
+    words.iter().any(|w| w == "age") && !words.iter().any(|w| smaller.contains(&w.as_str()))
+}
+
+/// Removes empty strings, arrays and objects left by the profile, bottom up (FHIR's
+/// `ele-1`: every element has a value or children).
 fn prune(v: &mut Value) {
     match v {
         Value::Object(m) => {

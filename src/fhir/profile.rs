@@ -17,6 +17,7 @@
 //! | `Attachment.url`, `photo`, non-text or untyped `Attachment.data` | redact | redact |
 //! | `FamilyMemberHistory.name` (one string) | redact | pseudonymize |
 //! | an `Age` (or a `Range` of ages) over 89 | 90, comparator `>=` | 90, comparator `>=` |
+//! | a `QuestionnaireResponse` answer over 89 to a question about age (`linkId` or `text` says `age`, no unit smaller than a year) | 90 | 90 |
 //! | `Location.position` | redact (kept only when `city` is kept) | redact |
 //! | resource ids, `fullUrl`, references | re-pointed (same target, new id); a contained resource's id kept | re-pointed |
 //! | `Bundle.link.url`, `entry.request.url`, `entry.response.location` | query cut, re-pointed | query cut, re-pointed |

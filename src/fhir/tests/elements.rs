@@ -274,3 +274,23 @@ fn a_name_written_as_one_string_is_read_as_text() {
         "{out}"
     );
 }
+
+#[test]
+fn an_answered_age_over_89_is_capped() {
+    let qr = json!({"resourceType": "QuestionnaireResponse", "id": "q", "status": "completed",
+    "subject": {"reference": "Patient/p"},
+    "item": [
+        {"linkId": "1", "text": "What is your age?", "answer": [{"valueInteger": 93}]},
+        {"linkId": "age-at-diagnosis", "answer": [{"valueDecimal": 91.5}]},
+        {"linkId": "2", "text": "Age in months", "answer": [{"valueInteger": 100}]},
+        {"linkId": "3", "text": "Number of pages read", "answer": [{"valueInteger": 120}]},
+        {"linkId": "4", "text": "Age", "answer": [{"valueInteger": 45}]}
+    ]});
+    let out = safe_harbor(&qr);
+    let answer = |i: usize| out["item"][i]["answer"][0].clone();
+    assert_eq!(answer(0)["valueInteger"], 90, "{out}");
+    assert_eq!(answer(1)["valueDecimal"], 90, "{out}");
+    assert_eq!(answer(2)["valueInteger"], 100, "{out}");
+    assert_eq!(answer(3)["valueInteger"], 120, "{out}");
+    assert_eq!(answer(4)["valueInteger"], 45, "{out}");
+}
