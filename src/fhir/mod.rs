@@ -561,8 +561,15 @@ impl State<'_> {
             .entry(patient.map(str::to_owned))
             .or_insert_with(|| {
                 use rand::SeedableRng;
-                let subject = opts.subject.clone().or_else(|| {
-                    patient.map(|p| key.subject(&format!("phiguard-fhir-patient\0{p}")))
+                let subject = opts.subject.clone().or_else(|| match patient {
+                    Some(p) => Some(key.subject(&format!("phiguard-fhir-patient\0{p}"))),
+                    // Resources of no patient (a Practitioner, an Organization) share one
+                    // offset and one set of surrogates across the documents of an export,
+                    // under its run-wide key; another run draws others.
+                    None => opts.id_key.as_ref().map(|k| {
+                        let run: String = k.0.iter().map(|b| format!("{b:02x}")).collect();
+                        key.subject(&format!("phiguard-fhir-run\0{run}"))
+                    }),
                 });
                 let dopts = DeidOptions {
                     policy: Some(opts.profile.text_policy()),

@@ -359,6 +359,16 @@ fn documents_with_one_id_key_are_one_export() {
         let note = oout["note"][0]["text"].as_str().expect("note");
         assert_eq!(note, format!("Seen with Mr. {given} {family} today."));
     }
+    // A resource of no patient (a Practitioner) gets the same offset and surrogates in
+    // every document of the export.
+    let practitioner = |id: &str| {
+        json!({"resourceType": "Practitioner", "id": id, "birthDate": "1960-02-03",
+            "name": [{"family": "Hawthorne-Pike", "given": ["Imogen"]}]})
+    };
+    let (a, _) = run(&ndjson(&[practitioner("pr-1")]), Format::Ndjson, &[], &o);
+    let (b, _) = run(&ndjson(&[practitioner("pr-2")]), Format::Ndjson, &[], &o);
+    assert_eq!(a.values()[0]["name"], b.values()[0]["name"]);
+    assert_eq!(a.values()[0]["birthDate"], b.values()[0]["birthDate"]);
     // Without a key each document draws its own: the reference leads nowhere.
     let alone = opts(Profile::pseudonymize());
     let (p2, _) = run(&ndjson(&patients), Format::Ndjson, &[], &alone);
