@@ -684,6 +684,9 @@ impl Names {
                     .is_some_and(|t| matches!(t.kind, Kind::Cap | Kind::Initial | Kind::Nick))
             };
             let stopped = stop.contains(word)
+                // A word run into digits is a code or a measure (`SpO2`, `G2P1`, `L4-L5`),
+                // never a name.
+                || after.starts_with(|c: char| c.is_ascii_digit())
                 || word.starts_with("non-")
                 || stop.contains(word.trim_end_matches('.'))
                 || (is_protected_at(word, after) && (!name_position || followed_by_head(after)))

@@ -44,6 +44,9 @@ rows! {
     name_before_a_credential_after_words: "Follow up with PCP Yamamoto MD on 2/24/23.", "Yamamoto" => Some(Label::LastName);
     initials_run_together_in_a_signature: "Recheck.\n\n-- S.G., RN\n", "G" => Some(Label::LastName);
     field_in_a_pipe_table: "| Patient | DE LA CRUZ, APRIL U |", "DE LA CRUZ" => Some(Label::LastName);
+    a_word_run_into_digits_is_no_name: "Spoke with pharmacy re: SpO2 94% on 2L.", "SpO" => None;
+    an_initial_run_into_digits_is_no_name: "Patient presented with G2P1 and L4-L5 stenosis.", "G" => None;
+    an_initial_run_into_digits_is_no_name_spine: "Patient presented with G2P1 and L4-L5 stenosis.", "L" => None;
     consult_in_parentheses: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "Garcia" => Some(Label::LastName);
     consult_after_a_dash: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "LaFleur" => Some(Label::LastName);
     consult_after_a_slash: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "Venkataraman" => Some(Label::LastName);
