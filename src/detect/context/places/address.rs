@@ -26,6 +26,12 @@ use crate::detect::Label;
 
 const PLACES: &str = include_str!("../../lists/places.txt");
 
+/// Code systems whose name stands before a code as a city stands before a postcode
+/// (`CPT 99214`, `ICD 10`): a billing code, never a place.
+const CODE_SYSTEMS: &[&str] = &[
+    "CPT", "ICD", "HCPCS", "DRG", "NDC", "LOINC", "SNOMED", "RxNorm", "CVX", "CDT", "NPI",
+];
+
 /// Postcodes by shape, and the city before an Indian PIN code.
 pub(super) const POSTCODES: &[Cue] = &[
     // Canada: A1A 1A1, without the letters Canada Post never uses
@@ -346,6 +352,9 @@ impl Named {
             let (Some(city), Some(zip)) = (caps.get(1), caps.get(2)) else {
                 continue;
             };
+            if CODE_SYSTEMS.contains(&city.as_str()) {
+                continue;
+            }
             let Some((ss, se)) = street_before(&text[..city.start()]) else {
                 continue;
             };
@@ -359,6 +368,9 @@ impl Named {
             else {
                 continue;
             };
+            if CODE_SYSTEMS.contains(&city.as_str()) {
+                continue;
+            }
             // A region code the list lacks (`Tallinn, HA 10119`, `Brirem, 32 8127`) counts
             // when the part before the city holds a number: the whole line is an address,
             // and that part is its street.
@@ -388,6 +400,8 @@ mod tests {
     rows! {
         country: "Glenelg SA 5045, Australia.", "Australia" => Some(Label::Country);
         city_state_zip: "25 Coronation Drive, Glenelg SA 5045, Australia", "Glenelg" => Some(Label::City);
+        code_system_is_no_city: "Tanner stage 3, CPT 99214.", "CPT" => None;
+        code_system_is_no_city_zip: "Tanner stage 3, CPT 99214.", "99214" => None;
         canadian_postcode: "Toronto ON  M5V 2T6\n", "M5V 2T6" => Some(Label::Zipcode);
         uk_postcode: "Norwich\nNR2 3PH\n", "NR2 3PH" => Some(Label::Zipcode);
         state_after_comma: "Bengaluru - 560038, Karnataka\n", "Karnataka" => Some(Label::State);
