@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 secs="${1:-20}"
-targets=(request_body query_token carry_buffer model_files safetensors_header)
+targets=(request_body query_token stream_fragments model_files safetensors_header)
 # No sanitizer and the dev profile: the build is many minutes shorter (the dependency tree,
 # candle among it, is compiled unoptimised and without debug info), safe Rust gives
 # AddressSanitizer nothing to find, and the targets assert their own invariants (a panic

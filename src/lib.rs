@@ -8,7 +8,7 @@
 //! | [`guard`] | retry, budgets, circuit breakers, rate limits, admission, bulkheads, deadlines |
 //! | [`detect`] | span and label types, rule recognizers, merging |
 //! | [`eval`] | gold readers and accuracy scoring (span, character, leak rate) |
-//! | [`deid`] | de-identification transforms, policies, the streaming carry buffer |
+//! | [`deid`] | de-identification transforms, policies, the cutting of a result into stream lines |
 //! | [`tables`] | CSV, TSV and JSON Lines by column: text through the engine, ids pseudonymised, dates shifted |
 //! | [`fhir`] | FHIR resources, Bundles and NDJSON: profiles for structured elements, free text to the engine |
 //! | [`inference`] | candle token classifiers, tokenization with offsets, windowing |

@@ -1,16 +1,16 @@
 //! Hostile-input harness: bounded property tests over everything that reads untrusted input
 //! — request parsing (bytes and arbitrary JSON values), the rule recognizers (arbitrary
-//! Unicode), the transforms (arbitrary spans, every method and policy) and the streaming
-//! carry buffer. Each property asserts "no panic" plus the invariant that makes the output
-//! safe to use: offsets inside the text, replacements that rebuild the output exactly,
-//! commits that tile the input.
+//! Unicode), the transforms (arbitrary spans, every method and policy) and the cutting of
+//! a result into stream lines. Each property asserts "no panic" plus the invariant that
+//! makes the output safe to use: offsets inside the text, replacements that rebuild the
+//! output exactly, fragments that tile the input.
 //!
 //! Case counts are fixed (`CASES_*`) so the harness runs in about a minute in CI; raise
 //! `PROPTEST_CASES` locally to search longer (it overrides every count).
 
 use std::collections::BTreeSet;
 
-use phiguard::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
+use phiguard::deid::stream::{fragments, StreamConfig};
 use phiguard::deid::{DeidOptions, Deidentifier, HashKey, Method, Policy};
 use phiguard::detect::{CharIndex, Label, RuleRecognizer, Source, Sources, Span};
 use phiguard::server::api::{
@@ -400,7 +400,7 @@ proptest! {
     }
 }
 
-/// A deterministic stand-in detector for the stream: spans derived from the window text
+/// A deterministic stand-in detector for the stream: spans derived from the text
 /// (every run of ASCII digits, every '@'-word) plus arbitrary, possibly invalid, spans.
 fn detect(window: &str, extra: &[(usize, usize)]) -> Vec<Span> {
     let mut out = Vec::new();
@@ -449,54 +449,31 @@ proptest! {
     #![proptest_config(config(CASES_STREAM))]
 
     #[test]
-    fn carry_buffer_commits_tile_the_input(
+    fn stream_fragments_tile_the_input(
         text in hostile_text(60),
-        chunk in 1usize..300,
         cfg in stream_config(),
         extra in proptest::collection::vec((0usize..700, 0usize..700), 0..4),
         method in any_method(),
     ) {
         let len = text.chars().count();
-        let mut buf = CarryBuffer::new(cfg);
         let key = HashKey::from_bytes([3u8; 32]);
         let opts = DeidOptions { method, date_shift_days: Some(5), ..DeidOptions::default() };
         let mut deid = Deidentifier::new(opts, &key, rand::rngs::StdRng::seed_from_u64(1));
         let mut joined = String::new();
         let mut next_offset = 0;
-        let mut windows = 0usize;
-        let mut pieces = chunks_of(&text, chunk);
-        let mut finished = false;
-        loop {
-            if let Some(w) = buf.next_window() {
-                windows += 1;
-                prop_assert!(windows <= 4 * len + 8, "carry buffer does not make progress");
-                let wlen = w.text.chars().count();
-                prop_assert!(w.offset + wlen <= len && wlen <= cfg.window_chars.max(cfg.step_chars() + cfg.tokenizer_context_chars));
-                let spans = detect(w.text, &extra);
-                let commit = buf.commit(spans).expect("a window was pending");
-                prop_assert_eq!(commit.offset, next_offset, "commits are not contiguous");
-                let clen = commit.text.chars().count();
-                for s in &commit.spans {
-                    prop_assert!(s.start >= commit.offset && s.start < s.end && s.end <= commit.offset + clen);
-                }
-                let out = commit.redact(&mut deid);
-                assert_replacements_rebuild(&commit.text, commit.offset, &out);
-                joined.push_str(&commit.text);
-                next_offset += clen;
-                continue;
+        for commit in fragments(&text, detect(&text, &extra), cfg) {
+            prop_assert_eq!(commit.offset, next_offset, "fragments are not contiguous");
+            let clen = commit.text.chars().count();
+            prop_assert!(clen > 0, "an empty fragment");
+            for s in &commit.spans {
+                prop_assert!(s.start >= commit.offset && s.start < s.end && s.end <= commit.offset + clen);
             }
-            if finished {
-                break;
-            }
-            match pieces.next() {
-                Some(p) => buf.push(p),
-                None => {
-                    buf.finish();
-                    finished = true;
-                }
-            }
+            let out = commit.redact(&mut deid);
+            assert_replacements_rebuild(&commit.text, commit.offset, &out);
+            joined.push_str(&commit.text);
+            next_offset += clen;
         }
-        prop_assert_eq!(&joined, &text, "commits do not tile the input");
-        prop_assert_eq!(buf.committed_chars(), len);
+        prop_assert_eq!(&joined, &text, "fragments do not tile the input");
+        prop_assert_eq!(next_offset, len);
     }
 }

@@ -1,5 +1,5 @@
 //! De-identification transforms: mask, remove, replace (surrogates), keyed hash and date
-//! shifting; policies ([`policy`]); the streaming carry buffer ([`stream`]).
+//! shifting; policies ([`policy`]); the cutting of a result into stream lines ([`stream`]).
 //!
 //! # Why one stateful `Deidentifier` per request
 //!
@@ -54,7 +54,7 @@ use gender::Gender;
 
 pub use policy::{Policy, PolicyError};
 pub use seal::{Restored, SealError, SealKey, SealedSpan};
-pub use stream::{chunks_of, CarryBuffer, Commit, StreamConfig, Window};
+pub use stream::{fragments, Commit, StreamConfig};
 
 /// Errors of this module. Messages never contain request text.
 #[derive(Debug, thiserror::Error)]

@@ -394,13 +394,16 @@ extract_body! {
 }
 
 extract_body! {
-    /// Body of `POST /pii/extract/stream`: the extract body plus the streaming knobs.
+    /// Body of `POST /pii/extract/stream`: the extract body plus OpenMed's streaming knobs.
+    /// The stream reads the whole text before its first line (so that the sweep can mark a
+    /// name found late where it occurs early); the knobs are checked as OpenMed checks
+    /// them and size the lines, not detection.
     ExtractStreamRequest {
-        /// Characters fed per step.
+        /// Characters OpenMed feeds its buffer per step (no effect here).
         #[serde(default = "chunk_1024", deserialize_with = "read::count_in::<_, 1, 32768>")]
         #[schema(minimum = 1, maximum = 32768, default = 1024)]
         pub chunk_size: usize,
-        /// Detection window.
+        /// OpenMed's detection window: here, with the two below, the size of a line.
         #[serde(default = "window_4096", deserialize_with = "read::count_in::<_, 64, 16_777_216>")]
         #[schema(minimum = 64, maximum = 16_777_216, default = 4096)]
         pub window_chars: usize,
@@ -595,9 +598,11 @@ deidentify_body! {
 }
 
 deidentify_body! {
-    /// Body of `POST /pii/deidentify/stream`: the de-identify body plus `chunk_size`.
+    /// Body of `POST /pii/deidentify/stream`: the de-identify body plus OpenMed's
+    /// `chunk_size`, checked as OpenMed checks it; the stream reads the whole text before
+    /// its first line, so it changes nothing.
     DeidentifyStreamRequest {
-        /// Characters fed per step.
+        /// Characters OpenMed feeds its buffer per step (no effect here).
         #[serde(default = "chunk_1024", deserialize_with = "read::count_in::<_, 1, 32768>")]
         #[schema(minimum = 1, maximum = 32768, default = 1024)]
         pub chunk_size: usize,
@@ -605,9 +610,9 @@ deidentify_body! {
 }
 
 impl DeidentifyStreamRequest {
-    /// The request and its chunk size apart.
-    pub fn split(self) -> (DeidentifyRequest, usize) {
-        let req = DeidentifyRequest {
+    /// The request without OpenMed's `chunk_size`.
+    pub fn into_request(self) -> DeidentifyRequest {
+        DeidentifyRequest {
             text: self.text,
             method: self.method,
             model_name: self.model_name,
@@ -626,10 +631,9 @@ impl DeidentifyStreamRequest {
             subject: self.subject,
             allow: self.allow,
             deny: self.deny,
-            // The stream's lines go out as they are made; it has no whole text to seal.
+            // OpenMed's stream lines have no field for a seal.
             seal_mapping: false,
-        };
-        (req, self.chunk_size)
+        }
     }
 }
 

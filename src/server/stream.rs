@@ -1,17 +1,20 @@
 //! The NDJSON streams `/pii/extract/stream` and `/pii/deidentify/stream`.
 //!
-//! The text is fed to the carry buffer (`deid::stream`) in `chunk_size` pieces; each window
-//! the buffer asks for goes through the guarded engine; only committed text is emitted, so an
-//! identifier split across chunks is never emitted partially and the chunks joined equal the
-//! single-shot output. The admission permit travels with the stream and is released when the
-//! stream ends. A stream answered by the rules alone in degraded mode says so in its `final`
-//! line (`"degraded": true`). Audit hashes are keyed (HMAC with the install secret), never
-//! plain SHA-256 of an entity, so they cannot be reversed by guessing names.
+//! Detection reads the whole text first, with the same guarded call and sweep as the
+//! single-shot routes (so a name found near the end is masked near the start too); the
+//! result is then sent in fragments (`deid::fragments`) that never split an identifier, and
+//! the chunks joined equal the single-shot output. A failure of the guarded call (an open
+//! breaker, a passed deadline, a model that does not load) is therefore an ordinary error
+//! response with its status and `Retry-After`, never a `200` with part of the text, and a
+//! stream answered by the rules alone in degraded mode carries `X-Phiguard-Degraded:
+//! rules` as the other routes do, and says so in its `final` line (`"degraded": true`).
+//! The admission permit travels with the stream and is released when the stream ends.
+//! Audit hashes are keyed (HMAC with the install secret), never plain SHA-256 of an
+//! entity, so they cannot be reversed by guessing names.
 //!
 //! Both streams end the same way ([`Lines`], [`Pending`]): the headers wait for the first
-//! line, so a stream that fails before it (an open breaker, a passed deadline) is an
-//! ordinary error response with its status and `Retry-After`; a failure after it is the
-//! last line, `{"type":"error",...}`, never a body that just stops.
+//! line, and a failure after it is the last line, `{"type":"error",...}`, never a body
+//! that just stops.
 
 use std::sync::Arc;
 
@@ -36,7 +39,7 @@ use super::responses::stream::{
 };
 use super::state::AppState;
 use super::validate::parse;
-use crate::deid::stream::{chunks_of, CarryBuffer, StreamConfig};
+use crate::deid::stream::{fragments, Commit, StreamConfig};
 use crate::deid::{Action, Deidentifier};
 use crate::detect::{CharIndex, Label, Span};
 use crate::engine::CallOptions;
@@ -82,24 +85,16 @@ fn entity_id(label: &str, start: usize) -> String {
     format!("ent_{}", &hex::encode(h)[..16])
 }
 
-/// The last line of a stream that failed after its first line went out (the status is
-/// already `200`): `{"type":"error","error":{"code","message","details"}}` with `timeout` for
-/// a passed deadline and `internal_error` for anything else (an open breaker included), as
-/// OpenMed's `/pii/deidentify/stream` words it. Fixed text and the configured timeout only.
-fn error_line(e: &ApiError, compact: bool) -> Bytes {
-    let (code, message, details) = match e {
-        ApiError::Timeout { timeout_seconds } => (
-            "timeout",
-            format!("Request exceeded configured timeout of {timeout_seconds} seconds"),
-            Some(json!({"timeout_seconds": timeout_seconds})),
-        ),
-        _ => ("internal_error", "Internal server error".to_string(), None),
-    };
+/// The last line of a stream whose producer ended without its `final` line after the first
+/// line went out (the status is already `200`; an internal fault, as the model was called
+/// before the first line): `{"type":"error","error":{"code","message"}}` with
+/// `internal_error`, as OpenMed's `/pii/deidentify/stream` words it. Fixed text only.
+fn error_line(compact: bool) -> Bytes {
     let line = StreamError {
         error: StreamErrorBody {
-            code,
-            message,
-            details,
+            code: "internal_error",
+            message: "Internal server error".to_string(),
+            details: None,
         },
         kind: "error",
     };
@@ -113,9 +108,6 @@ enum Out {
     Line(Bytes),
     /// The `final` line.
     Last(Bytes),
-    /// The failure that ends the stream: before the first line, the request's error
-    /// response; after it, the `error` line.
-    Failed(ApiError),
 }
 
 /// The receiving side of a stream's body, until the handler answers.
@@ -125,14 +117,11 @@ struct Pending {
 }
 
 impl Pending {
-    /// Waits for the stream's first line, so that a stream that fails before it (an open
-    /// breaker, a passed deadline, a model that does not load) is answered as every other
-    /// route answers that failure (`503` with `Retry-After`, `504`, …), and only a stream that
-    /// has something to say is answered `200`. After that, every line as it comes; a
-    /// failure, or a producer that ended without its `final` line, is the `error` line.
+    /// Waits for the stream's first line, so that only a stream that has something to say
+    /// is answered `200`. After that, every line as it comes; a producer that ended without
+    /// its `final` line is the `error` line.
     async fn respond(mut self) -> Result<Response, ApiError> {
         let first = match self.rx.recv().await {
-            Some(Out::Failed(e)) => return Err(e),
             Some(out) => out,
             None => return Err(ApiError::Internal),
         };
@@ -147,8 +136,7 @@ impl Pending {
                 let (line, more) = match out {
                     Some(Out::Line(line)) => (line, true),
                     Some(Out::Last(line)) => (line, false),
-                    Some(Out::Failed(e)) => (error_line(&e, compact), false),
-                    None => (error_line(&ApiError::Internal, compact), false),
+                    None => (error_line(compact), false),
                 };
                 Some((
                     Ok::<Bytes, std::convert::Infallible>(line),
@@ -164,91 +152,31 @@ impl Pending {
     }
 }
 
-/// Drives the carry buffer over a text: each call to [`Driver::next`] returns the next
-/// committed fragment (detecting windows through the guarded engine as needed).
-struct Driver<'a> {
-    st: &'a AppState,
-    model_id: &'a str,
-    opts: &'a CallOptions,
+/// Detects the whole of `text` through the guarded engine, as the single-shot routes do
+/// (windows, rules, the sweep across the text), keeps the spans at or over `threshold`, and
+/// cuts the text into the stream's fragments. Also whether the rules alone answered.
+async fn detect_fragments(
+    st: &AppState,
+    model_name: Option<&str>,
+    text: &str,
+    opts: &CallOptions,
     threshold: f32,
-    buf: CarryBuffer,
-    pieces: std::iter::Peekable<Box<dyn Iterator<Item = &'a str> + Send + 'a>>,
-    done_feeding: bool,
-    /// Some window was answered by the rules alone (degraded mode): the final line says so,
-    /// as the headers went out before any detection.
-    degraded: bool,
+    cfg: StreamConfig,
+) -> Result<(Vec<Commit>, bool), ApiError> {
+    let det = super::pii::detect(st, model_name, text, opts).await?;
+    let spans: Vec<Span> = det
+        .spans
+        .into_iter()
+        .filter(|s| s.score >= threshold)
+        .collect();
+    Ok((fragments(text, spans, cfg), det.degraded))
 }
 
-impl<'a> Driver<'a> {
-    fn new(
-        st: &'a AppState,
-        model_id: &'a str,
-        text: &'a str,
-        chunk_size: usize,
-        cfg: StreamConfig,
-        opts: &'a CallOptions,
-        threshold: f32,
-    ) -> Self {
-        let pieces: Box<dyn Iterator<Item = &'a str> + Send + 'a> =
-            Box::new(chunks_of(text, chunk_size));
-        Driver {
-            st,
-            model_id,
-            opts,
-            threshold,
-            buf: CarryBuffer::new(cfg),
-            pieces: pieces.peekable(),
-            done_feeding: false,
-            degraded: false,
-        }
-    }
-
-    /// The next committed fragment; `None` when the whole text is committed.
-    async fn next(&mut self) -> Option<Result<crate::deid::stream::Commit, ApiError>> {
-        loop {
-            if let Some(w) = self.buf.next_window() {
-                let window: Arc<str> = Arc::from(w.text);
-                let det = match self
-                    .st
-                    .engine
-                    .detect(self.model_id, window, self.opts)
-                    .await
-                {
-                    Ok(d) => d,
-                    Err(e) => return Some(Err(e.into())),
-                };
-                self.degraded |= det.degraded;
-                let spans: Vec<Span> = det
-                    .spans
-                    .into_iter()
-                    .filter(|s| s.score >= self.threshold)
-                    .collect();
-                if let Some(c) = self.buf.commit(spans) {
-                    return Some(Ok(c));
-                }
-                continue;
-            }
-            if self.done_feeding {
-                return None;
-            }
-            match self.pieces.next() {
-                Some(p) => {
-                    self.buf.push(p);
-                    if self.pieces.peek().is_none() {
-                        self.buf.finish();
-                        self.done_feeding = true;
-                    }
-                }
-                None => {
-                    self.buf.finish();
-                    self.done_feeding = true;
-                }
-            }
-        }
-    }
-
-    fn max_buffered(&self) -> usize {
-        self.buf.max_buffered_chars()
+/// Marks a stream answered by the rules alone, as `pii::finish` marks the other routes.
+fn mark_degraded(resp: &mut Response, degraded: bool) {
+    if degraded {
+        resp.headers_mut()
+            .insert("x-phiguard-degraded", HeaderValue::from_static("rules"));
     }
 }
 
@@ -297,12 +225,6 @@ impl Lines {
         self.put(Out::Last(self.encode(line))).await;
     }
 
-    /// Ends the stream with a failure: the error response if no line went out yet, else
-    /// the `error` line.
-    async fn fail(&self, e: ApiError) {
-        self.put(Out::Failed(e)).await;
-    }
-
     async fn put(&self, out: Out) -> bool {
         match self.tx.send_timeout(out, self.timeout).await {
             Ok(()) => true,
@@ -325,36 +247,32 @@ pub async fn pii_extract_stream(
 ) -> Result<Response, ApiError> {
     let (req, so) = parse::<ExtractStreamRequest>(&body, limits(&st))?.split();
     let model_id = st.resolve_model(req.model_name.as_deref())?;
+    let started = std::time::Instant::now();
+    let opts = crate::engine::CallOptions {
+        terms: req.terms(),
+        ..call_options(&st, req.fallback, req.keep_alive)
+    };
+    let cfg = StreamConfig {
+        window_chars: so.window_chars,
+        tokenizer_context_chars: so.tokenizer_context_chars,
+        max_entity_chars: so.max_entity_chars,
+    };
+    let (commits, degraded) = detect_fragments(
+        &st,
+        Some(&model_id),
+        &req.text,
+        &opts,
+        req.confidence_threshold as f32,
+        cfg,
+    )
+    .await?;
     let (lines, pending) = Lines::new(&st, false);
     let held = held.map(|h| h.0);
     tokio::spawn(async move {
         let _held = held;
-        let started = std::time::Instant::now();
-        let opts = crate::engine::CallOptions {
-            terms: req.terms(),
-            ..call_options(&st, req.fallback, req.keep_alive)
-        };
-        let cfg = StreamConfig {
-            window_chars: so.window_chars,
-            tokenizer_context_chars: so.tokenizer_context_chars,
-            max_entity_chars: so.max_entity_chars,
-        };
         let idx = CharIndex::new(&req.text);
         let mut final_spans = Vec::new();
-        let mut driver = Driver::new(
-            &st,
-            &model_id,
-            &req.text,
-            so.chunk_size,
-            cfg,
-            &opts,
-            req.confidence_threshold as f32,
-        );
-        while let Some(commit) = driver.next().await {
-            let commit = match commit {
-                Ok(c) => c,
-                Err(e) => return lines.fail(e).await,
-            };
+        for commit in &commits {
             for s in &commit.spans {
                 let id = entity_id(s.label.wire(), s.start);
                 let etext = idx.slice(&req.text, s.start, s.end);
@@ -390,9 +308,6 @@ pub async fn pii_extract_stream(
                 final_spans.push(event.span);
             }
         }
-        if driver.degraded {
-            st.metrics.degraded.inc();
-        }
         let fin = ExtractFinal {
             audit: ExtractFinalAudit {
                 kind: "final",
@@ -402,11 +317,13 @@ pub async fn pii_extract_stream(
             kind: "final",
             window_chars: so.window_chars,
             final_spans,
-            degraded: driver.degraded.then_some(true),
+            degraded: degraded.then_some(true),
         };
         lines.finish(&fin).await;
     });
-    pending.respond().await
+    let mut resp = pending.respond().await?;
+    mark_degraded(&mut resp, degraded);
+    Ok(resp)
 }
 
 /// `POST /pii/deidentify/stream`.
@@ -416,16 +333,26 @@ pub async fn pii_deidentify_stream(
     held: Option<Extension<Arc<HeldAdmission>>>,
     Body(body): Body,
 ) -> Result<Response, ApiError> {
-    let (req, chunk_size) = parse::<DeidentifyStreamRequest>(&body, limits(&st))?.split();
+    let req = parse::<DeidentifyStreamRequest>(&body, limits(&st))?.into_request();
     let model_id = st.resolve_model(req.model_name.as_deref())?;
+    let opts = crate::engine::CallOptions {
+        terms: req.terms(),
+        ..call_options(&st, req.fallback, req.keep_alive)
+    };
+    let cfg = StreamConfig::default();
+    let (commits, degraded) = detect_fragments(
+        &st,
+        Some(&model_id),
+        &req.text,
+        &opts,
+        req.confidence_threshold as f32,
+        cfg,
+    )
+    .await?;
     let (lines, pending) = Lines::new(&st, true);
     let held = held.map(|h| h.0);
     tokio::spawn(async move {
         let _held = held;
-        let opts = crate::engine::CallOptions {
-            terms: req.terms(),
-            ..call_options(&st, req.fallback, req.keep_alive)
-        };
         let dopts = deid_options(&st, &req);
         let mut deid = Deidentifier::new(dopts, &st.hash_key, request_rng());
         let mut index = 0usize;
@@ -433,21 +360,7 @@ pub async fn pii_deidentify_stream(
         let mut redacted_len = 0usize;
         let mut redacted_hasher = Sha256::new();
         let mut chunks = 0usize;
-        let cfg = StreamConfig::default();
-        let mut driver = Driver::new(
-            &st,
-            &model_id,
-            &req.text,
-            chunk_size,
-            cfg,
-            &opts,
-            req.confidence_threshold as f32,
-        );
-        while let Some(commit) = driver.next().await {
-            let commit = match commit {
-                Ok(c) => c,
-                Err(e) => return lines.fail(e).await,
-            };
+        for commit in &commits {
             let out = commit.redact(&mut deid);
             for r in &out.replacements {
                 let (canonical, policy_label) = openmed_span_labels(r.span.label);
@@ -478,9 +391,11 @@ pub async fn pii_deidentify_stream(
                 }
             }
         }
-        let max_buffer = driver.max_buffered();
-        let degraded = driver.degraded;
-        drop(driver);
+        let max_buffer = commits
+            .iter()
+            .map(|c| c.text.chars().count())
+            .max()
+            .unwrap_or(0);
         // As OpenMed: the document id is the input hash, and each span carries it.
         let doc_id = keyed_hash(&st, &req.text);
         for s in &mut spans_out {
@@ -503,7 +418,6 @@ pub async fn pii_deidentify_stream(
         });
         let mut fin = json!({"audit": audit, "spans": spans_out, "type": "final"});
         if degraded {
-            st.metrics.degraded.inc();
             fin["degraded"] = json!(true);
         }
         if deid.keeps_mapping() && !deid.mapping().is_empty() {
@@ -516,5 +430,7 @@ pub async fn pii_deidentify_stream(
         }
         lines.finish(&fin).await;
     });
-    pending.respond().await
+    let mut resp = pending.respond().await?;
+    mark_degraded(&mut resp, degraded);
+    Ok(resp)
 }

@@ -684,3 +684,63 @@ async fn replicas_that_share_the_keys_agree_on_hashes_subjects_and_seals() {
     assert_eq!(res.status(), 422);
     c.shutdown().await;
 }
+
+/// A name found near the end of a long note is masked near its start too (the sweep), in
+/// the streams as in the single-shot routes: the streams read the whole text before their
+/// first line. Before, they read it window by window and had sent the early `Bishop`.
+#[tokio::test]
+async fn the_streams_mask_early_what_is_found_late_in_a_long_note() {
+    let t = rules_server().await;
+    let filler = "Lungs clear to auscultation bilaterally, no fever. ".repeat(120);
+    let text = format!("Bishop called back. {filler}Patient name: Mary Bishop, seen 03/14/2021.");
+    let single: Value = t
+        .post("/pii/deidentify", json!({"text": text}))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let single = single["deidentified_text"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(!single.contains("Bishop"), "the sweep masks both: {single}");
+    let r = t
+        .post("/pii/deidentify/stream", json!({"text": text}))
+        .await;
+    assert_eq!(r.status(), 200);
+    let body = r.text().await.expect("body");
+    let lines: Vec<Value> = body
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    let chunks: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["type"] == "chunk")
+        .map(|l| l["redacted_text"].as_str().unwrap_or(""))
+        .collect();
+    assert!(chunks.len() > 1, "a long note is sent in several lines");
+    assert_eq!(chunks.concat(), single);
+    let extract: Value = t
+        .post("/pii/extract", json!({"text": text}))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let starts = |spans: &Value| -> Vec<u64> {
+        spans
+            .as_array()
+            .map(|a| a.iter().filter_map(|s| s["start"].as_u64()).collect())
+            .unwrap_or_default()
+    };
+    let body = t
+        .post("/pii/extract/stream", json!({"text": text}))
+        .await
+        .text()
+        .await
+        .expect("body");
+    let last: Value = serde_json::from_str(body.lines().last().unwrap_or("")).expect("final");
+    assert_eq!(starts(&last["final_spans"]), starts(&extract["entities"]));
+    assert!(starts(&last["final_spans"]).contains(&0), "{last}");
+    t.shutdown().await;
+}
+

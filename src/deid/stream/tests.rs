@@ -1,4 +1,4 @@
-//! Tests of the carry buffer, including the streaming-equals-single-shot property.
+//! Tests of the fragments, including the streaming-equals-single-shot property.
 
 use std::sync::OnceLock;
 
@@ -15,23 +15,9 @@ fn rules() -> &'static RuleRecognizer {
     R.get_or_init(RuleRecognizer::new)
 }
 
-/// Drives the buffer over `text` in `chunk` pieces, returning every commit.
-fn stream(text: &str, chunk: usize, cfg: StreamConfig) -> Vec<Commit> {
-    let mut buf = CarryBuffer::new(cfg);
-    let mut out = Vec::new();
-    let drive = |buf: &mut CarryBuffer, out: &mut Vec<Commit>| {
-        while let Some(w) = buf.next_window() {
-            let spans = rules().find(w.text);
-            out.extend(buf.commit(spans));
-        }
-    };
-    for piece in chunks_of(text, chunk) {
-        buf.push(piece);
-        drive(&mut buf, &mut out);
-    }
-    buf.finish();
-    drive(&mut buf, &mut out);
-    out
+/// The rules' spans of `text`, cut into fragments.
+fn stream(text: &str, cfg: StreamConfig) -> Vec<Commit> {
+    fragments(text, rules().find(text), cfg)
 }
 
 fn small() -> StreamConfig {
@@ -43,33 +29,23 @@ fn small() -> StreamConfig {
 }
 
 #[test]
-fn chunks_split_on_code_points() {
-    let text = "añb😀c";
-    let parts: Vec<&str> = chunks_of(text, 2).collect();
-    assert_eq!(parts, vec!["añ", "b😀", "c"]);
-    assert_eq!(chunks_of("", 3).count(), 0);
-    assert_eq!(chunks_of("abc", 0).count(), 3);
-}
-
-#[test]
-fn nothing_is_emitted_before_the_window_fills() {
-    let mut buf = CarryBuffer::new(small());
-    buf.push("Call 555-123-4567 now");
-    assert!(buf.next_window().is_none());
-    buf.finish();
-    let w = buf.next_window().map(|w| (w.offset, w.text.to_owned()));
-    assert_eq!(w, Some((0, "Call 555-123-4567 now".to_owned())));
-    let c = buf.commit(rules().find("Call 555-123-4567 now"));
-    assert_eq!(c.map(|c| (c.offset, c.spans.len())), Some((0, 1)));
-    assert!(buf.next_window().is_none());
+fn a_short_text_is_one_fragment_and_an_empty_one_none() {
+    let c = stream("Call 555-123-4567 now", small());
+    assert_eq!(
+        c.iter()
+            .map(|c| (c.offset, c.text.as_str(), c.spans.len()))
+            .collect::<Vec<_>>(),
+        vec![(0, "Call 555-123-4567 now", 1)]
+    );
+    assert!(stream("", small()).is_empty());
 }
 
 #[test]
 fn an_identifier_across_the_cut_is_not_split() {
-    let filler = "word ".repeat(30);
-    let text = format!("{filler}SSN 123-45-6789 and {filler}");
-    for chunk in [1, 3, 17, 64, 1000] {
-        let commits = stream(&text, chunk, small());
+    for pad in [0, 1, 7, 30, 55, 100] {
+        let filler = "word ".repeat(pad);
+        let text = format!("{filler}SSN 123-45-6789 and {filler}{filler}");
+        let commits = stream(&text, small());
         let joined: String = commits.iter().map(|c| c.text.as_str()).collect();
         assert_eq!(joined, text);
         let ssn = text.find("123-45-6789").map(|b| text[..b].chars().count());
@@ -77,7 +53,7 @@ fn an_identifier_across_the_cut_is_not_split() {
             .iter()
             .flat_map(|c| &c.spans)
             .find(|s| Some(s.start) == ssn);
-        assert_eq!(hit.map(|s| s.end - s.start), Some(11), "chunk {chunk}");
+        assert_eq!(hit.map(|s| s.end - s.start), Some(11), "pad {pad}");
         for c in &commits {
             for s in &c.spans {
                 assert!(s.start >= c.offset && s.end <= c.offset + c.text.chars().count());
@@ -87,18 +63,25 @@ fn an_identifier_across_the_cut_is_not_split() {
 }
 
 #[test]
-fn tiny_window_still_progresses() {
-    let cfg = StreamConfig {
-        window_chars: 64,
-        tokenizer_context_chars: 128,
-        max_entity_chars: 512,
-    };
-    let text = "a ".repeat(2000);
-    let joined: String = stream(&text, 100, cfg)
-        .iter()
-        .map(|c| c.text.as_str())
-        .collect();
-    assert_eq!(joined, text);
+fn a_span_longer_than_a_fragment_is_one_fragment_and_text_without_spaces_is_cut() {
+    let text = format!("{} tail", "x".repeat(1000));
+    let long = Span::new(
+        0,
+        1000,
+        crate::detect::Label::Other,
+        1.0,
+        crate::detect::Source::Rule,
+    );
+    let cs = fragments(&text, vec![long], small());
+    assert_eq!(cs[0].text.chars().count(), 1000);
+    assert_eq!(cs[0].spans.len(), 1);
+    let plain = "y".repeat(1000);
+    let cs = fragments(&plain, Vec::new(), small());
+    assert!(cs.len() > 1);
+    assert_eq!(
+        cs.iter().map(|c| c.text.as_str()).collect::<String>(),
+        plain
+    );
 }
 
 const PIECES: &[&str] = &[
@@ -152,10 +135,9 @@ fn arb_text() -> impl Strategy<Value = String> {
         .prop_map(|v| v.into_iter().flat_map(|(p, s)| [p, s]).collect::<String>())
 }
 
-/// Configurations whose left context covers the rules' context reach plus one token
-/// (the condition under which streaming must equal a single pass).
+/// Any sizes, small ones included (many fragments, cuts near every span).
 fn arb_config() -> impl Strategy<Value = StreamConfig> {
-    (32usize..400, 72usize..=160, 40usize..=128).prop_map(|(w, c, e)| StreamConfig {
+    (1usize..400, 0usize..=160, 0usize..=128).prop_map(|(w, c, e)| StreamConfig {
         window_chars: w,
         tokenizer_context_chars: c,
         max_entity_chars: e,
@@ -176,7 +158,6 @@ proptest! {
     #[test]
     fn streaming_equals_single_shot(
         text in arb_text(),
-        chunk in 1usize..=64,
         m in arb_method(),
         seed in any::<u64>(),
         cfg in arb_config(),
@@ -186,7 +167,7 @@ proptest! {
         let single = Deidentifier::new(opts.clone(), &key, StdRng::seed_from_u64(seed))
             .apply(&text, &rules().find(&text));
         let mut deid = Deidentifier::new(opts, &key, StdRng::seed_from_u64(seed));
-        let commits = stream(&text, chunk, cfg);
+        let commits = stream(&text, cfg);
         let mut joined = String::new();
         let chars: Vec<char> = text.chars().collect();
         let mut next = 0;
@@ -204,12 +185,10 @@ proptest! {
 }
 
 #[test]
-fn one_large_piece_equals_small_pieces() {
+fn a_long_text_is_cut_into_many_fragments_holding_every_span() {
     let text = "MRN: 00123456, call 555-123-4567, DOB 01/02/1980. ".repeat(400);
-    let a: Vec<Commit> = stream(&text, text.chars().count(), StreamConfig::default());
-    let b: Vec<Commit> = stream(&text, 37, StreamConfig::default());
-    let spans = |cs: &[Commit]| cs.iter().flat_map(|c| c.spans.clone()).collect::<Vec<_>>();
-    assert_eq!(spans(&a), rules().find(&text));
-    assert_eq!(spans(&b), rules().find(&text));
-    assert!(a.len() > 5, "a long text is committed window by window");
+    let a = stream(&text, StreamConfig::default());
+    let spans = a.iter().flat_map(|c| c.spans.clone()).collect::<Vec<_>>();
+    assert_eq!(spans, crate::detect::merge::resolve(rules().find(&text)));
+    assert!(a.len() > 5, "a long text is sent in several lines");
 }
