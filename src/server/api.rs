@@ -741,9 +741,12 @@ fn client_scope() -> crate::secrets::Scope {
 #[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReidentifyRequest {
-    /// The de-identified text (as `/pii/deidentify` returned it, or edited since).
-    #[serde(default, deserialize_with = "read::text")]
-    #[schema(min_length = 1, max_length = 1_000_000, pattern = r"\S")]
+    /// The de-identified text (as `/pii/deidentify` returned it, or edited since). Read
+    /// as sent: not trimmed (a `remove` at the start of a note leaves a leading space that
+    /// the seal's offsets count) and not held to the text limits, which a de-identified
+    /// text may pass when its original did not (a mask is longer than what it replaces);
+    /// the body limit still bounds it.
+    #[serde(default, deserialize_with = "read::string")]
     #[schema(required = true)]
     pub text: String,
     /// The `sealed_mapping` the same answer carried.
@@ -755,7 +758,7 @@ pub struct ReidentifyRequest {
 
 impl Body for ReidentifyRequest {
     fn check(&self, c: &mut Checks<'_>) {
-        c.text("text", &self.text);
+        c.present("text");
         c.required("sealed_mapping", &self.sealed_mapping);
     }
 }

@@ -319,6 +319,14 @@ impl Checks<'_> {
     }
 
     /// A required string field that has no text limits (`id`, `gold`).
+    /// A field that must be sent (and not `null`), whatever its value, the empty string
+    /// included.
+    pub fn present(&mut self, name: &'static str) {
+        if !self.failed.contains(&name) && self.map.get(name).is_none_or(Value::is_null) {
+            self.field_problem(name, "Field required", "missing");
+        }
+    }
+
     pub fn required(&mut self, name: &'static str, value: &str) {
         if !self.failed.contains(&name) && value.is_empty() {
             self.field_problem(name, "Field required", "missing");

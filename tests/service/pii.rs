@@ -744,3 +744,52 @@ async fn the_streams_mask_early_what_is_found_late_in_a_long_note() {
     t.shutdown().await;
 }
 
+/// `/admin/reidentify` reads the de-identified text as sent: not trimmed (a `remove` at the
+/// start of a note leaves a leading space the seal counts) and not held to the text limits
+/// (a mask is longer than what it replaces, so a note the service accepted may come back
+/// longer than the limit). Before, both were refused or restored nothing.
+#[tokio::test]
+async fn reidentify_takes_the_deidentified_text_as_it_came_back() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_DEFAULT_MODEL", "rules"),
+        ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0"),
+        ("PHIGUARD_MAX_TEXT_LENGTH", "60"),
+    ])
+    .await;
+    for (text, method) in [
+        ("03/04/2021 seen, call 617-555-0142", "remove"),
+        ("MRN: 4455667, MRN: 4455668, seen 03/04/2021.", "mask"),
+    ] {
+        let body: Value = t
+            .post(
+                "/pii/deidentify",
+                json!({"text": text, "method": method, "seal_mapping": true}),
+            )
+            .await
+            .json()
+            .await
+            .expect("json");
+        let deid = body["deidentified_text"].as_str().expect("text");
+        if method == "remove" {
+            assert!(deid.starts_with(' ') && !deid.contains("0142"), "{deid:?}");
+        } else {
+            assert!(deid.chars().count() > 60, "{deid:?}");
+        }
+        let back = t
+            .admin_post(
+                "/admin/reidentify",
+                json!({"text": deid, "sealed_mapping": body["sealed_mapping"]}),
+            )
+            .await;
+        assert_eq!(back.status(), 200, "{method}");
+        let back: Value = back.json().await.expect("json");
+        assert_eq!(back["text"], text, "{method}");
+        assert_eq!(back["exact"], true, "{method}");
+    }
+    // The field must still be sent.
+    let r = t
+        .admin_post("/admin/reidentify", json!({"sealed_mapping": "x"}))
+        .await;
+    assert_eq!(r.status(), 422);
+    t.shutdown().await;
+}
