@@ -17,8 +17,7 @@
 //! Bare numbers are the commonest false positive in clinical text (doses, lab values,
 //! counts). A bare nine-digit number is an SSN only after "SSN"; a bare ID only after
 //! "MRN", "member id" or "acct". Looking a bounded distance to the left keeps the rule
-//! local, which is what lets the streaming carry buffer reproduce single-shot results
-//! exactly: a window with at least `CONTEXT_CHARS` plus one token of left context sees the
+//! local: a window with at least `CONTEXT_CHARS` plus one token of left context sees the
 //! same evidence the whole text would.
 //!
 //! Scores are fixed per pattern; they only matter for overlap resolution
@@ -44,6 +43,8 @@ pub(crate) enum Context {
     None,
     /// One of the keywords must appear in the left context.
     Required(&'static [&'static str]),
+    /// None of the keywords may appear in the left context.
+    Forbidden(&'static [&'static str]),
 }
 
 /// One compiled rule.
@@ -107,16 +108,16 @@ impl RuleRecognizer {
                 }
                 let (b_start, b_end) = (m.start(), m.start() + accepted.len());
                 // The left context is only built for rules that read it.
-                let needs_left = matches!(p.context, Context::Required(_)) || p.relabel.is_some();
+                let needs_left = !matches!(p.context, Context::None) || p.relabel.is_some();
                 let left = if needs_left {
                     left_context(text, b_start)
                 } else {
                     String::new()
                 };
-                if let Context::Required(words) = p.context {
-                    if !has_keyword(&left, words) {
-                        continue;
-                    }
+                match p.context {
+                    Context::Required(words) if !has_keyword(&left, words) => continue,
+                    Context::Forbidden(words) if has_keyword(&left, words) => continue,
+                    _ => {}
                 }
                 let label = match p.relabel {
                     Some((words, other)) if has_keyword(&left, words) => other,

@@ -161,6 +161,35 @@ const HOLIDAY: &str = r"\b(?:Easter(?: Sunday| Monday)?|Thanksgiving(?: Day)?|Ch
 /// `portal.example.org/visit/1`): the path is what makes it a link and not a word.
 const URL_BARE: &str = r#"(?i)\b(?:[a-z0-9-]+\.)+(?:com|org|net|edu|gov|io|ly|co|us|info|health|me|gl|gd|cc|in|uk|ca|app)/[^\s<>"']*"#;
 const ZIP_WORDS: &[&str] = &["zip", "zip code", "zipcode", "postal code", "postcode"];
+/// What says a number with `F` after it is a temperature (or a catheter's French size),
+/// not an age and a sex.
+const TEMPERATURE_WORDS: &[&str] = &[
+    "t",
+    "temp",
+    "temp.",
+    "tmax",
+    "t max",
+    "tcurrent",
+    "temperature",
+    "fever",
+    "febrile",
+    "afebrile",
+    "pyrexia",
+    "spiked",
+    "degrees",
+    "deg",
+    "°",
+    "foley",
+    "fr",
+    "french",
+    "catheter",
+    "sheath",
+    "tube",
+    "oral",
+    "rectal",
+    "axillary",
+    "tympanic",
+];
 
 struct Spec {
     name: &'static str,
@@ -201,6 +230,10 @@ impl Spec {
     }
     fn needs(mut self, words: &'static [&'static str]) -> Spec {
         self.context = Context::Required(words);
+        self
+    }
+    fn unless(mut self, words: &'static [&'static str]) -> Spec {
+        self.context = Context::Forbidden(words);
         self
     }
     fn whole(mut self, check: fn(&str) -> bool) -> Spec {
@@ -307,6 +340,12 @@ fn specs() -> Vec<Spec> {
         // Age and sex run together (`Patient is 101M with CHF`): only after "is", since
         // `101F` alone is as often a temperature.
         spec("age_sex", r"\b(?:is an?|is|aged?)\s+(\d{2,3})\s?(?:M|F|yo[MF]|y/o[MF]?)\b", Label::Age, 0.85, checks::age_over_89).group(1),
+        // Clinical shorthand for age and sex (`Pt 91F with CHF`, `92M s/p fall`, `(95F)`,
+        // `History: 94 F, dementia`): over 89, unless the words before say it is a
+        // temperature (`T 101F`, `fever to 101F`) or a French size.
+        spec("age_sex_shorthand", r"\b(\d{2,3})\s?(?:M|F)\b", Label::Age, 0.8, checks::age_over_89)
+            .group(1)
+            .unless(TEMPERATURE_WORDS),
         // `a 96F with Wells score 2`: after "a", only before what introduces a patient's
         // history, since `a 101F fever` is a temperature.
         spec("age_sex_a", r"\ban?\s+(\d{2,3})\s?(?:M|F)\s+(?:with|w/|who|presenting|presents|admitted|s/p|here|pt|patient|female|male|woman|man)\b", Label::Age, 0.85, checks::age_over_89).group(1),

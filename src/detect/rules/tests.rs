@@ -153,6 +153,9 @@ rows! {
     temperature_not_age: "fever to 101F overnight" => [];
     age_sex_after_a: "seen today, a 96F with Wells score 2." => [("96", Age)];
     temperature_after_a_not_age: "spiked a 101F fever overnight" => [];
+    age_sex_shorthand: "Pt 91F with CHF. 92M s/p fall. History: 94 F, dementia. Pt (95F) admitted." => [("91", Age), ("92", Age), ("94", Age), ("95", Age)];
+    age_sex_shorthand_young_not_phi: "Pt 67F with CHF, 45M s/p fall." => [];
+    temperature_shorthand_not_age: "T 101F, HR 92. Tmax 102 F overnight; febrile to 100F. 14F Foley placed." => [];
     date_md_at_time: "Reviewed 11/21 @ 1015; recheck 2/13 at 18:30." => [("11/21 @ 1015", Date), ("2/13 at 18:30", Date)];
     ratio_at_time_not_date: "pain 13/10 @ 1015" => [];
     rural_route: "moved to RR 2 Box 24 00683." => [("RR 2 Box 24", StreetAddress)];
