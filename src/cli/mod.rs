@@ -70,16 +70,18 @@ enum Command {
         /// (--columns and --fhir-profile need files: they are refused with `-`).
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// mask, remove, replace, hash or shift_dates.
-        #[arg(long, default_value = "mask")]
+        /// mask, remove, replace, hash or shift_dates (not with --policy, which sets the
+        /// action for each kind of PHI itself).
+        #[arg(long, default_value = "mask", conflicts_with = "policy")]
         method: String,
-        /// Output folder (required unless the input is `-`).
+        /// Output folder (required unless the input is `-`, refused with it).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Model id or alias (default: the configured default model).
         #[arg(long)]
         model: Option<String>,
-        /// Policy, e.g. hipaa_safe_harbor.
+        /// Policy, e.g. hipaa_safe_harbor: the action for each kind of PHI (so not with
+        /// --method).
         #[arg(long)]
         policy: Option<String>,
         /// Days to shift dates by (with --method shift_dates).

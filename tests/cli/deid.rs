@@ -766,6 +766,32 @@ fn columns_or_fhir_profile_with_stdin_and_a_column_named_twice_are_refused() {
     assert!(!t.path().join("out").exists());
 }
 
+/// `--method` with `--policy`, and `--out` with `-`, are refused (exit 2) rather than one
+/// silently ignored. Before, `--method replace --policy hipaa_safe_harbor` masked names
+/// (the policy's action) and `- --out DIR` wrote to standard output, both with exit 0.
+#[test]
+fn method_with_policy_and_out_with_stdin_are_refused() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let o = deid_stdin(
+        t.path(),
+        &["--method", "replace", "--policy", "hipaa_safe_harbor"],
+        None,
+    );
+    refused(&o, &["--method", "--policy"]);
+    assert!(o.stdout.is_empty());
+    let o = deid_stdin(t.path(), &["--out", "out"], None);
+    refused(&o, &["--out", "standard output"]);
+    assert!(o.stdout.is_empty() && !t.path().join("out").exists());
+    // Each alone still works; the policy with the default method too.
+    let o = deid_stdin(
+        t.path(),
+        &["--policy", "hipaa_safe_harbor"],
+        Some("Seen 03/04/2021.\n"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "Seen 2021.\n");
+}
+
 /// A UTF-8 byte-order mark at the start of a table is kept, and the first column is found
 /// without it. Before, the mark was dropped.
 #[test]

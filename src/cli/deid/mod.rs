@@ -166,6 +166,11 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             "--out DIR is required unless the input is -",
         ));
     }
+    if stdin_mode && args.out.is_some() {
+        return Err(Failure::usage(
+            "--out is not used with -: the result of - goes to standard output",
+        ));
+    }
     if args.files.iter().any(|f| f.as_os_str() == "-") && !stdin_mode {
         return Err(Failure::usage("- must be the only input"));
     }
