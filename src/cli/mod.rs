@@ -321,6 +321,15 @@ impl Failure {
             message: message.into(),
         }
     }
+
+    /// A run stopped by SIGINT or SIGTERM after it cleaned up: exit 130, as a shell reports
+    /// a process that Ctrl-C ended.
+    pub(crate) fn interrupted(message: impl Into<String>) -> Self {
+        Failure {
+            code: 130,
+            message: message.into(),
+        }
+    }
 }
 
 impl From<crate::settings::SettingsError> for Failure {

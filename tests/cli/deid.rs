@@ -966,3 +966,57 @@ fn a_link_below_out_is_never_written_through() {
         "keep me too\n"
     );
 }
+
+/// Ctrl-C (SIGINT) in the middle of a folder: no more files are started, those in flight
+/// are written whole, the summary says what was left, and the exit code is 130. Before,
+/// the signal killed the run where it stood: no summary, and the folders it had made left
+/// behind. The model is slowed at the backend boundary so that the run is still going
+/// when the signal comes.
+#[cfg(all(unix, feature = "fault-injection"))]
+#[test]
+fn an_interrupted_run_stops_starting_files_and_says_so() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let n = 400;
+    for i in 0..n {
+        write(
+            &t.path().join(format!("in/a/b/n{i}.txt")),
+            "Zoe Zed seen 03/14/2021, call 617-555-0142.\n",
+        );
+    }
+    let mut c = command(&binary(), t.path());
+    let child = c
+        .current_dir(t.path())
+        .env("PHIGUARD_FAULTS", "infer=delay:100")
+        .args(["deid", "in", "--out", "out", "--model", "rules"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let written = |t: &Path| {
+        std::fs::read_dir(t.join("out/a/b"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while written(t.path()) == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let o = child.wait_with_output().expect("wait");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("file(s) not started"), "{err}");
+    let done = written(t.path());
+    assert!(done > 0 && done < n, "{done} of {n} written: {err}");
+    for e in std::fs::read_dir(t.path().join("out/a/b")).expect("read_dir") {
+        let out = std::fs::read_to_string(e.expect("entry").path()).expect("read");
+        assert!(
+            out.ends_with(".\n") && !out.contains("617-555-0142"),
+            "{out:?}"
+        );
+    }
+}

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -152,6 +153,51 @@ async fn detect_one(
         .into_iter()
         .filter(|s| s.score >= threshold)
         .collect())
+}
+
+/// Watches for SIGINT and SIGTERM: the first sets the flag, so that the run starts no
+/// more files, lets those in flight finish (their outputs are written whole, through a
+/// temporary name) and then removes the folders it made and left empty and prints its
+/// summary; a second ends the process at once (exit 130). Without this the default action
+/// killed the run where it stood, leaving the empty folders it had made and no summary.
+fn interruption() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    tokio::spawn(async move {
+        signal().await;
+        flag.store(true, Ordering::SeqCst);
+        eprintln!(
+            "phiguard deid: interrupted; finishing the files in progress (again to stop at once)"
+        );
+        signal().await;
+        std::process::exit(130);
+    });
+    stop
+}
+
+/// The next SIGINT (Ctrl-C) or, on Unix, SIGTERM; never, when neither can be watched.
+async fn signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
 }
 
 pub(super) fn run(args: Args) -> Result<(), Failure> {
@@ -379,11 +425,13 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
             ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed_precise} eta {eta}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
+        let stop = interruption();
         // Enough files in flight for every worker to fill a batch: the worker pool runs the
         // queued texts of one model as one packed pass (see `engine::workers`).
         let parallel = engine.inference_threads().max(1) * engine.max_batch().max(2);
         let force = args.force;
-        let results: Vec<(PathBuf, Result<LabelCounts, String>)> =
+        // `None`: not started, the run was interrupted first.
+        let results: Vec<(PathBuf, Option<Result<LabelCounts, String>>)> =
             futures::stream::iter(plan.jobs.clone())
                 .map(|job| {
                     let dest = out_dir.join(&job.output);
@@ -396,7 +444,12 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                     let created = &created;
                     let out_dir = &out_dir;
                     let bar = bar.clone();
+                    let stop = &stop;
                     async move {
+                        // After SIGINT/SIGTERM no file is started; those in flight finish.
+                        if stop.load(Ordering::SeqCst) {
+                            return (job.input, None);
+                        }
                         let result = async {
                             let subject = subjects.of(key, &job.input)?;
                             let bytes = read_regular(&job.input)?;
@@ -422,7 +475,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                         }
                         .await;
                         bar.inc(1);
-                        (job.input, result)
+                        (job.input, Some(result))
                     }
                 })
                 .buffer_unordered(parallel)
@@ -435,9 +488,11 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         let mut written = 0usize;
         let mut failed: Vec<(PathBuf, String)> = plan.skipped;
         let mut emptied: Vec<(PathBuf, usize)> = Vec::new();
+        let mut not_started = 0usize;
         for (input, r) in results {
             match r {
-                Ok(mut done) => {
+                None => not_started += 1,
+                Some(Ok(mut done)) => {
                     written += 1;
                     if let Some(n) = done.remove(DATES_EMPTIED) {
                         emptied.push((input, n));
@@ -446,7 +501,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                         *entities.entry(label).or_insert(0) += n;
                     }
                 }
-                Err(reason) => failed.push((input, reason)),
+                Some(Err(reason)) => failed.push((input, reason)),
             }
         }
         failed.sort();
@@ -478,8 +533,16 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         for (path, reason) in &failed {
             summary.push_str(&format!("failed: {}: {reason}\n", path.display()));
         }
+        let interrupted = stop.load(Ordering::SeqCst);
+        if interrupted {
+            summary.push_str(&format!(
+                "interrupted: {not_started} file(s) not started; every file written is whole\n"
+            ));
+        }
         eprint!("{summary}");
-        if failed.is_empty() {
+        if interrupted {
+            Err(Failure::interrupted("interrupted by a signal"))
+        } else if failed.is_empty() {
             Ok(())
         } else {
             Err(Failure::runtime(format!(
