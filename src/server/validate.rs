@@ -474,10 +474,19 @@ pub mod read {
         string(d).map(Some)
     }
 
-    /// Text, stripped of surrounding whitespace (offsets refer to the stripped text); its
-    /// presence and limits are checked by [`Checks::text`].
+    /// Text, stripped of surrounding whitespace as OpenMed strips it (Python's
+    /// `str.strip()`), so offsets refer to the same stripped text; its presence and limits
+    /// are checked by [`Checks::text`].
     pub fn text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-        string(d).map(|s| s.trim().to_string())
+        string(d).map(|s| s.trim_matches(python_space).to_string())
+    }
+
+    /// Python's `str.isspace`: Unicode White_Space (Rust's `char::is_whitespace`) plus the
+    /// four information separators U+001C–U+001F, which Python counts as space and Unicode
+    /// does not. With `trim()` alone, a text edged with one kept it and every offset
+    /// differed by one from what an OpenMed client computes against its own `strip()`.
+    fn python_space(c: char) -> bool {
+        c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
     }
 
     /// A boolean (JSON `true`/`false` only).
@@ -671,6 +680,25 @@ mod tests {
         d.as_array()
             .map(|a| a.iter().map(|p| p["field"].to_string()).collect())
             .unwrap_or_default()
+    }
+
+    /// Text is stripped as Python's `str.strip()` strips it, information separators
+    /// included, so offsets agree with an OpenMed client's own stripped text.
+    #[test]
+    fn text_is_stripped_as_python_strips_it() {
+        #[derive(Deserialize)]
+        struct T {
+            #[serde(deserialize_with = "read::text")]
+            text: String,
+        }
+        for (raw, stripped) in [
+            ("\u{1c}\u{1f} Zed\u{a0}\u{85}\u{1e}", "Zed"),
+            ("\r\n\tZed Roe\u{3000}", "Zed Roe"),
+            ("\u{200b}Zed", "\u{200b}Zed"),
+        ] {
+            let t: T = serde_json::from_value(serde_json::json!({ "text": raw })).expect("text");
+            assert_eq!(t.text, stripped, "{raw:?}");
+        }
     }
 
     #[test]
