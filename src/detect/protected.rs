@@ -197,7 +197,8 @@ const VITAL_SIGNS: [&str; 9] = ["HR", "RR", "BP", "EF", "BS", "BM", "PO", "IV", 
 /// needs three digits (spine levels such as `L4-L5` are not postcodes), a lowercase letter
 /// alone is no place or other entity (a table cell `y` is not a country; a capital may be
 /// a region's code, `Beniarbeig, A 3778`), and a vital sign's abbreviation is no state
-/// (`HR 72` is a heart rate; regions of other countries have two-letter codes too).
+/// (`HR 72` is a heart rate; regions of other countries have two-letter codes too); a span
+/// with no letter or digit is nothing.
 pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
     let idx = CharIndex::new(text);
     // Where a model name span that is itself no protected term ends: a capitalised
@@ -217,6 +218,15 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
     for s in spans.drain(..) {
         if s.source != Source::Model || s.end > idx.char_len() {
             out.push(s);
+            continue;
+        }
+        // A span with no letter and no digit (`😀😀`, a dash, a bullet) holds nothing that
+        // could identify anyone.
+        if !idx
+            .slice(text, s.start, s.end)
+            .chars()
+            .any(char::is_alphanumeric)
+        {
             continue;
         }
         if s.label == Label::Zipcode {
@@ -558,6 +568,19 @@ mod tests {
         drop_protected(text, &mut spans);
         let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
         assert_eq!(got, vec![(20, 22), (31, 33), (40, 41), (56, 57)]);
+    }
+
+    #[test]
+    fn a_span_of_no_letter_or_digit_is_nothing() {
+        let text = "Mood 😀😀 — Zed";
+        let mut spans = vec![
+            Span::new(5, 7, Label::FirstName, 0.9, Source::Model),
+            Span::new(8, 9, Label::LastName, 0.9, Source::Model),
+            Span::new(10, 13, Label::FirstName, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(got, vec![(10, 13)]);
     }
 
     #[test]
