@@ -789,7 +789,7 @@ static TIMESTAMP: LazyLock<regex::Regex> = LazyLock::new(|| {
 /// spans inside it are absorbed. A detector reads `2021-04-01T09:00:00Z` as word pieces
 /// (`2021-04-01T09`, then `00Z`): each was handled alone, so `shift_dates` wrote
 /// `[date]:00:[date]`; as one date it is moved whole, its time and zone kept.
-fn whole_timestamps(fragment: &str, idx: &CharIndex, spans: Vec<Span>) -> Vec<Span> {
+pub(super) fn whole_timestamps(fragment: &str, idx: &CharIndex, spans: Vec<Span>) -> Vec<Span> {
     let len = idx.char_len();
     let mut out: Vec<Span> = Vec::with_capacity(spans.len());
     let mut covered = 0usize;

@@ -98,14 +98,20 @@ impl Commit {
 pub fn fragments(text: &str, spans: Vec<Span>, cfg: StreamConfig) -> Vec<Commit> {
     let idx = CharIndex::new(text);
     let total = idx.char_len();
-    let spans = merge::resolve(
-        spans
-            .into_iter()
-            .map(|mut s| {
-                s.end = s.end.min(total);
-                s
-            })
-            .collect(),
+    // Widened as `Deidentifier::apply` widens them (a date that begins an ISO timestamp
+    // covers it), so that no cut falls inside what the single-shot output replaces whole.
+    let spans = super::whole_timestamps(
+        text,
+        &idx,
+        merge::resolve(
+            spans
+                .into_iter()
+                .map(|mut s| {
+                    s.end = s.end.min(total);
+                    s
+                })
+                .collect(),
+        ),
     );
     let step = cfg.step_chars();
     let is_ws = |c: usize| c < total && idx.slice(text, c, c + 1).chars().all(char::is_whitespace);

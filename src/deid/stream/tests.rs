@@ -185,6 +185,34 @@ proptest! {
 }
 
 #[test]
+fn a_cut_never_falls_inside_a_timestamp_the_output_replaces_whole() {
+    // No whitespace for a cut near the step: the cut falls at the step unless the date
+    // span is widened to its whole timestamp first.
+    let cfg = StreamConfig {
+        window_chars: 64,
+        tokenizer_context_chars: 0,
+        max_entity_chars: 1,
+    };
+    let step = cfg.step_chars();
+    let text = format!("{}2021-04-01T09:00:00Z", "x".repeat(step - 15));
+    let date = Span::new(
+        step - 15,
+        step - 2,
+        crate::detect::Label::Date,
+        0.9,
+        crate::detect::Source::Model,
+    );
+    let cs = fragments(&text, vec![date], cfg);
+    let stamp = text.chars().count() - (step - 15);
+    let hit = cs
+        .iter()
+        .flat_map(|c| &c.spans)
+        .next()
+        .map(|s| s.end - s.start);
+    assert_eq!(hit, Some(stamp), "{cs:?}");
+}
+
+#[test]
 fn a_long_text_is_cut_into_many_fragments_holding_every_span() {
     let text = "MRN: 00123456, call 555-123-4567, DOB 01/02/1980. ".repeat(400);
     let a = stream(&text, StreamConfig::default());
