@@ -99,6 +99,11 @@ fn folders_are_read_recursively_mirrored_and_missing_paths_named() {
     assert!(err.contains("bad.txt: not UTF-8 text"), "{err}");
     assert!(err.contains("2 file(s) written"), "{err}");
     assert!(err.contains("phone_number 2"), "{err}");
+    // skip.csv is counted, not left out in silence.
+    assert!(
+        err.contains("not matched: 1 file(s) in the input folders do not match --glob"),
+        "{err}"
+    );
     // The originals are untouched.
     assert_eq!(
         std::fs::read_to_string(t.path().join("in/a/x.txt")).expect("read"),

@@ -533,6 +533,12 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         for (path, reason) in &failed {
             summary.push_str(&format!("failed: {}: {reason}\n", path.display()));
         }
+        if plan.not_matched > 0 {
+            summary.push_str(&format!(
+                "not matched: {} file(s) in the input folders do not match --glob (which tells case apart)\n",
+                plan.not_matched
+            ));
+        }
         let interrupted = stop.load(Ordering::SeqCst);
         if interrupted {
             summary.push_str(&format!(

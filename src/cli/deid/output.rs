@@ -60,6 +60,9 @@ pub(super) struct Job {
 pub(super) struct Plan {
     pub(super) jobs: Vec<Job>,
     pub(super) skipped: Vec<(PathBuf, String)>,
+    /// Files in the input folders that `--glob` left out (counted in the summary, so a
+    /// `NOTE.TXT` that `*.txt` does not match is not left out in silence).
+    pub(super) not_matched: usize,
 }
 
 /// How many paths a refusal lists before "and N more".
@@ -223,6 +226,7 @@ pub(super) fn plan(
                     .unwrap_or(entry.path())
                     .to_path_buf();
                 if glob.is_some_and(|g| !g.is_match(&rel)) {
+                    plan.not_matched += 1;
                     continue;
                 }
                 // A pipe, a socket or a device (or a link to one): named, never opened.
@@ -597,6 +601,7 @@ mod tests {
         .expect("plan");
         let outs: Vec<_> = p.jobs.iter().map(|j| j.output.clone()).collect();
         assert_eq!(outs, [PathBuf::from("a.txt")]);
+        assert_eq!(p.not_matched, 1, "b.csv, counted for the summary");
     }
 
     /// A named pipe given on the command line is named as skipped, never a job (reading it
