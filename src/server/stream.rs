@@ -154,7 +154,8 @@ impl Pending {
 
 /// Detects the whole of `text` through the guarded engine, as the single-shot routes do
 /// (windows, rules, the sweep across the text), keeps the spans at or over `threshold`, and
-/// cuts the text into the stream's fragments. Also whether the rules alone answered.
+/// cuts the text into the stream's fragments. Also whether the rules alone answered, and
+/// the model that answered (the name resolved once, as the single-shot routes resolve it).
 async fn detect_fragments(
     st: &AppState,
     model_name: Option<&str>,
@@ -162,14 +163,14 @@ async fn detect_fragments(
     opts: &CallOptions,
     threshold: f32,
     cfg: StreamConfig,
-) -> Result<(Vec<Commit>, bool), ApiError> {
+) -> Result<(Vec<Commit>, bool, String), ApiError> {
     let det = super::pii::detect(st, model_name, text, opts).await?;
     let spans: Vec<Span> = det
         .spans
         .into_iter()
         .filter(|s| s.score >= threshold)
         .collect();
-    Ok((fragments(text, spans, cfg), det.degraded))
+    Ok((fragments(text, spans, cfg), det.degraded, det.model_id))
 }
 
 /// Marks a stream answered by the rules alone, as `pii::finish` marks the other routes.
@@ -246,7 +247,6 @@ pub async fn pii_extract_stream(
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let (req, so) = parse::<ExtractStreamRequest>(&body, limits(&st))?.split();
-    let model_id = st.resolve_model(req.model_name.as_deref())?;
     let started = std::time::Instant::now();
     let opts = crate::engine::CallOptions {
         terms: req.terms(),
@@ -257,9 +257,9 @@ pub async fn pii_extract_stream(
         tokenizer_context_chars: so.tokenizer_context_chars,
         max_entity_chars: so.max_entity_chars,
     };
-    let (commits, degraded) = detect_fragments(
+    let (commits, degraded, _) = detect_fragments(
         &st,
-        Some(&model_id),
+        req.model_name.as_deref(),
         &req.text,
         &opts,
         req.confidence_threshold as f32,
@@ -334,15 +334,14 @@ pub async fn pii_deidentify_stream(
     Body(body): Body,
 ) -> Result<Response, ApiError> {
     let req = parse::<DeidentifyStreamRequest>(&body, limits(&st))?.into_request();
-    let model_id = st.resolve_model(req.model_name.as_deref())?;
     let opts = crate::engine::CallOptions {
         terms: req.terms(),
         ..call_options(&st, req.fallback, req.keep_alive)
     };
     let cfg = StreamConfig::default();
-    let (commits, degraded) = detect_fragments(
+    let (commits, degraded, model_id) = detect_fragments(
         &st,
-        Some(&model_id),
+        req.model_name.as_deref(),
         &req.text,
         &opts,
         req.confidence_threshold as f32,
