@@ -252,6 +252,15 @@ struct Outcome {
     slow: bool,
 }
 
+/// What a permit reports.
+#[derive(Clone, Copy)]
+enum Verdict {
+    /// The call ended, failed or not.
+    Done { failed: bool },
+    /// The request's deadline cut the call ([`BreakerPermit::on_timeout`]).
+    TimedOut,
+}
+
 struct Inner {
     cfg: BreakerConfig,
     state: BreakerState,
@@ -448,23 +457,51 @@ impl CircuitBreaker {
         (res, now)
     }
 
-    /// Applies a verdict (`Some((failed, started))`) or a release (`None`) from a permit.
+    /// Applies a verdict (`Some((verdict, started))`) or a release (`None`) from a permit.
     /// The clock is read only for the slow-call rule or a transition.
-    fn settle(&self, epoch: u64, probe: bool, verdict: Option<(bool, Option<Instant>)>) {
+    fn settle(&self, epoch: u64, probe: bool, verdict: Option<(Verdict, Option<Instant>)>) {
         let now = || self.clock.now();
         let t = {
             let mut g = self.inner.lock();
             if g.epoch != epoch {
                 return;
             }
-            let outcome =
-                verdict.map(|(failed, started)| Outcome {
-                    failed,
-                    slow: g.cfg.slow_call_duration_threshold.zip(started).is_some_and(
-                        |(thr, started)| now().saturating_duration_since(started) >= thr,
-                    ),
-                });
+            let slow = |g: &Inner, started: Option<Instant>| {
+                g.cfg
+                    .slow_call_duration_threshold
+                    .zip(started)
+                    .is_some_and(|(thr, started)| now().saturating_duration_since(started) >= thr)
+            };
+            let (outcome, timed_out) = match verdict {
+                None => (None, false),
+                Some((Verdict::TimedOut, started)) => (
+                    Some(Outcome {
+                        failed: false,
+                        slow: slow(&g, started),
+                    }),
+                    true,
+                ),
+                Some((Verdict::Done { failed }, started)) => (
+                    Some(Outcome {
+                        failed,
+                        slow: slow(&g, started),
+                    }),
+                    false,
+                ),
+            };
             match (g.state, outcome) {
+                // A deadline bounds the client's wait; it says nothing about the model
+                // (see `on_timeout`): a probe cut by it frees its slot.
+                (BreakerState::HalfOpen, _) if probe && timed_out => {
+                    g.half_open_in_flight = g.half_open_in_flight.saturating_sub(1);
+                    None
+                }
+                (BreakerState::Closed, Some(o)) if timed_out => {
+                    g.record(o);
+                    g.window_trips()
+                        .then(|| g.transition(&self.key, BreakerState::Open, now()))
+                        .flatten()
+                }
                 (BreakerState::HalfOpen, None) if probe => {
                     g.half_open_in_flight = g.half_open_in_flight.saturating_sub(1);
                     None
@@ -587,21 +624,32 @@ impl BreakerPermit {
 
     /// The call succeeded (or failed with a client error).
     pub fn on_success(self) {
-        self.verdict(false);
+        self.verdict(Verdict::Done { failed: false });
     }
 
     /// The call failed with an infrastructure error after its retries.
     pub fn on_failure(self) {
-        self.verdict(true);
+        self.verdict(Verdict::Done { failed: true });
     }
 
-    fn verdict(mut self, failed: bool) {
+    /// The request's deadline cut the call. Not a failure: the deadline bounds how long
+    /// the client waits, and a call outlives it under load (queued behind other work) or
+    /// for a long input as readily as when the model is broken; as OpenMed's, one heavy
+    /// client's timeouts must not open the breaker for everyone. It counts in the
+    /// sliding window, where the slow-call rule (`breaker.slow_call_seconds`) judges it,
+    /// and leaves the consecutive-failure count as it was; a half-open probe cut so frees
+    /// its slot.
+    pub fn on_timeout(self) {
+        self.verdict(Verdict::TimedOut);
+    }
+
+    fn verdict(mut self, verdict: Verdict) {
         self.settled = true;
         if !self.record {
             return;
         }
         self.breaker
-            .settle(self.epoch, self.probe, Some((failed, self.started)));
+            .settle(self.epoch, self.probe, Some((verdict, self.started)));
     }
 }
 

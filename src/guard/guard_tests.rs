@@ -137,13 +137,12 @@ fn never_sleeps_past_the_deadline() {
     assert_eq!(clock.elapsed(), ms(55));
 }
 
-#[test]
-fn a_slow_attempt_times_out_and_counts_as_a_failure() {
-    let (clock, g) = guard();
+/// One call whose attempt takes 5 s, under a 100 ms deadline.
+fn slow_call(clock: &ManualClock, g: &Guard) -> Result<u8, GuardError<TestErr>> {
     let d = Deadline::after(clock.now(), ms(100));
     let sleeper = clock.clone();
-    let r: Result<u8, GuardError<TestErr>> = drive(
-        &clock,
+    drive(
+        clock,
         g.call("m", &d, |_| {
             let s = sleeper.sleep(Duration::from_secs(5));
             async move {
@@ -151,11 +150,51 @@ fn a_slow_attempt_times_out_and_counts_as_a_failure() {
                 Ok(1)
             }
         }),
-    );
-    assert!(matches!(r, Err(GuardError::Timeout { timeout }) if timeout == ms(100)));
-    assert_eq!(clock.elapsed(), ms(100));
-    assert_eq!(g.stats().timeouts, 1);
-    assert_eq!(g.breakers()[0].consecutive_failures, 1);
+    )
+}
+
+/// A deadline bounds the client's wait and is no model failure (OpenMed's timeout is
+/// not either): before, three requests cut by it (a burst of load, one client's long
+/// notes) opened the breaker and every client got `503` for 30 s.
+#[test]
+fn a_slow_attempt_times_out_and_is_no_failure() {
+    let (clock, g) = guard();
+    for _ in 0..3 {
+        let r = slow_call(&clock, &g);
+        assert!(matches!(r, Err(GuardError::Timeout { timeout }) if timeout == ms(100)));
+    }
+    assert_eq!(clock.elapsed(), ms(300));
+    assert_eq!(g.stats().timeouts, 3);
+    assert_eq!(g.breakers()[0].consecutive_failures, 0);
+    assert_eq!(g.breaker_state_counts().closed, 1);
+    assert_eq!(call_with(&clock, &g, &long(&clock), Ok(1)).0.ok(), Some(1));
+}
+
+/// A failure before the deadline still counts when a timeout follows: the timeout
+/// leaves the consecutive-failure count as it was.
+#[test]
+fn a_timeout_between_failures_neither_counts_nor_resets() {
+    let (clock, g) = guard();
+    let _ = call_with(&clock, &g, &long(&clock), Err(TestErr::Infra));
+    let _ = slow_call(&clock, &g);
+    let _ = call_with(&clock, &g, &long(&clock), Err(TestErr::Infra));
+    assert_eq!(g.breakers()[0].consecutive_failures, 2);
+}
+
+/// Calls cut by their deadline are slow calls: with the slow-call rule on, they open the
+/// breaker as slow successes do.
+#[test]
+fn timeouts_open_the_breaker_through_the_slow_call_rule() {
+    let mut cfg = GuardConfig::default();
+    cfg.breaker.sliding_window_size = 3;
+    cfg.breaker.minimum_number_of_calls = 3;
+    cfg.breaker.slow_call_duration_threshold = Some(ms(50));
+    cfg.breaker.slow_call_rate_threshold = 100.0;
+    let (clock, g) = guard_with(cfg);
+    for _ in 0..3 {
+        let _ = slow_call(&clock, &g);
+    }
+    assert_eq!(g.breaker_state_counts().open, 1);
 }
 
 #[test]

@@ -17,8 +17,10 @@
 //!    2. bulkhead slot → 503 `service_busy`;
 //!    3. the retry loop: attempt, classify, backoff with jitter, retry budget, every
 //!       attempt and wait bounded by the request [`Deadline`] → 504 `timeout`;
-//!    4. one verdict to the breaker: failure only after the retries are exhausted (or the
-//!       deadline cut an attempt); a client error counts as a success (OpenMed).
+//!    4. one verdict to the breaker: failure only after the retries are exhausted; a
+//!       client error counts as a success (OpenMed); a deadline that cuts an attempt is
+//!       no failure (it bounds the client's wait, as OpenMed's timeout does) but a call
+//!       for the slow-call rule ([`BreakerPermit::on_timeout`]).
 //!
 //! The breaker comes first so an open breaker costs no bulkhead slot and no attempt; the
 //! bulkhead comes before the retries so a retrying request keeps its slot instead of
@@ -292,6 +294,7 @@ impl Guard {
                 _ if !reached_backend => drop(permit),
                 Ok(_) => permit.on_success(),
                 Err(GuardError::Failed(e)) if !e.is_retryable() => permit.on_success(),
+                Err(GuardError::Timeout { .. }) => permit.on_timeout(),
                 Err(_) => permit.on_failure(),
             }
         }
@@ -406,9 +409,7 @@ impl Guard {
             }
             let delay = backoff.next_delay(self.jitter.unit());
             let remaining = deadline.remaining(&*self.clock);
-            if remaining.is_zero() {
-                return Err(self.timed_out(deadline.timeout));
-            }
+            // The deadline left no time to retry: the attempt's failure is the verdict.
             if delay >= remaining {
                 // The wait would end after the deadline: stop with what we have.
                 return Err(GuardError::Failed(err));

@@ -248,6 +248,43 @@ async fn deadline_gives_504_with_the_timeout() {
     t.shutdown().await;
 }
 
+/// Requests cut by their deadline do not open the breaker: the deadline bounds the
+/// client's wait (as OpenMed's timeout does), and a burst of load or one client's long
+/// notes outlive it as readily as a broken model. Before, three `504`s opened the breaker
+/// and every client got `503 circuit_breaker_open` for 30 s while `/readyz` said ready
+/// (found by an outside operator).
+#[tokio::test]
+async fn deadlines_that_pass_do_not_open_the_breaker() {
+    let t = TestServer::start(&[("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "5")]).await;
+    for _ in 0..4 {
+        t.script.block();
+        let req = t.spawn_post("/pii/deidentify", json!({"text": "Zed"}));
+        t.until("call in flight", || {
+            t.script.waiting.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        t.clock.advance(Duration::from_secs(6));
+        expect_error(req.await.expect("join"), 504, "timeout").await;
+        t.script.release();
+        t.until("call finished", || {
+            t.script.waiting.load(Ordering::SeqCst) == 0
+        })
+        .await;
+    }
+    let r = t.post("/pii/deidentify", json!({"text": "Zed"})).await;
+    assert_eq!(r.status(), 200);
+    let status: serde_json::Value = t
+        .admin_get("/admin/status")
+        .await
+        .json()
+        .await
+        .expect("json");
+    let breaker = &status["breakers"][0];
+    assert_eq!(breaker["state"], "closed", "{status}");
+    assert_eq!(breaker["consecutive_failures"], 0, "{status}");
+    t.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_panicking_model_call_is_a_500_and_the_server_keeps_serving() {
     let t = TestServer::start(&[NO_TIMEOUT, ("PHIGUARD_RETRY_MAX_ATTEMPTS", "1")]).await;
