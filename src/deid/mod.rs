@@ -763,17 +763,8 @@ fn bare_year(value: &str) -> Option<i32> {
 /// says it is a birth date: `DOB`, `D.O.B.`, `born`, `birth`, `Geburtsdatum`, `né(e)`.
 fn has_birth_cue(before: &str) -> bool {
     let line = before.rsplit('\n').next().unwrap_or(before);
-    let lower = line.to_lowercase();
-    let compact: String = lower
-        .chars()
-        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
-        .collect();
-    compact.split_whitespace().any(|w| {
-        matches!(
-            w,
-            "dob" | "born" | "birthdate" | "birthday" | "né" | "née" | "geburtsdatum"
-        ) || w.starts_with("birth")
-    })
+    line.split(|c: char| c.is_whitespace() || c == ':' || c == ',')
+        .any(crate::detect::protected::is_birth_cue_word)
 }
 
 /// An ISO 8601 timestamp from its first character: `2021-04-01T09:00:00Z`,

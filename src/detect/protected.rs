@@ -190,6 +190,20 @@ const CREDENTIALS: [&str; 22] = [
 
 /// Two capitals that a note writes before a number as a measurement (`HR 72`, `RR 18`),
 /// not as a region's code; none is a US state's or a Canadian province's.
+/// True for a word that says the date after it is a birth date (`DOB`, `D.O.B.`, `born`,
+/// `birth`, `Geburtsdatum`, `né(e)`), whatever its case and punctuation.
+pub(crate) fn is_birth_cue_word(word: &str) -> bool {
+    let w: String = word
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    matches!(
+        w.as_str(),
+        "dob" | "born" | "birthdate" | "birthday" | "né" | "née" | "geburtsdatum"
+    ) || w.starts_with("birth")
+}
+
 const VITAL_SIGNS: [&str; 9] = ["HR", "RR", "BP", "EF", "BS", "BM", "PO", "IV", "VS"];
 
 /// Cleans model spans: a name never crosses a line break (`Smirnov⏎Facharzt` is split at
@@ -244,7 +258,15 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
             let value = idx.slice(text, s.start, s.end).trim();
             let lone_letter = value.chars().count() == 1 && value.chars().all(char::is_lowercase);
             let vital_sign = s.label == Label::State && VITAL_SIGNS.contains(&value);
-            if !(lone_letter || vital_sign) {
+            // `born` alone is no date: taken as one, it hid the cue that makes the date
+            // after it a birth date (`born 14 February 1931` kept its year under Safe
+            // Harbor).
+            let cue_only = matches!(s.label, Label::Date | Label::DateOfBirth | Label::Time)
+                && value.split_whitespace().all(is_birth_cue_word);
+            // A credential after a name (`Quixadale PhD`) is no organisation either.
+            let credential = s.label == Label::Organization
+                && CREDENTIALS.contains(&value.replace('.', "").as_str());
+            if !(lone_letter || vital_sign || cue_only || credential) {
                 out.push(s);
             }
             continue;
@@ -581,6 +603,21 @@ mod tests {
         drop_protected(text, &mut spans);
         let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
         assert_eq!(got, vec![(10, 13)]);
+    }
+
+    #[test]
+    fn a_birth_cue_is_no_date_and_a_credential_no_organisation() {
+        let text = "Quixadale PhD, born 14 February 1931; DOB: 1931";
+        let mut spans = vec![
+            Span::new(10, 13, Label::Organization, 0.9, Source::Model),
+            Span::new(15, 19, Label::Date, 0.9, Source::Model),
+            Span::new(20, 36, Label::Date, 0.9, Source::Model),
+            Span::new(38, 42, Label::DateOfBirth, 0.9, Source::Model),
+            Span::new(44, 48, Label::Date, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(got, vec![(20, 36), (44, 48)]);
     }
 
     #[test]
