@@ -397,6 +397,8 @@ fn string_site(key: &str, s: &str, shape: &Shape, path: &str) -> Option<Site> {
     match path {
         "Bundle.entry.response.location" => return Some(Site::Reference),
         "FamilyMemberHistory.name" => return Some(Site::NameString),
+        // A dependent's number and a plan's group or class value: health plan numbers.
+        "Coverage.dependent" | "Coverage.class.value" => return Some(Site::IdentifierString),
         _ => {}
     }
     match key {
@@ -421,7 +423,12 @@ fn string_site(key: &str, s: &str, shape: &Shape, path: &str) -> Option<Site> {
         k if IDENTIFIER_STRING_KEYS.contains(&k) => return Some(Site::IdentifierString),
         _ => {}
     }
-    let text = TEXT_KEYS.contains(&key)
+    // A choice element's string or markdown form (`onsetString`, `performedString`,
+    // `occurrenceString`, `bornString`) is written by a person, like `valueString`.
+    let choice_text = key.len() > "String".len()
+        && (key.ends_with("String") || key.ends_with("Markdown"))
+        && key.starts_with(|c: char| c.is_ascii_lowercase());
+    let text = (TEXT_KEYS.contains(&key) || choice_text)
         && !(key == "text" && shape.structured)
         && !(key == "display" && shape.coding);
     if text {

@@ -294,3 +294,56 @@ fn an_answered_age_over_89_is_capped() {
     assert_eq!(answer(3)["valueInteger"], 120, "{out}");
     assert_eq!(answer(4)["valueInteger"], 45, "{out}");
 }
+
+/// The string forms of choice elements (`onsetString`, `performedString`,
+/// `occurrenceString`, `bornString`, …) are free text, and a coverage's dependent number
+/// and class value are health plan numbers. Before, all of them came out as they went in
+/// (found by an outside FHIR user).
+#[test]
+fn string_forms_of_choice_elements_are_free_text() {
+    let phi = "Eleanor Quixadale 617-555-0142 on 2019-03-01";
+    let doc = json!({
+        "resourceType": "Bundle", "type": "collection", "entry": [
+            {"resource": {"resourceType": "Condition", "id": "c1",
+                "subject": {"reference": "Patient/p1"},
+                "onsetString": phi, "abatementString": "2005-06-14"}},
+            {"resource": {"resourceType": "Procedure", "id": "pr1", "status": "completed",
+                "subject": {"reference": "Patient/p1"}, "performedString": phi}},
+            {"resource": {"resourceType": "Immunization", "id": "i1", "status": "completed",
+                "patient": {"reference": "Patient/p1"}, "occurrenceString": phi,
+                "vaccineCode": {"text": "flu"}, "doseNumberString": "2"}},
+            {"resource": {"resourceType": "FamilyMemberHistory", "id": "f1",
+                "status": "completed", "patient": {"reference": "Patient/p1"},
+                "relationship": {"text": "father"}, "bornString": phi,
+                "deceasedString": phi}},
+            {"resource": {"resourceType": "Coverage", "id": "cv1", "status": "active",
+                "beneficiary": {"reference": "Patient/p1"}, "payor": [{"display": "x"}],
+                "dependent": "0044719", "class": [{"type": {"text": "group"},
+                "value": "GRP-5512309"}]}}
+        ]
+    });
+    let (out, _) = run(
+        &doc.to_string(),
+        Format::Json,
+        &["Eleanor", "Quixadale"],
+        &opts(Profile::safe_harbor()),
+    );
+    let out = &out.values()[0];
+    assert_eq!(
+        leaks(
+            out,
+            &[
+                "Eleanor",
+                "Quixadale",
+                "617-555-0142",
+                "2019-03-01",
+                "2005-06-14",
+                "0044719",
+                "GRP-5512309"
+            ]
+        ),
+        Vec::<String>::new(),
+        "{out}"
+    );
+    assert_eq!(out["entry"][2]["resource"]["doseNumberString"], "2");
+}
