@@ -197,6 +197,10 @@ pub(super) struct Patients {
     by_url: HashMap<String, String>,
     /// The document's one patient, when it has exactly one.
     only: Option<String>,
+    /// `Type/id` → patient of the resources that name no patient themselves but point to
+    /// resources of exactly one (an `Observation` whose `encounter` is a patient's, a
+    /// `Provenance` whose `target` is).
+    through: HashMap<String, String>,
     /// Resources in the document.
     pub(super) resources: usize,
 }
@@ -217,7 +221,106 @@ impl Patients {
         if patients.len() == 1 {
             p.only = patients.into_iter().next();
         }
+        p.through = p.through_references(values);
         p
+    }
+
+    /// The patients of resources that name none themselves, through the resources they
+    /// reference, to a fixed point (`Observation` → `Encounter` → `Patient`). A resource
+    /// whose references lead to two patients (a `Group`) is nobody's. Without this, in a
+    /// document of several patients, an observation linked by its encounter only drew an
+    /// offset of its own, and its dates no longer matched the encounter's.
+    fn through_references(&self, values: &[Value]) -> HashMap<String, String> {
+        // (`Type/id`, its direct patient, the `Type/id`s it references).
+        let mut nodes: Vec<(String, Option<String>, Vec<String>)> = Vec::new();
+        for v in values {
+            self.resources_of(v, &mut nodes);
+        }
+        let mut known: HashMap<String, String> = nodes
+            .iter()
+            .filter_map(|(id, p, _)| Some((id.clone(), p.clone()?)))
+            .collect();
+        let mut through = HashMap::new();
+        loop {
+            let mut changed = false;
+            for (id, direct, refs) in &nodes {
+                if direct.is_some() || known.contains_key(id) {
+                    continue;
+                }
+                let found: HashSet<&String> = refs.iter().filter_map(|r| known.get(r)).collect();
+                if found.len() == 1 {
+                    let p = (*found.iter().next().expect("one")).clone();
+                    known.insert(id.clone(), p.clone());
+                    through.insert(id.clone(), p);
+                    changed = true;
+                }
+            }
+            if !changed {
+                return through;
+            }
+        }
+    }
+
+    /// Every resource below `v` (contained ones excepted: they are their container's) with
+    /// its `Type/id`, direct patient and references.
+    fn resources_of(&self, v: &Value, out: &mut Vec<(String, Option<String>, Vec<String>)>) {
+        match v {
+            Value::Object(m) => {
+                if let (Some(ty), Some(id)) = (
+                    m.get("resourceType").and_then(Value::as_str),
+                    m.get("id").and_then(Value::as_str),
+                ) {
+                    let mut refs = Vec::new();
+                    for (k, c) in m {
+                        if k != "contained" {
+                            self.references_in(c, &mut refs);
+                        }
+                    }
+                    out.push((format!("{ty}/{id}"), self.own(m), refs));
+                }
+                for (k, c) in m {
+                    if k != "contained" {
+                        self.resources_of(c, out);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|c| self.resources_of(c, out)),
+            _ => {}
+        }
+    }
+
+    /// The `Type/id`s of the references below `v`, not descending into resources of
+    /// their own (a Bundle's entries).
+    fn references_in(&self, v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) if m.contains_key("resourceType") => {}
+            Value::Object(m) => {
+                if let Some(r) = m.get("reference").and_then(Value::as_str) {
+                    if let Some(t) = self.target(r) {
+                        out.push(t);
+                    }
+                }
+                m.values().for_each(|c| self.references_in(c, out));
+            }
+            Value::Array(a) => a.iter().for_each(|c| self.references_in(c, out)),
+            _ => {}
+        }
+    }
+
+    /// `Type/id` of what `reference` points to (a `fullUrl`, a relative or an absolute
+    /// reference, with or without a version).
+    fn target(&self, reference: &str) -> Option<String> {
+        let target = self
+            .by_url
+            .get(reference)
+            .cloned()
+            .unwrap_or_else(|| reference.to_owned());
+        let path = target.split("/_history/").next().unwrap_or("");
+        let mut parts = path.rsplit('/');
+        let id = parts.next()?;
+        let ty = parts.next()?;
+        (!id.is_empty() && ty.starts_with(|c: char| c.is_ascii_uppercase()))
+            .then(|| format!("{ty}/{id}"))
     }
 
     fn scan(&mut self, v: &Value, patients: &mut HashSet<String>) {
@@ -274,17 +377,19 @@ impl Patients {
         })
     }
 
+    /// The patient of a resource: its own ([`own`](Self::own)), else the one its
+    /// references lead to.
+    fn of_resource(&self, m: &Map<String, Value>) -> Option<String> {
+        self.own(m).or_else(|| {
+            let ty = m.get("resourceType")?.as_str()?;
+            let id = m.get("id")?.as_str()?;
+            self.through.get(&format!("{ty}/{id}")).cloned()
+        })
+    }
+
     /// `Patient/<id>` when `reference` points to a patient.
     fn resolve(&self, reference: &str) -> Option<String> {
-        let target = self
-            .by_url
-            .get(reference)
-            .cloned()
-            .unwrap_or_else(|| reference.to_owned());
-        let path = target.split("/_history/").next().unwrap_or("");
-        let mut parts = path.rsplit('/');
-        let id = parts.next()?;
-        (parts.next()? == "Patient" && !id.is_empty()).then(|| format!("Patient/{id}"))
+        self.target(reference).filter(|t| t.starts_with("Patient/"))
     }
 }
 
@@ -476,7 +581,7 @@ fn object(
         .map(str::to_owned)
     {
         patient = patients
-            .own(m)
+            .of_resource(m)
             .or(patient)
             .or_else(|| patients.only.clone());
         path.clone_from(&ty);

@@ -347,3 +347,41 @@ fn string_forms_of_choice_elements_are_free_text() {
     );
     assert_eq!(out["entry"][2]["resource"]["doseNumberString"], "2");
 }
+
+/// A resource that names no patient but points to a patient's resource (an observation
+/// by its encounter, a provenance by its target) is that patient's: its dates move with
+/// the encounter's. Before, in a document of two patients, each drew an offset of its own
+/// (found by an outside FHIR user).
+#[test]
+fn resources_linked_to_a_patient_through_other_resources_share_its_offset() {
+    let body = [
+        json!({"resourceType": "Patient", "id": "p1"}),
+        json!({"resourceType": "Patient", "id": "p2"}),
+        json!({"resourceType": "Encounter", "id": "e1", "status": "finished",
+            "class": {"code": "AMB"}, "subject": {"reference": "Patient/p1"},
+            "period": {"start": "2021-03-04T09:00:00Z", "end": "2021-03-04T10:00:00Z"}}),
+        json!({"resourceType": "Observation", "id": "o1", "status": "final",
+            "code": {"text": "x"}, "encounter": {"reference": "Encounter/e1"},
+            "effectiveDateTime": "2021-03-04T09:30:00Z"}),
+        json!({"resourceType": "Provenance", "id": "v1",
+            "target": [{"reference": "Observation/o1"}], "recorded": "2021-03-04T10:05:00Z",
+            "agent": [{"who": {"display": "x"}}]}),
+        json!({"resourceType": "Group", "id": "g1", "type": "person", "actual": true,
+            "member": [{"entity": {"reference": "Patient/p1"}},
+                       {"entity": {"reference": "Patient/p2"}}]}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect::<Vec<_>>()
+    .join("\n");
+    let (out, _) = run(&body, Format::Ndjson, &[], &opts(Profile::safe_harbor()));
+    let v = out.values();
+    let start = v[2]["period"]["start"].as_str().expect("start");
+    let moved = super::days_between("2021-03-04", &start[..10]);
+    assert_ne!(moved, 0);
+    assert_eq!(
+        v[3]["effectiveDateTime"],
+        format!("{}T09:30:00Z", &start[..10])
+    );
+    assert_eq!(v[4]["recorded"], format!("{}T10:05:00Z", &start[..10]));
+}
