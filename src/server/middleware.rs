@@ -329,15 +329,16 @@ pub(super) fn gate<B>(
 }
 
 /// Host patterns: exact names, or `*.domain` for subdomains (ASCII case-insensitive).
+/// `*.domain` does not take `domain` itself, as OpenMed's (Starlette's) check does not: a
+/// drop-in must not trust a host its admin did not list.
 fn host_allowed(host: &str, trusted: &[String]) -> bool {
     let host = host.as_bytes();
     trusted.iter().any(|t| match t.strip_prefix("*.") {
         Some(suffix) => {
             let suffix = suffix.as_bytes();
-            host.eq_ignore_ascii_case(suffix)
-                || (host.len() > suffix.len()
-                    && host[host.len() - suffix.len() - 1] == b'.'
-                    && host[host.len() - suffix.len()..].eq_ignore_ascii_case(suffix))
+            host.len() > suffix.len()
+                && host[host.len() - suffix.len() - 1] == b'.'
+                && host[host.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
         }
         None => host.eq_ignore_ascii_case(t.as_bytes()),
     })
@@ -871,7 +872,7 @@ mod tests {
             ("evil.com", false),
             ("example.org.evil.com", false),
             ("A.Example.ORG", true),
-            ("example.org", true),
+            ("example.org", false),
             ("xexample.org", false),
             ("LOCALHOST", true),
             ("localhost.evil", false),

@@ -231,7 +231,7 @@ settings! {
     SECURITY_AUDIT_MAX_BYTES: Int = restart(d("security.audit_max_bytes", "PHIGUARD_AUDIT_MAX_BYTES", None, Kind::Int { min: 4096, max: 1_099_511_627_776 }, "10485760",
         "size of the admin audit log (audit.jsonl in the data directory) before it moves to audit.jsonl.1; one older file is kept")),
     SECURITY_TRUSTED_HOSTS: Items = d("security.trusted_hosts", "PHIGUARD_TRUSTED_HOSTS", Some("OPENMED_SERVICE_TRUSTED_HOSTS"), Kind::Hosts,
-        "localhost,127.0.0.1,[::1]", "Host headers accepted (400 otherwise); *.example.org patterns allowed (not * or *.tld); a change that would not accept the Host of the request making it is refused"),
+        "localhost,127.0.0.1,[::1]", "Host headers accepted (400 otherwise); *.example.org patterns allowed (not * or *.tld), for the subdomains only (as OpenMed: not example.org itself); a change that would not accept the Host of the request making it is refused"),
     SECURITY_CORS_ORIGINS: Items = none("none (only the desktop app's own origins)", d("security.cors_origins", "PHIGUARD_CORS_ORIGINS", Some("OPENMED_SERVICE_CORS_ORIGINS"), Kind::Origins, "",
         "browser origins allowed to call the API (exact origins, no *)")),
     // cluster (docs/deploy.md): one admission limit shared by replicas through Redis
