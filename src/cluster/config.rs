@@ -83,7 +83,7 @@ impl ClusterConfig {
         if redis::Client::open(self.redis_url.as_str()).is_err() {
             return bad(
                 "redis_url",
-                "must be a redis:// or redis+unix:// url (rediss:// needs a tls build)",
+                "must be a redis://, rediss:// (TLS) or redis+unix:// url",
             );
         }
         if self.key_prefix.is_empty()

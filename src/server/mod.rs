@@ -243,7 +243,25 @@ impl Server {
                 cfg.key_prefix = settings.get(keys::CLUSTER_KEY_PREFIX).to_string();
                 cfg.window = Duration::from_secs_f64(settings.get(keys::CLUSTER_WINDOW_SECONDS));
                 cfg.replicas = settings.get(keys::CLUSTER_REPLICAS) as u32;
-                cfg.validate()?;
+                if let Err(crate::cluster::ClusterError::InvalidConfig { field, rule }) =
+                    cfg.validate()
+                {
+                    // The limiter names its own field; the admin set a setting.
+                    let key = match field {
+                        "key_prefix" => keys::CLUSTER_KEY_PREFIX.name(),
+                        "admissions" => keys::CLUSTER_ADMISSIONS.name(),
+                        "window" => keys::CLUSTER_WINDOW_SECONDS.name(),
+                        "replicas" => keys::CLUSTER_REPLICAS.name(),
+                        _ => keys::CLUSTER_REDIS_URL.name(),
+                    };
+                    return Err(ServerError::Refused(
+                        crate::settings::start::StartRefusal::Cluster {
+                            key,
+                            by: settings.source_name(key),
+                            rule,
+                        },
+                    ));
+                }
                 Some(crate::cluster::ClusterLimiter::new(cfg).await)
             }
         };

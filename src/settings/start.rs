@@ -42,6 +42,17 @@ pub enum StartRefusal {
         /// The variable holding the placeholder.
         var: &'static str,
     },
+    /// Returned when a cluster setting breaks the Redis limiter's rule (a URL Redis's client
+    /// cannot read). The value is never part of the message: a URL may hold a password.
+    #[error("{key} ({by}) {rule}")]
+    Cluster {
+        /// The setting's key.
+        key: &'static str,
+        /// Where it was set: its variable, `settings.toml` or `default`.
+        by: String,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
     /// Returned when an entry of `models.aliases` is not `requested=installed` (no `=`, or
     /// nothing on one side of it). Named by position: the entry may be anything typed.
     #[error("models.aliases ({by}): entry {entry} is not requested-name=installed-model; write the aliases comma-separated, e.g. my-model=phiguard-deid (or my-model=default)")]
@@ -106,6 +117,7 @@ impl StartRefusal {
             }
             StartRefusal::ServedNotInstalled { .. } => keys::MODELS_SERVED.name(),
             StartRefusal::DefaultNotInstalled { .. } => keys::MODELS_DEFAULT.name(),
+            StartRefusal::Cluster { key, .. } => key,
         }
     }
 

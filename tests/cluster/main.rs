@@ -12,6 +12,7 @@
 mod common;
 mod servers;
 mod support;
+mod tls;
 
 use std::time::Duration;
 

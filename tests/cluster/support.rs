@@ -17,6 +17,8 @@ pub(crate) struct RedisServer {
     binary: PathBuf,
     port: u16,
     child: Option<Child>,
+    /// The folder of `ca.crt`, `redis.crt` and `redis.key` when the server speaks TLS only.
+    tls: Option<PathBuf>,
 }
 
 impl RedisServer {
@@ -33,14 +35,101 @@ impl RedisServer {
             binary,
             port,
             child: None,
+            tls: None,
+        };
+        server.spawn()?;
+        Ok(server)
+    }
+
+    /// Starts `redis-server` speaking TLS only (as managed Redis services do), with a
+    /// certificate for `localhost` signed by a CA of its own, both made with `openssl` in
+    /// `dir` (`ca.crt` is the CA a client must trust).
+    pub(crate) fn start_tls(dir: &std::path::Path) -> TestResult<Self> {
+        let openssl = |args: &[&str]| -> TestResult {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .map_err(|e| format!("openssl not found ({e}): run .ci/cluster-deps.sh"))?;
+            if !out.status.success() {
+                return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
+            }
+            Ok(())
+        };
+        std::fs::write(
+            dir.join("ext.cnf"),
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+        )?;
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=phiguard test CA",
+        ])?;
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "redis.key",
+            "-out",
+            "redis.csr",
+            "-subj",
+            "/CN=localhost",
+        ])?;
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "redis.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "redis.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ])?;
+        let binary = find_server().ok_or("redis-server not found: run .ci/cluster-deps.sh")?;
+        let mut server = Self {
+            binary,
+            port: free_port()?,
+            child: None,
+            tls: Some(dir.to_owned()),
         };
         server.spawn()?;
         Ok(server)
     }
 
     fn spawn(&mut self) -> TestResult {
-        let child = Command::new(&self.binary)
-            .args(["--port", &self.port.to_string()])
+        let mut cmd = Command::new(&self.binary);
+        match &self.tls {
+            None => cmd.args(["--port", &self.port.to_string()]),
+            Some(dir) => cmd
+                .args(["--port", "0", "--tls-port", &self.port.to_string()])
+                .arg("--tls-cert-file")
+                .arg(dir.join("redis.crt"))
+                .arg("--tls-key-file")
+                .arg(dir.join("redis.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(dir.join("ca.crt"))
+                .args(["--tls-auth-clients", "no"]),
+        };
+        let child = cmd
             .args(["--bind", "127.0.0.1"])
             .args(["--save", ""])
             .args(["--appendonly", "no"])
@@ -55,6 +144,11 @@ impl RedisServer {
 
     pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The `rediss://` URL of a TLS server (by the name its certificate carries).
+    pub(crate) fn tls_url(&self) -> String {
+        format!("rediss://localhost:{}/", self.port)
     }
 
     /// Waits (up to 5 s) until the server answers `PING`.
