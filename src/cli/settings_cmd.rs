@@ -101,7 +101,7 @@ pub(super) fn set(key: &str, value: &str) -> Result<(), Failure> {
             )));
         }
     }
-    s.persist()?;
+    s.persist(&[def.key])?;
     println!("{key} = {}", s.value(key));
     Ok(())
 }

@@ -455,21 +455,37 @@ fn settings_put(
             "value_error",
         )]));
     }
-    next.persist().map_err(|e| {
-        tracing::error!(error = %e, "could not persist settings");
-        ApiError::Internal
-    })?;
+    // Every key was found in the table by `apply`.
+    let keys: Vec<&'static str> = changes
+        .iter()
+        .filter_map(|(k, _)| crate::settings::table::def(k).map(|d| d.key))
+        .collect();
+    next.persist(&keys).map_err(persist_error)?;
     crate::runtime::apply_live(&st.engine, &next);
     *st.settings.write() = std::sync::Arc::new(next);
     st.publish(
         "status",
         serde_json::to_value(status(st)).unwrap_or(Value::Null),
     );
-    // Every key was found in the table by `apply`.
-    Ok(changes
-        .iter()
-        .filter_map(|(k, _)| crate::settings::table::def(k).map(|d| d.key))
-        .collect())
+    Ok(keys)
+}
+
+/// The answer to a change `settings.toml` could not take: `409` when the file does not
+/// parse (the admin is editing it; nothing was changed, and it is not written over),
+/// `500` when it could not be read or written.
+pub(super) fn persist_error(e: crate::settings::SettingsError) -> ApiError {
+    match e {
+        crate::settings::SettingsError::File { .. } => {
+            tracing::warn!("settings.toml does not parse; the change was not saved");
+            ApiError::Conflict {
+                message: "settings.toml does not parse (phiguard settings list names the line): fix the file first; nothing was changed",
+            }
+        }
+        e => {
+            tracing::error!(error = %e, "could not persist settings");
+            ApiError::Internal
+        }
+    }
 }
 
 /// `POST /admin/breakers/{key}/{action}` with action `reset`, `force-open`, `disable`.

@@ -362,7 +362,8 @@ fn models_default(st: &AppState, body: &[u8], record: &mut Action) -> Result<Res
                     .collect(),
             )
         })?;
-    next.persist().map_err(|_| ApiError::Internal)?;
+    next.persist(&[keys::MODELS_DEFAULT.name()])
+        .map_err(super::admin::persist_error)?;
     crate::runtime::apply_live(&st.engine, &next);
     *st.settings.write() = Arc::new(next);
     record.change(json!(before.get(keys::MODELS_DEFAULT)), json!(id));

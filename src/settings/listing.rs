@@ -258,7 +258,11 @@ key, a `PHIGUARD_*` environment variable and, where OpenMed 3.1 has the same set
   `max_attempts = 5`). Saving edits the file in place: only the keys that change are
   written (a changed value keeps its comment), a new key goes at the end of its `[group]`
   table (a new table after the last one), and comments, blank lines, the order of keys and
-  the spelling of untouched values stay as the admin wrote them. The file is replaced
+  the spelling of untouched values stay as the admin wrote them, as do a byte-order mark
+  and CRLF line endings. A running server writes only the keys a change names into the file
+  as it is at that moment, so an edit made since it started stays. A file that does not
+  parse is never written over: the change is refused (`409` from the admin API, exit 2
+  from the command line) until the file is fixed. The file is replaced
   atomically (a temporary file renamed over it, mode 0600).
 - **A bad value** stops start-up with a message naming the variable and its rule; through the
   admin API it is refused (422, one entry per bad field) and nothing is applied. So is a

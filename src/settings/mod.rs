@@ -581,9 +581,10 @@ impl Settings {
         }
     }
 
-    /// Writes every value the file holds to `settings.toml` (0600), atomically: the values it
-    /// was read with, those an environment variable overrides included, and the changes
-    /// [`Settings::apply`] made.
+    /// Writes the values of `keys` (the ones a change set) to `settings.toml` (0600),
+    /// atomically. Every other key stays as the file holds it *now*: a server that read the
+    /// file at start must not write its old values over what the admin or `phiguard
+    /// settings set` changed since.
     ///
     /// # Why the file is edited and not rewritten
     /// `settings.toml` is also the admin's document: a comment saying why a value is set, the
@@ -591,11 +592,12 @@ impl Settings {
     /// those away, so the file as it is now is edited in place (`toml_edit`): a key whose
     /// value is unchanged is left byte for byte, a changed one gets its new value with its
     /// comments and spacing, a new one goes at the end of its `[group]` table (made when
-    /// missing), and nothing else moves. A file that no longer parses is written afresh.
+    /// missing), and nothing else moves; a byte-order mark and CRLF line endings are kept.
+    /// A file that does not parse is not written: it is the admin's, half edited perhaps.
     ///
     /// # Errors
-    /// [`SettingsError::WriteFile`].
-    pub fn persist(&self) -> Result<(), SettingsError> {
+    /// [`SettingsError::WriteFile`]; [`SettingsError::File`] when the file does not parse.
+    pub fn persist(&self, keys: &[&str]) -> Result<(), SettingsError> {
         let Some(path) = &self.file else {
             return Ok(());
         };
@@ -609,7 +611,29 @@ impl Settings {
                 })
             }
         };
-        let body = edited_file(&text, &self.stored);
+        let (bom, text) = match text.strip_prefix('\u{feff}') {
+            Some(rest) => ("\u{feff}", rest),
+            None => ("", text.as_str()),
+        };
+        let crlf = text.contains("\r\n");
+        let text = text.replace("\r\n", "\n");
+        if let Err((line, problem)) = parse_file(&text) {
+            return Err(SettingsError::File {
+                path: path.clone(),
+                line,
+                problem,
+            });
+        }
+        let changed: BTreeMap<&'static str, Value> = self
+            .stored
+            .iter()
+            .filter(|(k, _)| keys.contains(k))
+            .map(|(k, v)| (*k, v.clone()))
+            .collect();
+        let mut body = format!("{bom}{}", edited_file(&text, &changed));
+        if crlf {
+            body = body.replace('\n', "\r\n");
+        }
         home::write_private(path, body.as_bytes()).map_err(|source| SettingsError::WriteFile {
             path: path.clone(),
             source,
@@ -1081,7 +1105,7 @@ mod tests {
         assert_eq!(s.get(keys::BREAKER_FAILURE_THRESHOLD), 3);
         s.apply(&[("breaker.failure_threshold".into(), "7".into())])
             .expect("valid");
-        s.persist().expect("persist");
+        s.persist(&["breaker.failure_threshold"]).expect("persist");
         let again = Settings::load_from(&home, env(&[])).expect("reload");
         assert_eq!(again.get(keys::BREAKER_FAILURE_THRESHOLD), 7);
         assert_eq!(
@@ -1100,7 +1124,7 @@ mod tests {
         assert_eq!(s.get(keys::RETRY_MAX_ATTEMPTS), 9);
         s.apply(&[("limits.token_rate_limit_rps".into(), "5".into())])
             .map_err(|e| format!("{e:?}"))?;
-        s.persist()?;
+        s.persist(&["limits.token_rate_limit_rps"])?;
         let again = Settings::load_from(&home, env(&[]))?;
         assert_eq!(again.get(keys::RETRY_MAX_ATTEMPTS), 5);
         assert_eq!(again.source("retry.max_attempts"), SettingSource::File);
@@ -1139,7 +1163,11 @@ mod tests {
             ("limits.token_rate_limit_rps".into(), "5".into()),
         ])
         .map_err(|e| format!("{e:?}"))?;
-        s.persist()?;
+        s.persist(&[
+            "breaker.failure_threshold",
+            "breaker.half_open_calls",
+            "limits.token_rate_limit_rps",
+        ])?;
         let saved = std::fs::read_to_string(home.settings_file())?;
         let want = text
             .replace(
@@ -1156,7 +1184,7 @@ mod tests {
         assert_eq!(again.get(keys::BREAKER_FAILURE_THRESHOLD), 7);
         assert_eq!(again.get(keys::BREAKER_HALF_OPEN_CALLS), 2);
         // Saving again without a change leaves the file as it is.
-        again.persist()?;
+        again.persist(&[])?;
         assert_eq!(std::fs::read_to_string(home.settings_file())?, want);
         Ok(())
     }
@@ -1174,7 +1202,7 @@ mod tests {
             ("retry.backoff_multiplier".into(), "4".into()),
         ])
         .map_err(|e| format!("{e:?}"))?;
-        s.persist()?;
+        s.persist(&["retry.max_attempts", "retry.backoff_multiplier"])?;
         assert_eq!(
             std::fs::read_to_string(home.settings_file())?,
             "\"retry.max_attempts\" = 6 # quoted\nretry.backoff_multiplier = 4.0 # dotted\n"
@@ -1184,7 +1212,7 @@ mod tests {
         let mut s = Settings::load_from(&home, env(&[]))?;
         s.apply(&[("models.served".into(), "rules".into())])
             .map_err(|e| format!("{e:?}"))?;
-        s.persist()?;
+        s.persist(&["models.served"])?;
         assert_eq!(
             std::fs::read_to_string(home.settings_file())?,
             format!("{FILE_HEADER}[models]\nserved = \"rules\"\n")

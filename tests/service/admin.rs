@@ -415,3 +415,72 @@ async fn aliases_and_served_names_of_no_installed_model_are_refused() {
     );
     t.shutdown().await;
 }
+
+/// `PUT /admin/settings` writes only what it changes, into the file as it is now: a value
+/// the admin or `phiguard settings set` changed after the server started stays. A file
+/// that does not parse (an admin half way through an edit) is not written over: `409`,
+/// nothing applied. Before, the server wrote its own start-up values back over the
+/// newer ones, and replaced a file that did not parse with a fresh one, comments and all
+/// gone (found by an outside admin, reproduced twice).
+#[tokio::test]
+async fn saving_a_setting_keeps_later_edits_and_never_replaces_a_broken_file() {
+    let t = TestServer::start(&[]).await;
+    let file = t._dir.path().join("config/settings.toml");
+    let put = |body: Value| {
+        t.http
+            .put(t.url("/admin/settings"))
+            .bearer_auth(ADMIN)
+            .json(&body)
+            .send()
+    };
+    assert_eq!(
+        put(json!({"retry.max_attempts": 5}))
+            .await
+            .expect("send")
+            .status(),
+        200
+    );
+    // Edited by hand while the server runs.
+    let edited = "# ward 4: DO NOT LOSE\r\n[retry]\r\nmax_attempts = 8 # tuned\r\n";
+    std::fs::write(&file, format!("\u{feff}{edited}")).expect("edit");
+    assert_eq!(
+        put(json!({"breaker.failure_threshold": 4}))
+            .await
+            .expect("send")
+            .status(),
+        200
+    );
+    let saved = std::fs::read_to_string(&file).expect("read");
+    assert_eq!(
+        saved,
+        format!("\u{feff}{edited}\r\n[breaker]\r\nfailure_threshold = 4\r\n"),
+        "the hand edit, its comments, byte-order mark and line endings stay"
+    );
+    // Half way through an edit: refused, nothing written, nothing applied.
+    let broken = "# ward 4: DO NOT LOSE\n[retry]\nmax_attempts = 8\n\n[limits\nrate = 3\n";
+    std::fs::write(&file, broken).expect("edit");
+    let (status, body, _) = envelope(
+        put(json!({"breaker.failure_threshold": 6}))
+            .await
+            .expect("send"),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "conflict");
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), broken);
+    let all: Value = t
+        .admin_get("/admin/settings")
+        .await
+        .json()
+        .await
+        .expect("json");
+    let row = all["settings"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["key"] == "breaker.failure_threshold")
+        .cloned()
+        .expect("row");
+    assert_eq!(row["value"], 4, "not applied");
+    t.shutdown().await;
+}
