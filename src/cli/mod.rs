@@ -300,6 +300,30 @@ pub(crate) async fn engine_with_model(
     Ok((engine, id))
 }
 
+/// Appends the record of an admin action taken at the command line (`actor` `cli`, no
+/// peer) to the home's audit log, as the admin API records its own: `ok`, or for a refusal
+/// `refused` (usage) or `error`. A failure to write is a warning only: the action has
+/// happened.
+pub(crate) fn audit(
+    home: &crate::settings::Home,
+    action: crate::server::audit::Action,
+    outcome: &Result<(), Failure>,
+) {
+    use crate::server::audit::{audit_file, AuditLog};
+    let max = crate::settings::Settings::load(home)
+        .map(|s| s.get(keys::SECURITY_AUDIT_MAX_BYTES).max(0) as u64)
+        .unwrap_or(10 << 20);
+    let result = match outcome {
+        Ok(()) => "ok",
+        Err(f) if f.code == 2 => "refused",
+        Err(_) => "error",
+    };
+    let rec = action.into_record("cli", None, result);
+    if AuditLog::new(audit_file(home), max).append(&rec).is_err() {
+        eprintln!("phiguard: warning: could not write the audit log");
+    }
+}
+
 /// A failure with its exit code.
 #[derive(Debug)]
 pub(crate) struct Failure {

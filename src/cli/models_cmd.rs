@@ -24,7 +24,25 @@ pub(super) fn list() -> Result<(), Failure> {
     Ok(())
 }
 
+/// The audit record of a model action at the command line, with the model's id (a name
+/// the admin typed, as the admin API records it).
+fn audited(
+    action: &'static str,
+    id: &str,
+    run: impl FnOnce() -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let outcome = run();
+    let mut record = crate::server::audit::Action::new(action);
+    record.target(id);
+    super::audit(&Home::from_env(), record, &outcome);
+    outcome
+}
+
 pub(super) fn pull(id: &str) -> Result<(), Failure> {
+    audited("model.pull", id, || pull_in(id))
+}
+
+fn pull_in(id: &str) -> Result<(), Failure> {
     let catalog = catalog()?;
     if let Some(build) = catalog.get(id).and_then(|e| e.build.as_deref()) {
         // The person at the terminal typed the name: showing the way to build it is the
@@ -45,8 +63,14 @@ pub(super) fn pull(id: &str) -> Result<(), Failure> {
 }
 
 pub(super) fn import(dir: &Path, id: Option<&str>) -> Result<(), Failure> {
-    println!("{}", cli::import(&store()?, dir, id).map_err(err)?);
-    Ok(())
+    let target = id
+        .map(str::to_owned)
+        .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    audited("model.import", &target, || {
+        println!("{}", cli::import(&store()?, dir, id).map_err(err)?);
+        Ok(())
+    })
 }
 
 /// Whether `id` is a model the next start finds installed: the rules, a model of `store`,
@@ -62,6 +86,10 @@ pub(super) fn installed_in(store: &Store) -> impl Fn(&str) -> bool + '_ {
 /// Removes a model, unless a setting names it (as `DELETE /admin/models/{id}` refuses it
 /// with 409, by the same rule): removed, the next start would stop (exit 2).
 pub(super) fn rm(id: &str) -> Result<(), Failure> {
+    audited("model.delete", id, || rm_in(id))
+}
+
+fn rm_in(id: &str) -> Result<(), Failure> {
     let settings = Settings::load(&Home::from_env())?;
     let store = store()?;
     if let Some(key) = crate::settings::start::removal_refusal(&settings, id, &installed_in(&store))

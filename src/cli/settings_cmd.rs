@@ -72,10 +72,30 @@ fn known(key: &str) -> Result<&'static crate::settings::table::Def, Failure> {
 /// of `PUT /admin/settings`: the value's own, the conflicts, what the next start would
 /// refuse, and for `models.default`, `models.aliases` and `models.served` a name that no
 /// installed model answers, asked of the model store as the next start would.
+///
+/// Recorded in the audit log as `PUT /admin/settings` records it: the key with its old and
+/// new value (a secret one masked), or the refusal without them.
 pub(super) fn set(key: &str, value: &str) -> Result<(), Failure> {
-    let def = known(key)?;
     let home = Home::from_env();
-    let mut s = Settings::load(&home)?;
+    let mut action = crate::server::audit::Action::new("settings.update");
+    let outcome = set_in(&home, key, value).map(|(def, old, new)| {
+        action.target(def).change(
+            crate::server::audit::setting_value(def, &old),
+            crate::server::audit::setting_value(def, &new),
+        );
+    });
+    super::audit(&home, action, &outcome);
+    outcome
+}
+
+/// The change of [`set`]: the key, its value before and after.
+fn set_in(
+    home: &Home,
+    key: &str,
+    value: &str,
+) -> Result<(&'static str, crate::settings::Value, crate::settings::Value), Failure> {
+    let def = known(key)?;
+    let mut s = Settings::load(home)?;
     let before = s.clone();
     s.apply(&[(key.to_string(), value.to_string())])
         .map_err(|errs| {
@@ -103,5 +123,9 @@ pub(super) fn set(key: &str, value: &str) -> Result<(), Failure> {
     }
     s.persist(&[def.key])?;
     println!("{key} = {}", s.value(key));
-    Ok(())
+    Ok((
+        def.key,
+        before.value(def.key).clone(),
+        s.value(def.key).clone(),
+    ))
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::Failure;
 use crate::secrets::{generate_token, registry_file, Primary, Scope, SecretStore, TokenRegistry};
 use crate::server::api::MAX_TOKEN_LIFETIME_SECONDS;
-use crate::server::audit::{audit_file, Action, AuditLog};
+use crate::server::audit::Action;
 use crate::settings::{Home, Settings};
 
 fn which(admin: bool) -> (Primary, &'static str, Key<Text>) {
@@ -33,15 +33,8 @@ fn pinned(home: &Home, key: Key<Text>) -> Result<Option<String>, Failure> {
     Ok((!v.is_empty()).then(|| v.to_string()))
 }
 
-/// Appends a record by the CLI to the home's audit log; a failure is a warning only.
 fn audit(home: &Home, action: Action) {
-    let max = Settings::load(home)
-        .map(|s| s.get(keys::SECURITY_AUDIT_MAX_BYTES).max(0) as u64)
-        .unwrap_or(10 << 20);
-    let rec = action.into_record("cli", None, "ok");
-    if AuditLog::new(audit_file(home), max).append(&rec).is_err() {
-        eprintln!("phiguard: warning: could not write the audit log");
-    }
+    super::audit(home, action, &Ok(()));
 }
 
 pub(super) fn show(admin: bool) -> Result<(), Failure> {

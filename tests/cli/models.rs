@@ -58,3 +58,59 @@ fn rm_refuses_a_model_the_settings_name() {
     assert!(out.status.success(), "rm: {}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "removed tiny");
 }
+
+/// Admin actions taken at the command line are in the audit log as the admin API's are
+/// (actor `cli`): a setting with its old and new value, a model
+/// imported and removed, and a refusal. Before, only token actions were recorded.
+#[test]
+fn command_line_admin_actions_are_audited() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let phiguard = |args: &[&str]| {
+        let mut c = command(&super::binary(), tmp.path());
+        c.current_dir(tmp.path()).args(args);
+        run(c, None)
+    };
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hub/phiguard-test/tiny-bert"
+    );
+    for args in [
+        &["settings", "set", "retry.max_attempts", "5"][..],
+        &["settings", "set", "security.auth", "off"],
+        &["models", "import", fixture, "--id", "tiny"],
+        &["models", "rm", "tiny"],
+    ] {
+        let out = phiguard(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    }
+    let out = phiguard(&["settings", "set", "retry.max_attempts", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let log =
+        std::fs::read_to_string(tmp.path().join("phiguard/data/audit.jsonl")).expect("audit log");
+    let records: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    let got: Vec<(String, String, String)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["action"].as_str().unwrap_or("").to_owned(),
+                r["target"].as_str().unwrap_or("").to_owned(),
+                r["result"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    let want = [
+        ("settings.update", "retry.max_attempts", "ok"),
+        ("settings.update", "security.auth", "ok"),
+        ("model.import", "tiny", "ok"),
+        ("model.delete", "tiny", "ok"),
+        ("settings.update", "", "refused"),
+    ]
+    .map(|(a, t, r)| (a.to_owned(), t.to_owned(), r.to_owned()));
+    assert_eq!(got, want, "{log}");
+    assert!(records.iter().all(|r| r["actor"] == "cli"), "{log}");
+    assert_eq!(records[0]["old"], 3, "{log}");
+    assert_eq!(records[0]["new"], 5, "{log}");
+}
