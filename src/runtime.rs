@@ -230,6 +230,17 @@ pub fn build_engine(
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let pool = WorkerPool::new(threads, 1024, batch_config(settings), Arc::clone(&faults));
     let engine = Engine::new(registry, pool, Arc::clone(&guard), faults, naming(settings));
+    let models_dir = home.models_dir();
+    engine.set_discovery(Arc::new(move |id: &str| {
+        let m = crate::models::Store::open(models_dir.clone())
+            .ok()?
+            .get(id)?;
+        Some(ModelSpec {
+            id: m.id,
+            dir: Some(m.dir),
+            footprint_bytes: m.size_bytes,
+        })
+    }));
     // Settings validation already refused a bad list.
     if let Ok(terms) = settings.terms() {
         engine.set_terms(terms);

@@ -155,7 +155,13 @@ pub struct Engine {
     fallback_default: AtomicBool,
     /// The configured allow and deny lists, applied to every detection.
     terms: RwLock<Arc<crate::detect::Terms>>,
+    /// Finds a model installed after start (`phiguard models import` or `pull` beside a
+    /// running server) in the model store; `None` in engines without a store.
+    discover: RwLock<Option<Discover>>,
 }
+
+/// Looks a model id up in the model store.
+pub type Discover = Arc<dyn Fn(&str) -> Option<ModelSpec> + Send + Sync>;
 
 impl Engine {
     /// Assembles an engine.
@@ -174,7 +180,13 @@ impl Engine {
             naming: RwLock::new(naming),
             fallback_default: AtomicBool::new(false),
             terms: RwLock::new(Arc::default()),
+            discover: RwLock::new(None),
         }
+    }
+
+    /// Sets how a model installed after start is found (see [`Engine::is_installed`]).
+    pub fn set_discovery(&self, discover: Discover) {
+        *self.discover.write() = Some(discover);
     }
 
     /// The resilience layer, for what reads its state (status, metrics) and the admission
@@ -235,9 +247,23 @@ impl Engine {
         self.registry.remove(id);
     }
 
-    /// Whether `id` is an installed model.
+    /// Whether `id` is an installed model: registered, or found in the model store now and
+    /// registered then. A model the command line installs while the server runs is served
+    /// from its first request, as one pulled through the admin API is; before, it was
+    /// listed as installed and refused (`model_not_served`) until a restart.
     pub fn is_installed(&self, id: &str) -> bool {
-        self.registry.contains(id)
+        if self.registry.contains(id) {
+            return true;
+        }
+        let discover = self.discover.read().clone();
+        match discover.and_then(|d| d(id)) {
+            Some(spec) => {
+                tracing::info!(model = %spec.id, "model installed since start found in the store");
+                self.registry.add(spec);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Unloads idle models past their keep-alive.
@@ -367,7 +393,7 @@ impl Engine {
             Some(t) => t.clone(),
             None => name.to_string(),
         };
-        if self.registry.contains(&target) {
+        if self.is_installed(&target) {
             Ok(target)
         } else {
             Err(EngineError::NotServed)

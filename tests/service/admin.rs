@@ -484,3 +484,48 @@ async fn saving_a_setting_keeps_later_edits_and_never_replaces_a_broken_file() {
     assert_eq!(row["value"], 4, "not applied");
     t.shutdown().await;
 }
+
+/// A model installed with `phiguard models import` while the server runs is served from
+/// the first request that names it, and an alias may name it, as one pulled through the
+/// admin API is. Before, `GET /admin/models` listed it while requests naming it got
+/// `422 model_not_served` and `POST /admin/models/default` answered 404 until a restart
+/// (found by an outside admin, reproduced twice).
+#[tokio::test]
+async fn a_model_imported_at_the_command_line_is_served_without_a_restart() {
+    let t = TestServer::start(&[]).await;
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hub/phiguard-test/tiny-bert"
+    );
+    let (status, _, _) = envelope(
+        t.post("/pii/extract", json!({"text": "Zed", "model_name": "tiny"}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 422, "not installed yet");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_phiguard"))
+        .args(["models", "import", fixture, "--id", "tiny"])
+        .env("PHIGUARD_HOME", t._dir.path())
+        .env("PHIGUARD_KEYRING", "off")
+        .output()
+        .expect("run phiguard models import");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = t
+        .post("/pii/extract", json!({"text": "Zed", "model_name": "tiny"}))
+        .await;
+    assert_eq!(r.status(), 200);
+    let r = t
+        .http
+        .put(t.url("/admin/settings"))
+        .bearer_auth(ADMIN)
+        .json(&json!({"models.aliases": "mine=tiny"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    t.shutdown().await;
+}
