@@ -31,6 +31,12 @@ pub enum ModelError {
     #[error("the bundled model is read-only")]
     BundledReadOnly,
 
+    /// Returned when an import or a download would install a model under `rules` or
+    /// `default`, the names requests use for the rule recognizers and the default model:
+    /// it could never be reached by its name.
+    #[error("rules and default are reserved names (the rule recognizers, the default model); choose another id with --id")]
+    ReservedId,
+
     /// Returned when a pull names a catalog entry that is built on this machine (its
     /// `build` command, then `phiguard models import`), not downloaded.
     #[error(

@@ -562,6 +562,9 @@ impl Store {
         if id == BUNDLED_ID {
             return Err(ModelError::BundledReadOnly);
         }
+        if id == crate::engine::RULES_ID || id == "default" {
+            return Err(ModelError::ReservedId);
+        }
         let target = self.model_dir(id)?;
         if target.exists() {
             return Err(ModelError::AlreadyInstalled);

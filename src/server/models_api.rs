@@ -197,7 +197,7 @@ pub async fn admin_models(State(st): State<AppState>) -> Result<Response, ApiErr
 }
 
 /// `POST /admin/models/pull {"id"}` → 202; progress arrives as `download` events.
-#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = PullStarted), (status = 409, description = "already downloading, or the entry is unpinned while models.require_pinned is on (`conflict`)", body = super::error::ErrorEnvelope)))]
+#[utoipa::path(post, path = "/admin/models/pull", tag = "admin", security(("bearer" = []), ("api_key" = [])), request_body(content = super::api::ModelIdRequest, content_type = "application/json"), responses((status = 202, description = "download started; progress arrives as `download` events", body = PullStarted), (status = 409, description = "already downloading, the entry is unpinned while models.require_pinned is on, the bundled model, or a model built on the machine (`conflict`)", body = super::error::ErrorEnvelope)))]
 pub async fn admin_models_pull(
     State(st): State<AppState>,
     actor: Actor,
@@ -217,6 +217,21 @@ fn models_pull(st: &AppState, body: &[u8], record: &mut Action) -> Result<Respon
         return Err(not_served(&catalog));
     };
     record.target(id.clone());
+    // What the download would refuse after its `202`, with the reason only in the log
+    // (`phiguard models pull` refuses them at once too): refused now.
+    match catalog.get(&id) {
+        Some(e) if e.bundled => {
+            return Err(ApiError::Conflict {
+                message: "The bundled model ships inside phiguard and is not downloaded",
+            })
+        }
+        Some(e) if e.build.is_some() => {
+            return Err(ApiError::Conflict {
+                message: "This model is built on the machine, not downloaded: run the catalog entry's build command, then phiguard models import",
+            })
+        }
+        _ => {}
+    }
     let require_pinned = st.settings().get(keys::MODELS_REQUIRE_PINNED);
     if require_pinned && catalog.get(&id).is_some_and(|e| !e.is_pinned()) {
         return Err(ApiError::Conflict {

@@ -114,3 +114,33 @@ fn command_line_admin_actions_are_audited() {
     assert_eq!(records[0]["old"], 3, "{log}");
     assert_eq!(records[0]["new"], 5, "{log}");
 }
+
+/// `rules` and `default` are the names requests use for the rule recognizers and the
+/// default model: a model imported under either could never be reached (exit 1, nothing
+/// installed). Before, both were imported.
+#[test]
+fn import_refuses_the_reserved_names() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hub/phiguard-test/tiny-bert"
+    );
+    for id in ["rules", "default"] {
+        let mut c = command(&super::binary(), tmp.path());
+        c.current_dir(tmp.path())
+            .args(["models", "import", fixture, "--id", id]);
+        let out = run(c, None);
+        assert_eq!(out.status.code(), Some(1), "{id}: {}", stderr(&out));
+        assert!(stderr(&out).contains("reserved"), "{}", stderr(&out));
+    }
+    let mut c = command(&super::binary(), tmp.path());
+    c.current_dir(tmp.path()).args(["models", "list"]);
+    let out = run(c, None);
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        !listed
+            .lines()
+            .any(|l| l.starts_with("rules") || l.starts_with("default")),
+        "{listed}"
+    );
+}

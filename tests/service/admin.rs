@@ -529,3 +529,30 @@ async fn a_model_imported_at_the_command_line_is_served_without_a_restart() {
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
     t.shutdown().await;
 }
+
+/// A pull the download would refuse (the bundled model, a model built on the machine) is
+/// refused at once, `409` with the reason, as `phiguard models pull` refuses it. Before,
+/// both answered `202` and then showed `failed` with no reason, the audit saying `ok`.
+#[tokio::test]
+async fn a_pull_that_cannot_download_is_refused_at_once() {
+    let t = TestServer::start(&[]).await;
+    for (id, says) in [
+        ("phiguard-deid", "ships inside phiguard"),
+        ("rampart", "built on the machine"),
+    ] {
+        let (status, body, _) = envelope(
+            t.admin_post("/admin/models/pull", json!({ "id": id }))
+                .await,
+        )
+        .await;
+        assert_eq!(status, 409, "{id}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains(says),
+            "{id}: {body}"
+        );
+    }
+    t.shutdown().await;
+}
