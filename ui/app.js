@@ -822,7 +822,8 @@
   async function verifyModel(id) {
     try {
       const res = await api('POST', '/admin/models/verify', { id });
-      toast(res && res.ok ? `${id}: checksums match` : `${id}: verification FAILED`, res && res.ok ? 'info' : 'error');
+      const bad = ((res && res.files) || []).filter((f) => f.status !== 'ok').map((f) => `${f.name} ${f.status}`);
+      toast(res && res.ok ? `${id}: checksums match` : `${id}: verification FAILED${bad.length ? ` (${bad.join(', ')})` : ''}`, res && res.ok ? 'info' : 'error');
     } catch (e) {
       toast(`Verify ${id}: ${e.message}`, 'error');
     }

@@ -224,6 +224,14 @@
  * @typedef {object} ModelVerification
  * @property {string} id Model id.
  * @property {boolean} ok Whether every file matches its recorded digest.
+ * @property {Array<VerifiedFile>} files Each recorded file and what was found, as `phiguard models verify` lists them.
+ */
+
+/**
+ * One file of a [`ModelVerification`].
+ * @typedef {object} VerifiedFile
+ * @property {string} name The file's name in the model folder (`model.safetensors`).
+ * @property {string} status `ok`, `changed` (its digest is not the recorded one) or `missing`.
  */
 
 /**

@@ -143,6 +143,17 @@ pub struct ModelVerification {
     pub id: String,
     /// Whether every file matches its recorded digest.
     pub ok: bool,
+    /// Each recorded file and what was found, as `phiguard models verify` lists them.
+    pub files: Vec<VerifiedFile>,
+}
+
+/// One file of a [`ModelVerification`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct VerifiedFile {
+    /// The file's name in the model folder (`model.safetensors`).
+    pub name: String,
+    /// `ok`, `changed` (its digest is not the recorded one) or `missing`.
+    pub status: String,
 }
 
 /// `POST /admin/models/default`'s answer.
@@ -333,19 +344,34 @@ pub async fn admin_models_verify(
     let id = id_field(&st, &body)?;
     let st2 = st.clone();
     let id2 = id.clone();
-    let ok = tokio::task::spawn_blocking(move || {
+    let report = tokio::task::spawn_blocking(move || {
         let store = store(&st2)?;
         if store.get(&id2).is_none() {
             return Err(ApiError::NoSuchResource);
         }
-        store
-            .verify(&id2)
-            .map(|r| r.ok())
-            .map_err(|_| ApiError::Internal)
+        store.verify(&id2).map_err(|_| ApiError::Internal)
     })
     .await
     .map_err(|_| ApiError::Internal)??;
-    Ok(axum::Json(ModelVerification { id, ok }).into_response())
+    let files = report
+        .files
+        .iter()
+        .map(|f| VerifiedFile {
+            name: f.name.clone(),
+            status: match f.status {
+                crate::models::FileStatus::Ok => "ok",
+                crate::models::FileStatus::Mismatch => "changed",
+                crate::models::FileStatus::Missing => "missing",
+            }
+            .to_owned(),
+        })
+        .collect();
+    Ok(axum::Json(ModelVerification {
+        id,
+        ok: report.ok(),
+        files,
+    })
+    .into_response())
 }
 
 /// `POST /admin/models/default {"id"}`: persists `models.default`.
@@ -546,10 +572,18 @@ mod tests {
             json!({"id": id, "state": "running"}).to_string()
         );
         let ok = false;
-        let verified = ModelVerification { id: id.into(), ok };
+        let verified = ModelVerification {
+            id: id.into(),
+            ok,
+            files: vec![VerifiedFile {
+                name: "model.safetensors".into(),
+                status: "changed".into(),
+            }],
+        };
         assert_eq!(
             serde_json::to_string(&verified)?,
-            json!({"id": id, "ok": ok}).to_string()
+            json!({"id": id, "ok": ok, "files": [{"name": "model.safetensors", "status": "changed"}]})
+                .to_string()
         );
         let default = DefaultModel { default: id.into() };
         assert_eq!(

@@ -556,3 +556,46 @@ async fn a_pull_that_cannot_download_is_refused_at_once() {
     }
     t.shutdown().await;
 }
+
+/// `POST /admin/models/verify` names the files that changed or are missing, as `phiguard
+/// models verify` does. Before, it answered `{"id", "ok": false}` alone.
+#[tokio::test]
+async fn verify_names_the_changed_and_missing_files() {
+    let t = TestServer::start(&[]).await;
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hub/phiguard-test/tiny-bert"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_phiguard"))
+        .args(["models", "import", fixture, "--id", "tiny"])
+        .env("PHIGUARD_HOME", t._dir.path())
+        .env("PHIGUARD_KEYRING", "off")
+        .output()
+        .expect("run phiguard models import");
+    assert!(out.status.success());
+    let dir = t._dir.path().join("data/models/tiny");
+    let weights = dir.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).expect("weights");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&weights, bytes).expect("write");
+    std::fs::remove_file(dir.join("tokenizer.json")).expect("remove");
+    let r = t
+        .admin_post("/admin/models/verify", json!({"id": "tiny"}))
+        .await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["ok"], false);
+    let status = |name: &str| {
+        v["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .find(|f| f["name"] == name)
+            .map(|f| f["status"].clone())
+    };
+    assert_eq!(status("model.safetensors"), Some(json!("changed")), "{v}");
+    assert_eq!(status("tokenizer.json"), Some(json!("missing")), "{v}");
+    assert_eq!(status("config.json"), Some(json!("ok")), "{v}");
+    t.shutdown().await;
+}
