@@ -599,3 +599,50 @@ async fn verify_names_the_changed_and_missing_files() {
     assert_eq!(status("config.json"), Some(json!("ok")), "{v}");
     t.shutdown().await;
 }
+
+/// `models.served` changes what is served at once, and says so (`restart_required`
+/// false). Before, it was marked restart-only while it applied at once: an admin who
+/// expected nothing until a restart cut off the clients of the names left out.
+#[tokio::test]
+async fn the_served_set_applies_at_once_and_says_so() {
+    let t = TestServer::start(&[]).await;
+    let r = t
+        .http
+        .put(t.url("/admin/settings"))
+        .bearer_auth(ADMIN)
+        .json(&json!({"models.served": "scripted"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let all: Value = r.json().await.expect("json");
+    let row = all["settings"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["key"] == "models.served")
+        .cloned()
+        .expect("row");
+    assert_eq!(row["restart_required"], false, "{row}");
+    let loaded: Value = t
+        .http
+        .get(t.url("/models/loaded"))
+        .bearer_auth(CLIENT)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(loaded["served_models"], json!(["scripted"]), "{loaded}");
+    let (status, _, _) = envelope(
+        t.post(
+            "/pii/extract",
+            json!({"text": "Zed", "model_name": "rules"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 422, "rules is no longer served");
+    t.shutdown().await;
+}
