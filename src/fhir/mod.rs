@@ -658,6 +658,8 @@ impl State<'_> {
         let text = node.as_str().map(str::to_owned);
         let new = match (action, text) {
             (ElementAction::Keep, _) => return,
+            // A hashed date is no date (the element would break the resource): removed.
+            (ElementAction::Hash, Some(t)) if dates::is_date(&t) => None,
             (ElementAction::Hash, Some(t)) => {
                 let tag = self.key.audit_hash(&format!("phiguard-fhir-path\0{t}"));
                 Some(format!("hash_{}", &tag[tag.len() - 16..]))

@@ -193,6 +193,10 @@ pub enum ProfileError {
     /// Returned when the action cannot apply to the element (a name cannot be date-shifted).
     #[error("entry {0}: that action does not apply to that element")]
     Mismatch(usize),
+    /// Returned when an element or path is given an action twice (the second would win
+    /// in silence).
+    #[error("entry {0} names an element or path an earlier entry names")]
+    Repeated(usize),
 }
 
 impl ElementAction {
@@ -236,6 +240,7 @@ impl Profile {
     /// [`ProfileError`] naming the first bad entry (1-based).
     pub fn with_actions<S: AsRef<str>>(mut self, entries: &[S]) -> Result<Profile, ProfileError> {
         use ElementAction::*;
+        let mut seen = std::collections::HashSet::new();
         for (i, entry) in entries.iter().enumerate() {
             let entry = entry.as_ref().trim();
             if entry.is_empty() {
@@ -244,12 +249,30 @@ impl Profile {
             let (element, action) = entry.split_once('=').ok_or(ProfileError::Shape(i + 1))?;
             let action = ElementAction::parse(action.trim().to_ascii_lowercase().as_str())
                 .ok_or(ProfileError::Shape(i + 1))?;
+            let key = if element.contains('.') {
+                element.trim().to_owned()
+            } else {
+                element.trim().to_ascii_lowercase()
+            };
+            if !seen.insert(key) {
+                return Err(ProfileError::Repeated(i + 1));
+            }
             if element.contains('.') {
                 let path = element.trim();
                 if !is_path(path) {
                     return Err(ProfileError::Shape(i + 1));
                 }
-                if action == Pseudonymize {
+                // What the path's last key says the element is: a date takes no hash (the
+                // element would no longer be a date), a name, contact, address or
+                // identifier object no date action.
+                let last = path.rsplit('.').next().unwrap_or("");
+                let fits = match action {
+                    Pseudonymize => false,
+                    Hash => !is_date_key(last),
+                    DateShift | Generalize => !is_structure_key(last),
+                    Keep | Redact => true,
+                };
+                if !fits {
                     return Err(ProfileError::Mismatch(i + 1));
                 }
                 self.paths.push((path.to_owned(), action));
@@ -304,6 +327,36 @@ impl Profile {
 }
 
 /// `Type.key.key` or `*.key…`: a resource type (or `*`) and one or more element names.
+/// R4 keys whose value is a date, dateTime or instant: `birthDate`, `*Date`, `*DateTime`,
+/// `*Instant`, a `Period`'s ends and the instants of provenance and metadata.
+fn is_date_key(key: &str) -> bool {
+    key.ends_with("Date")
+        || key.ends_with("DateTime")
+        || key.ends_with("Instant")
+        || matches!(
+            key,
+            "date"
+                | "start"
+                | "end"
+                | "issued"
+                | "recorded"
+                | "lastUpdated"
+                | "timestamp"
+                | "authoredOn"
+                | "instant"
+                | "created"
+                | "occurrenceDateTime"
+        )
+}
+
+/// R4 keys whose value is a name, contact, address or identifier object.
+fn is_structure_key(key: &str) -> bool {
+    matches!(
+        key,
+        "name" | "telecom" | "address" | "identifier" | "contact" | "photo"
+    )
+}
+
 fn is_path(path: &str) -> bool {
     let mut parts = path.split('.');
     let first = parts.next().unwrap_or("");
@@ -394,13 +447,9 @@ mod tests {
     }
 
     #[test]
-    fn paths_take_their_own_actions_and_the_last_entry_wins() {
+    fn paths_take_their_own_actions_that_fit_them_once() {
         let p = Profile::safe_harbor()
-            .with_actions(&[
-                "Patient.birthDate=keep",
-                "*.note.text=redact",
-                "Patient.birthDate=generalize",
-            ])
+            .with_actions(&["*.note.text=redact", "Patient.birthDate=generalize"])
             .expect("valid");
         assert_eq!(
             p.path_action("Patient.birthDate"),
@@ -418,6 +467,27 @@ mod tests {
         assert_eq!(
             bad("Patient.name=pseudonymize"),
             Some(ProfileError::Mismatch(1))
+        );
+        // A hashed date is no date; a name is no date (found by an outside FHIR user:
+        // `Patient.birthDate=hash` wrote `hash_…` where R4 needs a date).
+        for e in [
+            "Patient.birthDate=hash",
+            "Encounter.period.start=hash",
+            "Observation.effectiveDateTime=hash",
+            "Patient.name=date_shift",
+            "Patient.address=generalize",
+        ] {
+            assert_eq!(bad(e), Some(ProfileError::Mismatch(1)), "{e}");
+        }
+        // An element or path named twice: the second would win in silence.
+        let twice = |a: &str, b: &str| Profile::safe_harbor().with_actions(&[a, b]).err();
+        assert_eq!(
+            twice("names=keep", "Names=redact"),
+            Some(ProfileError::Repeated(2))
+        );
+        assert_eq!(
+            twice("Patient.birthDate=keep", "Patient.birthDate=generalize"),
+            Some(ProfileError::Repeated(2))
         );
     }
 

@@ -279,7 +279,7 @@ settings! {
     FHIR_PROFILE: Text = d("fhir.profile", "PHIGUARD_FHIR_PROFILE", None, Kind::Enum(&["hipaa_safe_harbor", "pseudonymize"]), "hipaa_safe_harbor",
         "profile of /fhir/deidentify and of FHIR files in `phiguard deid` when none is named (a request's `profile` wins)"),
     FHIR_ACTIONS: Items = none("none (the profile's own actions)", d("fhir.actions", "PHIGUARD_FHIR_ACTIONS", None, Kind::List, "",
-        "actions over the profile, ELEMENT=ACTION,… (elements: names, telecom, address_lines, city, state, country, postal_code, identifiers, birth_date, dates, or a path such as Patient.birthDate or *.note.text; actions: keep, redact, pseudonymize, date_shift, generalize, hash)")),
+        "actions over the profile, ELEMENT=ACTION,… (elements: names, telecom, address_lines, city, state, country, postal_code, identifiers, birth_date, dates, or a path such as Patient.birthDate or *.note.text; actions: keep, redact, pseudonymize, date_shift, generalize, hash); each element or path once, with an action that fits it (a date takes no hash, a name or address no date action, a path no pseudonymize)")),
 }
 
 /// Finds a row by key.
