@@ -10,6 +10,18 @@
 //! and are re-pointed the same way, so a `PUT Patient/<id>` still names its resource. A
 //! contained resource's id (local to its container, never a source system's) is kept with
 //! its `#id` references, which would dangle otherwise.
+//!
+//! # Conditional operations in a transaction
+//!
+//! A transaction names resources by search as well as by id: `PUT Patient?identifier=…`
+//! (a conditional update), `ifNoneExist` (a conditional create), a reference
+//! `Patient?identifier=…` to the entry that such an operation writes, `DELETE
+//! Observation?subject=…`. The searches hold identifiers and dates, so they go; what they
+//! pointed to stays ([`resolve_conditionals`], before anything else reads the document): a
+//! search reference that names an entry's conditional operation points to that entry's
+//! `fullUrl`; a conditional update of a resource with an id becomes an update of that id,
+//! of one without an id a create; a conditional delete is removed whole, since without
+//! its search it would delete every resource of its type.
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
@@ -137,6 +149,114 @@ impl IdMap {
             Some(b) => format!("{b}/{new}"),
             None => new,
         })
+    }
+}
+
+/// Resolves the conditional operations of every `Bundle` in `v` (see the module docs);
+/// returns how many conditional deletes were removed.
+pub(super) fn resolve_conditionals(v: &mut Value) -> usize {
+    let Value::Object(m) = v else { return 0 };
+    if m.get("resourceType").and_then(Value::as_str) != Some("Bundle") {
+        return 0;
+    }
+    let Some(Value::Array(entries)) = m.get_mut("entry") else {
+        return 0;
+    };
+    // The search of each entry's conditional operation → that entry's fullUrl.
+    let mut by_search = std::collections::HashMap::new();
+    for e in entries.iter() {
+        let (Some(full), Some(req)) = (e.get("fullUrl").and_then(Value::as_str), e.get("request"))
+        else {
+            continue;
+        };
+        let url = req.get("url").and_then(Value::as_str).unwrap_or("");
+        if url.contains('?') {
+            by_search.insert(url.to_owned(), full.to_owned());
+        }
+        if let Some(q) = req.get("ifNoneExist").and_then(Value::as_str) {
+            let ty = url.split(['?', '/']).next().unwrap_or("");
+            by_search.insert(
+                format!("{ty}?{}", q.trim_start_matches('?')),
+                full.to_owned(),
+            );
+        }
+    }
+    let before = entries.len();
+    entries.retain(|e| {
+        let req = e.get("request");
+        let method = req
+            .and_then(|r| r.get("method"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let url = req
+            .and_then(|r| r.get("url"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        !(method.eq_ignore_ascii_case("DELETE") && url.contains('?'))
+    });
+    let removed = before - entries.len();
+    for e in entries.iter_mut() {
+        if !by_search.is_empty() {
+            if let Some(r) = e.get_mut("resource") {
+                search_references(r, &by_search);
+            }
+        }
+        conditional_update(e);
+    }
+    removed
+}
+
+/// Points each search reference below `v` that names a conditional operation of the
+/// Bundle to that operation's entry.
+fn search_references(v: &mut Value, by_search: &std::collections::HashMap<String, String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get_mut("reference") {
+                if let Some(full) = by_search.get(r.as_str()) {
+                    *r = full.clone();
+                }
+            }
+            m.values_mut().for_each(|c| search_references(c, by_search));
+        }
+        Value::Array(a) => a.iter_mut().for_each(|c| search_references(c, by_search)),
+        _ => {}
+    }
+}
+
+/// `PUT|PATCH Type?search`: of the resource's own id when it has one (`Type/<id>`, then
+/// re-pointed as the id is), else a create (`POST Type`).
+fn conditional_update(e: &mut Value) {
+    let id = e
+        .get("resource")
+        .and_then(|r| r.get("id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let Some(Value::Object(req)) = e.get_mut("request") else {
+        return;
+    };
+    let method = req
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    let Some(url) = req.get("url").and_then(Value::as_str).map(str::to_owned) else {
+        return;
+    };
+    if !(method == "PUT" || method == "PATCH") || !url.contains('?') {
+        return;
+    }
+    let ty = url.split(['?', '/']).next().unwrap_or("").to_owned();
+    match id {
+        Some(id) => {
+            req.insert("url".into(), Value::String(format!("{ty}/{id}")));
+        }
+        None if method == "PUT" => {
+            req.insert("method".into(), Value::String("POST".into()));
+            req.insert("url".into(), Value::String(ty));
+        }
+        // A conditional patch of a resource without an id patches nothing once its search
+        // is gone; its url keeps the type alone, as the other URLs do.
+        None => {}
     }
 }
 

@@ -221,6 +221,9 @@ impl Document {
                 max: limits.max_resources,
             });
         }
+        for v in &mut values {
+            ids::resolve_conditionals(v);
+        }
         Ok(Document { format, values })
     }
 

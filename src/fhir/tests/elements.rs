@@ -385,3 +385,59 @@ fn resources_linked_to_a_patient_through_other_resources_share_its_offset() {
     );
     assert_eq!(v[4]["recorded"], format!("{}T10:05:00Z", &start[..10]));
 }
+
+/// A transaction's conditional operations: a search reference to the entry a conditional
+/// update writes points to that entry, the update is of the resource (a create when it has
+/// no id), and a conditional delete goes whole. Before, the reference was removed (R4
+/// requires `MedicationRequest.subject`), `PUT Patient` named no resource, and the delete
+/// became `DELETE Observation`, every observation (found by an outside FHIR user).
+#[test]
+fn conditional_operations_keep_what_they_point_to_without_their_searches() {
+    let doc = json!({"resourceType": "Bundle", "type": "transaction", "entry": [
+        {"fullUrl": "urn:uuid:0a1b2c3d-0000-4000-8000-000000000001",
+         "resource": {"resourceType": "Patient", "name": [{"family": "Quixadale"}]},
+         "request": {"method": "PUT", "url": "Patient?identifier=http://h.example.org/mrn|88442211"}},
+        {"fullUrl": "urn:uuid:0a1b2c3d-0000-4000-8000-000000000002",
+         "resource": {"resourceType": "MedicationRequest", "status": "active", "intent": "order",
+            "medicationCodeableConcept": {"text": "x"},
+            "subject": {"reference": "Patient?identifier=http://h.example.org/mrn|88442211"}},
+         "request": {"method": "POST", "url": "MedicationRequest"}},
+        {"fullUrl": "urn:uuid:0a1b2c3d-0000-4000-8000-000000000003",
+         "request": {"method": "DELETE", "url": "Observation?subject=Patient/p1&date=2021-03-04"}},
+        {"fullUrl": "urn:uuid:0a1b2c3d-0000-4000-8000-000000000004",
+         "resource": {"resourceType": "Encounter", "id": "e9", "status": "finished",
+            "class": {"code": "AMB"},
+            "subject": {"reference": "Patient?identifier=http://h.example.org/mrn|88442211"}},
+         "request": {"method": "PUT", "url": "Encounter?identifier=http://h.example.org/enc|77"}},
+        {"fullUrl": "urn:uuid:0a1b2c3d-0000-4000-8000-000000000005",
+         "resource": {"resourceType": "Organization", "name": "x"},
+         "request": {"method": "POST", "url": "Organization",
+            "ifNoneExist": "identifier=http://h.example.org/org|5"}},
+        {"fullUrl": "urn:uuid:0a1b2c3d-0000-4000-8000-000000000006",
+         "resource": {"resourceType": "Location", "status": "active",
+            "managingOrganization": {"reference": "Organization?identifier=http://h.example.org/org|5"}},
+         "request": {"method": "POST", "url": "Location"}}
+    ]});
+    let out = safe_harbor(&doc);
+    let e = out["entry"].as_array().expect("entries");
+    assert_eq!(e.len(), 5, "the conditional delete is gone: {out}");
+    let patient_url = e[0]["fullUrl"].as_str().expect("fullUrl");
+    assert_eq!(e[0]["request"], json!({"method": "POST", "url": "Patient"}));
+    assert_eq!(e[1]["resource"]["subject"]["reference"], patient_url);
+    assert_eq!(e[2]["resource"]["subject"]["reference"], patient_url);
+    let enc_id = e[2]["resource"]["id"].as_str().expect("id");
+    assert_eq!(e[2]["request"]["url"], format!("Encounter/{enc_id}"));
+    assert_eq!(e[2]["request"]["method"], "PUT");
+    assert_eq!(
+        e[4]["resource"]["managingOrganization"]["reference"],
+        e[3]["fullUrl"]
+    );
+    assert_eq!(
+        leaks(
+            &out,
+            &["88442211", "2021-03-04", "h.example.org", "Quixadale"]
+        ),
+        Vec::<String>::new(),
+        "{out}"
+    );
+}
