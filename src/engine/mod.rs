@@ -410,7 +410,7 @@ impl Engine {
         text: Arc<str>,
         opts: &CallOptions,
     ) -> Result<Detection, EngineError> {
-        let det = self.detect_each(id, Arc::from([text]), opts).await?;
+        let det = self.detect_each(id, Arc::from([text]), &[], opts).await?;
         Ok(Detection {
             spans: det.spans.into_iter().next().unwrap_or_default(),
             degraded: det.degraded,
@@ -423,7 +423,8 @@ impl Engine {
     /// a table's cells or a FHIR resource's strings. Each text is read on its own, exactly
     /// as if it had been sent alone, so one text's context never changes what is found in
     /// another; a name found in one and left in another is for the caller to sweep
-    /// ([`crate::detect::sweep::across`]).
+    /// ([`crate::detect::sweep::across`]). A text `labels` marks (a concept's label of a
+    /// few words) is read by the rules alone ([`Engine::rules_for_labels`]).
     ///
     /// # Errors
     /// See [`EngineError`].
@@ -431,6 +432,7 @@ impl Engine {
         &self,
         id: &str,
         texts: Texts,
+        labels: &[bool],
         opts: &CallOptions,
     ) -> Result<Detections, EngineError> {
         let key: Arc<str> = Arc::from(id);
@@ -454,6 +456,10 @@ impl Engine {
             }
             Err(e) => return Err(map_guard_error(e)),
         };
+        if !det.degraded && labels.iter().any(|l| *l) {
+            self.rules_for_labels(&texts, labels, &mut det.spans)
+                .await?;
+        }
         let configured = match opts.configured_terms {
             true => Arc::clone(&self.terms.read()),
             false => Arc::default(),
@@ -482,7 +488,10 @@ impl Engine {
     /// strings) at `threshold` or above: one guarded call ([`Engine::detect_each`]), no
     /// call when every text is blank, then a value found in one text is swept across the
     /// others ([`crate::detect::sweep::across`]). The CLI and the server both read
-    /// documents through here, so they find the same entities.
+    /// documents through here, so they find the same entities. `labels[i]` marks a text
+    /// that is a concept's label of a few words (a FHIR `CodeableConcept.text`): the rules
+    /// alone read it (see [`Engine::detect_each`]), and the sweep may still mark a name
+    /// found elsewhere.
     ///
     /// # Errors
     /// See [`EngineError`].
@@ -490,6 +499,7 @@ impl Engine {
         &self,
         id: &str,
         texts: Texts,
+        labels: &[bool],
         opts: &CallOptions,
         threshold: f32,
     ) -> Result<Detections, EngineError> {
@@ -500,7 +510,9 @@ impl Engine {
                 model_id: id.to_string(),
             });
         }
-        let mut det = self.detect_each(id, Arc::clone(&texts), opts).await?;
+        let mut det = self
+            .detect_each(id, Arc::clone(&texts), labels, opts)
+            .await?;
         let kept = std::mem::take(&mut det.spans)
             .into_iter()
             .map(|spans| spans.into_iter().filter(|s| s.score >= threshold).collect())
@@ -513,6 +525,38 @@ impl Engine {
     /// Replaces the configured allow and deny lists (`deid.allow_terms`, `deid.deny_terms`).
     pub fn set_terms(&self, terms: crate::detect::Terms) {
         *self.terms.write() = Arc::new(terms);
+    }
+
+    /// The spans of the texts `labels` marks (a concept's label of a few words) replaced by
+    /// the rule recognizers' alone: the model reads a word alone out of any context
+    /// (`Hives` a country, `Widowed` a first name), and rules that build on its spans
+    /// would keep what it found.
+    async fn rules_for_labels(
+        &self,
+        texts: &Texts,
+        labels: &[bool],
+        spans: &mut [Vec<Span>],
+    ) -> Result<(), EngineError> {
+        let at: Vec<usize> = (0..texts.len())
+            .filter(|&i| labels.get(i).copied().unwrap_or(false))
+            .collect();
+        let only: Texts = at.iter().map(|&i| Arc::clone(&texts[i])).collect();
+        let found = self
+            .pool
+            .run_fallback(Arc::from(RULES_ID), self.registry.rules_backend(), only)
+            .await
+            .map_err(|e| match e {
+                PoolError::Full => EngineError::Busy {
+                    retry_after: Duration::from_secs(1),
+                },
+                _ => EngineError::Backend,
+            })?;
+        for (i, f) in at.into_iter().zip(found) {
+            if let Some(slot) = spans.get_mut(i) {
+                *slot = f;
+            }
+        }
+        Ok(())
     }
 
     /// Degraded mode: the rule recognizers alone, outside the backend boundary (they do not

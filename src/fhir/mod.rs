@@ -132,6 +132,11 @@ pub struct Document {
 pub struct Text {
     /// The text the engine reads (for a narrative, its text nodes joined by spaces).
     pub text: String,
+    /// A concept's label of a few words (`CodeableConcept.text`: `Hives`, `Widowed`): read
+    /// by the rules alone, and a name found elsewhere in the document is still swept into
+    /// it. A word alone gives the model no context: it called `Hives` a country, and
+    /// `pseudonymize` wrote `Vietnam` there.
+    pub label: bool,
 }
 
 /// What de-identifying a document did, for the response's metadata.
@@ -247,7 +252,8 @@ impl Document {
                 match site {
                     Some(Site::Text(kind)) => {
                         if let Some(text) = walk::text_of(kind, node) {
-                            out.push(Text { text });
+                            let label = kind == TextKind::Label;
+                            out.push(Text { text, label });
                         }
                         true
                     }
@@ -594,7 +600,7 @@ impl State<'_> {
         self.stats.texts += 1;
         let deid = self.deid(patient);
         let (written, n) = match kind {
-            TextKind::Plain => {
+            TextKind::Plain | TextKind::Label => {
                 let out = deid.apply(&source, spans);
                 (Some(out.text), out.replacements.len())
             }

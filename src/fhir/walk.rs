@@ -28,6 +28,10 @@ use super::{dates, narrative};
 pub(super) enum TextKind {
     /// A plain string.
     Plain,
+    /// A plain string that is a concept's label: a `CodeableConcept.text` of a few words
+    /// (`Hives`, `Widowed`, `English`). Written as [`TextKind::Plain`]; read without the
+    /// model's spans (see [`Text::label`](super::Text::label)).
+    Label,
     /// `Narrative.div` XHTML.
     Xhtml,
     /// `Attachment.data` of a text type (base64).
@@ -144,6 +148,10 @@ const INSTANT_KEYS: &[&str] = &[
     "valueInstant",
     "instant",
 ];
+
+/// The most words a `CodeableConcept.text` read as a label ([`TextKind::Label`]) has;
+/// a longer one is a sentence, where the model has context.
+const LABEL_WORDS: usize = 3;
 
 /// String keys that are codes or addresses, never dates or text, whatever they look like.
 const CODE_KEYS: &[&str] = &["code", "system", "version", "value", "id", "url", "unit"];
@@ -411,6 +419,8 @@ struct Shape {
     /// Data with no content type that is not `SampledData`: an `Attachment` (or a
     /// `Signature`) whose data cannot be read.
     unknown_data: bool,
+    /// Keys of a `CodeableConcept` only (`coding`, `text`, `id`, `extension`).
+    concept: bool,
 }
 
 impl Shape {
@@ -427,6 +437,9 @@ impl Shape {
                 && has("data")
                 && !has("dimensions")
                 && !has("origin"),
+            concept: m
+                .keys()
+                .all(|k| matches!(k.as_str(), "coding" | "text" | "id" | "extension")),
         }
     }
 }
@@ -537,7 +550,19 @@ fn string_site(key: &str, s: &str, shape: &Shape, path: &str) -> Option<Site> {
         && !(key == "text" && shape.structured)
         && !(key == "display" && shape.coding);
     if text {
-        return Some(Site::Text(TextKind::Plain));
+        // A concept's label of a few words, not an annotation's or a dosage's text (which
+        // may hold only `text` too): the model reads a word alone out of any context, and
+        // called `Hives` a country and `Widowed` a first name.
+        let parent = path.rsplit('.').nth(1).unwrap_or("");
+        let label = key == "text"
+            && shape.concept
+            && !matches!(parent, "note" | "dosageInstruction" | "dosage")
+            && s.split_whitespace().count() <= LABEL_WORDS;
+        return Some(Site::Text(if label {
+            TextKind::Label
+        } else {
+            TextKind::Plain
+        }));
     }
     if !CODE_KEYS.contains(&key) && dates::is_date(s) {
         return Some(Site::Date(INSTANT_KEYS.contains(&key)));
@@ -658,7 +683,7 @@ fn child_of(
 pub(super) fn text_of(kind: TextKind, node: &Value) -> Option<String> {
     let s = node.as_str()?;
     match kind {
-        TextKind::Plain => Some(s.to_owned()),
+        TextKind::Plain | TextKind::Label => Some(s.to_owned()),
         TextKind::Xhtml => Some(narrative::plain(s)),
         TextKind::Base64 => decode_text(s),
     }

@@ -218,7 +218,8 @@ async fn run(
     // in one are swept across the others.
     let shared: Texts = texts.iter().map(|t| Arc::from(t.text.as_str())).collect();
     let opts: CallOptions = call_options(st, None, None);
-    let det = detect_document(st, req.model.as_deref(), shared, &opts, THRESHOLD).await?;
+    let labels: Vec<bool> = texts.iter().map(|t| t.label).collect();
+    let det = detect_document(st, req.model.as_deref(), shared, &labels, &opts, THRESHOLD).await?;
     let (spans, degraded) = (det.spans, det.degraded);
     let options = Options {
         profile,

@@ -75,13 +75,14 @@ pub(crate) async fn detect_document(
     st: &AppState,
     model_name: Option<&str>,
     texts: Texts,
+    labels: &[bool],
     opts: &CallOptions,
     threshold: f32,
 ) -> Result<Detections, ApiError> {
     let id = st.resolve_model(model_name)?;
     let det = st
         .engine
-        .detect_document(&id, texts, opts, threshold)
+        .detect_document(&id, texts, labels, opts, threshold)
         .await?;
     if det.degraded {
         st.metrics.degraded.inc();

@@ -267,3 +267,68 @@ fn a_bulk_export_stays_one_export_across_its_files() {
         }
     }
 }
+
+/// A concept's label of a few words (`CodeableConcept.text`: `Hives`, `Widowed`,
+/// `English`) comes back as it was with the bundled model, under both profiles, while a
+/// phone number there and a name in a note are still found. Before, the model read the
+/// words alone and called `Hives` a country and `Wheezing` a first name (`[country]`,
+/// `[first_name]`), and `pseudonymize` wrote `Vietnam` and `Oksana` there (found by an
+/// outside FHIR user, reproduced twice).
+#[test]
+fn concept_labels_keep_their_words_with_the_bundled_model() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let doc = json!({"resourceType": "Bundle", "type": "collection", "entry": [
+        {"resource": {"resourceType": "Patient", "id": "p1",
+            "maritalStatus": {"text": "Widowed"},
+            "communication": [{"language": {"text": "English"}}]}},
+        {"resource": {"resourceType": "AllergyIntolerance", "id": "a1",
+            "patient": {"reference": "Patient/p1"}, "code": {"text": "Penicillin"},
+            "reaction": [{"manifestation": [{"text": "Hives"}, {"text": "Wheezing"},
+                {"text": "Angioedema"}, {"text": "617-555-0142"}]}],
+            "note": [{"text": "Seen by Dr. Eleanor Quixadale for hives."}]}}
+    ]});
+    for profile in ["hipaa_safe_harbor", "pseudonymize"] {
+        let input = t.path().join("in/doc.json");
+        std::fs::create_dir_all(input.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&input, doc.to_string()).expect("write");
+        let _ = std::fs::remove_dir_all(t.path().join("out"));
+        let mut c = command(&binary(), t.path());
+        c.current_dir(t.path()).args([
+            "deid",
+            "in/doc.json",
+            "--out",
+            "out",
+            "--fhir-profile",
+            profile,
+        ]);
+        let o = run(c, None);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out: Value = serde_json::from_str(
+            &std::fs::read_to_string(t.path().join("out/doc.json")).expect("output"),
+        )
+        .expect("json");
+        let p = &out["entry"][0]["resource"];
+        assert_eq!(p["maritalStatus"]["text"], "Widowed", "{profile}: {out}");
+        assert_eq!(
+            p["communication"][0]["language"]["text"], "English",
+            "{profile}"
+        );
+        let a = &out["entry"][1]["resource"];
+        let m: Vec<&str> = a["reaction"][0]["manifestation"]
+            .as_array()
+            .expect("manifestations")
+            .iter()
+            .map(|c| c["text"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            &m[..3],
+            ["Hives", "Wheezing", "Angioedema"],
+            "{profile}: {out}"
+        );
+        assert_ne!(
+            m[3], "617-555-0142",
+            "{profile}: a phone number is still found"
+        );
+        assert_gone(&out, &["Quixadale"]);
+    }
+}

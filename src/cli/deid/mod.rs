@@ -118,8 +118,9 @@ async fn detect_each(
     threshold: f32,
 ) -> Result<Vec<Vec<crate::detect::Span>>, String> {
     let shared: crate::engine::Texts = texts.iter().map(|t| Arc::from(t.text.as_str())).collect();
+    let labels: Vec<bool> = texts.iter().map(|t| t.label).collect();
     engine
-        .detect_document(id, shared, &file_call(engine), threshold)
+        .detect_document(id, shared, &labels, &file_call(engine), threshold)
         .await
         .map(|det| det.spans)
         .map_err(|e| format!("detection failed: {e}"))
@@ -385,7 +386,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 let texts: Vec<crate::fhir::Text> = table
                     .texts()
                     .into_iter()
-                    .map(|text| crate::fhir::Text { text })
+                    .map(|text| crate::fhir::Text { text, label: false })
                     .collect();
                 let spans = detect_each(&engine, &id, &texts, threshold).await?;
                 let changed = table.deidentify(&spans, &key, &opts, subject);

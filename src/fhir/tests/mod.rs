@@ -586,6 +586,7 @@ fn a_text_that_is_not_the_one_listed_is_removed_not_trusted() {
         .iter()
         .map(|t| Text {
             text: format!("{} ", t.text),
+            label: t.label,
         })
         .collect();
     let none = vec![Vec::new(); wrong.len()];
