@@ -794,9 +794,35 @@ impl State<'_> {
             return false;
         }
         let s = s.clone();
-        *node = self
-            .value(action, crate::detect::Label::Person, &s, patient)
-            .map_or(Value::Null, Value::String);
+        // Word by word, as a `HumanName` and a note's names are (the given names first, the
+        // family name last), so the surrogate reads the same as the one a note gets for
+        // the same relative; as one string it matched none (found by an outside FHIR
+        // user: `Cornelius Pemberton-Lusk` was `Deepika Hansen` here, `Obinna Nguyen` in
+        // the note).
+        let words: Vec<&str> = s.split_whitespace().collect();
+        if action != ElementAction::Pseudonymize || words.len() < 2 {
+            *node = self
+                .value(action, crate::detect::Label::Person, &s, patient)
+                .map_or(Value::Null, Value::String);
+            return true;
+        }
+        let last = words.len() - 1;
+        let mut out = Vec::with_capacity(words.len());
+        for (i, w) in words.iter().enumerate() {
+            let label = if i == last {
+                crate::detect::Label::LastName
+            } else {
+                crate::detect::Label::FirstName
+            };
+            match self.value(action, label, w, patient) {
+                Some(v) => out.push(v),
+                None => {
+                    *node = Value::Null;
+                    return true;
+                }
+            }
+        }
+        *node = Value::String(out.join(" "));
         true
     }
 

@@ -332,3 +332,51 @@ fn concept_labels_keep_their_words_with_the_bundled_model() {
         assert_gone(&out, &["Quixadale"]);
     }
 }
+
+/// Under `pseudonymize`, a relative's name written as one string gets the surrogate a note
+/// gets for the same name (the given names and the family name word by word). Before, the
+/// string was replaced whole and matched nothing in the notes (found by an outside FHIR
+/// user: `Deepika Hansen` in `FamilyMemberHistory.name`, `Obinna Nguyen` in the note).
+#[test]
+fn a_relatives_name_as_one_string_matches_the_notes_surrogate() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let lines = [
+        json!({"resourceType": "Patient", "id": "p1",
+            "name": [{"family": "Quixadale", "given": ["Eleanor"]}]}),
+        json!({"resourceType": "FamilyMemberHistory", "id": "f1", "status": "completed",
+            "patient": {"reference": "Patient/p1"}, "relationship": {"text": "father"},
+            "name": "Cornelius Pemberton"}),
+        json!({"resourceType": "Observation", "id": "o1", "status": "final",
+            "code": {"text": "history"}, "subject": {"reference": "Patient/p1"},
+            "note": [{"text": "Her father Cornelius Pemberton had a stroke at 60."}]}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::create_dir_all(t.path().join("in")).expect("mkdir");
+    std::fs::write(t.path().join("in/export.ndjson"), body).expect("write");
+    let mut c = command(&binary(), t.path());
+    c.current_dir(t.path()).args([
+        "deid",
+        "in",
+        "--out",
+        "out",
+        "--fhir-profile",
+        "pseudonymize",
+    ]);
+    let o = run(c, None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = std::fs::read_to_string(t.path().join("out/export.ndjson")).expect("output");
+    let docs: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let name = docs[1]["name"].as_str().expect("a surrogate").to_owned();
+    let note = docs[2]["note"][0]["text"]
+        .as_str()
+        .expect("note")
+        .to_owned();
+    assert!(
+        !name.contains("Pemberton") && !note.contains("Pemberton"),
+        "{out}"
+    );
+    assert!(note.contains(&name), "{name:?} not in {note:?}");
+}
