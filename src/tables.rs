@@ -14,7 +14,11 @@
 //! written back as a string when it changes; `redact` empties any value whatever its type;
 //! an array or an object under a `text`, `id` or `date` column (or the subject column)
 //! fails the file, naming the line and the column, since its parts cannot be handled as one
-//! value. A `null` or a missing key stays as it is.
+//! value. A `null` or a missing key stays as it is, but a named key that no line has is a
+//! mistyped name and fails the file (its values would pass through unread). Values and lines
+//! the columns do not change are written back as they were read ([`RawValue`]): a number
+//! keeps its spelling and precision (an id past 2^64 is pseudonymised from its digits), and
+//! line endings and blank lines stay.
 //!
 //! A column name that appears more than once in a CSV or TSV header (a join's export) is
 //! handled by its kind in every place it appears.
@@ -36,7 +40,9 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
+use indexmap::IndexMap;
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::deid::{DeidOptions, Deidentifier, HashKey, SubjectKey};
 use crate::detect::Span;
@@ -53,6 +59,10 @@ pub enum TableError {
     /// Returned when a named column is not in the table.
     #[error("column {0:?} is not in the table's header")]
     NoColumn(String),
+    /// Returned when a named column (or the subject column) is a key of no line of a JSON
+    /// Lines file: a mistyped name would let its column through unread.
+    #[error("column {0:?} is a key of no line of the file (names tell case apart)")]
+    NoKey(String),
     /// Returned when the subject column appears more than once in the header.
     #[error("the subject column {0:?} appears more than once in the table's header")]
     SubjectRepeated(String),
@@ -168,11 +178,24 @@ impl Format {
     }
 }
 
-/// One row: CSV/TSV cells, or a JSON object.
+/// One row: CSV/TSV cells, or a JSON Lines line.
 #[derive(Clone, Debug)]
 enum Row {
     Cells(Vec<String>),
-    Object(Map<String, Value>),
+    Object(JsonLine),
+}
+
+/// A JSON Lines line: its object with each value as written (a number keeps its spelling
+/// and precision: `4.10`, `1E5`, an id past 2^64), the line as read and its line ending. A
+/// line none of whose named values changes is written back byte for byte; a changed one
+/// is written compactly, the other values as they were written. A blank line is kept as
+/// it is (`map` is `None`).
+#[derive(Clone, Debug)]
+struct JsonLine {
+    map: Option<IndexMap<String, Box<RawValue>>>,
+    line: String,
+    end: String,
+    changed: bool,
 }
 
 /// A table read into memory.
@@ -249,9 +272,15 @@ impl Table {
                 read_jsonl(text, &scalar)?
             }
         };
-        // Every place a name appears in the header: a joined export may repeat one.
+        // Every place a name appears in the header: a joined export may repeat one. A JSON
+        // Lines key need not be on every line, but one that is on none is a name the user
+        // mistyped (`notes`, `MRN` for `mrn`): its column would pass through unread.
+        let objects = rows.iter().filter(|r| r.is_object()).count();
         let positions = |name: &str| -> Result<Vec<usize>, TableError> {
             let at: Vec<usize> = match format {
+                Format::Jsonl if objects > 0 && !rows.iter().any(|r| r.has_key(name)) => {
+                    return Err(TableError::NoKey(name.to_owned()))
+                }
                 Format::Jsonl => vec![0],
                 _ => (0..header.len()).filter(|i| header[*i] == name).collect(),
             };
@@ -287,7 +316,7 @@ impl Table {
 
     /// The number of data rows.
     pub fn rows(&self) -> usize {
-        self.rows.len()
+        self.rows.iter().filter(|r| !r.is_blank()).count()
     }
 
     /// The `date` cells the last [`Table::deidentify`] emptied because they are not dates
@@ -302,11 +331,16 @@ impl Table {
     fn cell<'a>(row: &'a Row, name: &str, at: usize) -> Option<Cow<'a, str>> {
         match row {
             Row::Cells(c) => c.get(at).map(|s| Cow::Borrowed(s.as_str())),
-            Row::Object(m) => match m.get(name)? {
-                Value::Null => None,
-                Value::String(s) => Some(Cow::Borrowed(s.as_str())),
-                other => Some(Cow::Owned(other.to_string())),
-            },
+            Row::Object(l) => {
+                let raw = l.map.as_ref()?.get(name)?.get().trim();
+                if raw == "null" {
+                    return None;
+                }
+                if raw.starts_with('"') {
+                    return serde_json::from_str::<String>(raw).ok().map(Cow::Owned);
+                }
+                Some(Cow::Owned(raw.to_owned()))
+            }
         }
     }
 
@@ -314,7 +348,7 @@ impl Table {
     /// entities.
     pub fn texts(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for row in &self.rows {
+        for row in self.rows.iter().filter(|r| !r.is_blank()) {
             for (name, at, kind) in &self.columns {
                 if *kind == Kind::Text {
                     out.push(Self::cell(row, name, *at).unwrap_or_default().into_owned());
@@ -339,7 +373,7 @@ impl Table {
         let mut changed = 0usize;
         let mut dates_emptied = 0usize;
         let columns = self.columns.clone();
-        for row in &mut self.rows {
+        for row in self.rows.iter_mut().filter(|r| !r.is_blank()) {
             let who = self
                 .subject
                 .as_ref()
@@ -410,9 +444,23 @@ impl Table {
                     out.push('\u{feff}');
                 }
                 for row in &self.rows {
-                    if let Row::Object(m) = row {
-                        out.push_str(&Value::Object(m.clone()).to_string());
-                        out.push('\n');
+                    if let Row::Object(l) = row {
+                        match (&l.map, l.changed) {
+                            (Some(m), true) => {
+                                out.push('{');
+                                for (i, (k, v)) in m.iter().enumerate() {
+                                    if i > 0 {
+                                        out.push(',');
+                                    }
+                                    out.push_str(&Value::String(k.clone()).to_string());
+                                    out.push(':');
+                                    out.push_str(v.get());
+                                }
+                                out.push('}');
+                            }
+                            _ => out.push_str(&l.line),
+                        }
+                        out.push_str(&l.end);
                     }
                 }
                 Ok(out)
@@ -471,8 +519,13 @@ fn set(row: &mut Row, name: &str, at: usize, value: String) {
                 *cell = value;
             }
         }
-        Row::Object(m) => {
-            m.insert(name.to_owned(), Value::String(value));
+        Row::Object(l) => {
+            let Some(m) = l.map.as_mut() else { return };
+            let json = Value::String(value).to_string();
+            if let Ok(raw) = RawValue::from_string(json) {
+                m.insert(name.to_owned(), raw);
+                l.changed = true;
+            }
         }
     }
 }
@@ -528,27 +581,56 @@ fn read_delimited(text: &str, format: Format) -> Result<(Vec<String>, Vec<Row>),
 /// object is refused.
 fn read_jsonl(text: &str, scalar: &[&str]) -> Result<(Vec<String>, Vec<Row>), TableError> {
     let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+    for (i, whole) in text.split_inclusive('\n').enumerate() {
+        let body = whole.strip_suffix('\n').unwrap_or(whole);
+        let body = body.strip_suffix('\r').unwrap_or(body);
+        let end = whole[body.len()..].to_owned();
+        if body.trim().is_empty() {
+            rows.push(Row::Object(JsonLine {
+                map: None,
+                line: body.to_owned(),
+                end,
+                changed: false,
+            }));
             continue;
         }
-        match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(m)) => {
-                if let Some(column) = scalar
-                    .iter()
-                    .find(|c| matches!(m.get(**c), Some(Value::Array(_) | Value::Object(_))))
-                {
-                    return Err(TableError::Nested {
-                        line: i + 1,
-                        column: (*column).to_owned(),
-                    });
-                }
-                rows.push(Row::Object(m));
-            }
-            _ => return Err(TableError::NotObject(i + 1)),
+        let Ok(m) = serde_json::from_str::<IndexMap<String, Box<RawValue>>>(body) else {
+            return Err(TableError::NotObject(i + 1));
+        };
+        if let Some(column) = scalar.iter().find(|c| {
+            m.get(**c)
+                .is_some_and(|v| v.get().trim_start().starts_with(['[', '{']))
+        }) {
+            return Err(TableError::Nested {
+                line: i + 1,
+                column: (*column).to_owned(),
+            });
         }
+        rows.push(Row::Object(JsonLine {
+            map: Some(m),
+            line: body.to_owned(),
+            end,
+            changed: false,
+        }));
     }
     Ok((Vec::new(), rows))
+}
+
+impl Row {
+    /// A JSON Lines line that holds an object (not a blank line).
+    fn is_object(&self) -> bool {
+        matches!(self, Row::Object(JsonLine { map: Some(_), .. }))
+    }
+
+    /// A blank JSON Lines line.
+    fn is_blank(&self) -> bool {
+        matches!(self, Row::Object(JsonLine { map: None, .. }))
+    }
+
+    /// Whether a JSON Lines line's object has `key`.
+    fn has_key(&self, key: &str) -> bool {
+        matches!(self, Row::Object(JsonLine { map: Some(m), .. }) if m.contains_key(key))
+    }
 }
 
 #[cfg(test)]
@@ -832,7 +914,7 @@ mod tests {
         );
         let cols = Columns::parse(
             "mrn=id,phone=redact,flag=redact,visit=date,contact=redact,tags=redact,gone=redact,\
-             note=text,absent=redact",
+             note=text",
         )
         .expect("parses");
         let mut t = Table::read(text, Format::Jsonl, &cols, None).expect("reads");
@@ -850,14 +932,68 @@ mod tests {
         }
         assert_ne!(out["visit"], 20210304, "{out}");
         assert_eq!(out["note"], "[person]", "{out}");
-        assert!(
-            out["gone"].is_null() && out.get("absent").is_none(),
-            "{out}"
-        );
+        assert!(out["gone"].is_null(), "{out}");
         assert_eq!(changed, 7);
         for phi in ["4455667", "6175550142", "20210304", "Zebulon"] {
             assert!(!out.to_string().contains(phi), "{phi} left in {out}");
         }
+    }
+
+    /// A named column (or the subject column) that is a key of no line is a mistyped name:
+    /// refused, since its values would pass through unread (found by an outside researcher:
+    /// `notes=text` for `note`, `mrn=id` for `MRN`, exit 0, the PHI kept). A key missing
+    /// from some lines only is fine; an empty file names no key at all.
+    #[test]
+    fn a_column_that_is_a_key_of_no_line_is_refused() {
+        let text = "{\"note\":\"John Smith 617-555-0142\",\"MRN\":\"4455667\"}\n{\"pid\":\"P1\"}\n";
+        for (spec, subject, missing) in [
+            ("notes=text", None, "notes"),
+            ("note=text,mrn=id", None, "mrn"),
+            ("note=text", Some("patient_id"), "patient_id"),
+        ] {
+            let cols = Columns::parse(spec).expect("parses");
+            let err = Table::read(text, Format::Jsonl, &cols, subject).expect_err("refused");
+            assert_eq!(err, TableError::NoKey(missing.to_owned()), "{spec}");
+            assert!(!err.to_string().contains("4455667"));
+        }
+        let cols = Columns::parse("note=text,MRN=id").expect("parses");
+        assert!(Table::read(text, Format::Jsonl, &cols, Some("pid")).is_ok());
+        assert!(Table::read("", Format::Jsonl, &cols, None).is_ok());
+    }
+
+    /// Values and lines the columns do not touch come back as written: a number keeps its
+    /// spelling (`4.10`, `1E5`, an id past 2^64), escapes and spacing stay, CRLF endings and
+    /// blank lines are kept; an id past 2^64 is pseudonymised from its exact digits. Before,
+    /// every line was re-serialised: `4.10` became `4.1`, two ids past 2^64 that differ in
+    /// the last digit got one pseudonym (patients merged), CRLF became LF and blank lines
+    /// went (found by an outside researcher).
+    #[test]
+    fn jsonl_keeps_what_it_does_not_change_as_written() {
+        let text = "{\"mrn\": 18446744073709551616, \"lab\": 4.10, \"e\": \"caf\\u00e9\"}\r\n\r\n\
+                    {\"mrn\": 18446744073709551617, \"lab\": 1E5}\r\n\
+                    {\"lab\": -0}\r\n";
+        let cols = Columns::parse("mrn=id").expect("parses");
+        let mut t = Table::read(text, Format::Jsonl, &cols, None).expect("reads");
+        assert_eq!(t.rows(), 3);
+        t.deidentify(&[], &HashKey::from_bytes([5; 32]), &opts(), None);
+        let out = t.write().expect("writes");
+        let lines: Vec<&str> = out.split("\r\n").collect();
+        assert_eq!(lines.len(), 5, "{out:?}");
+        assert_eq!(lines[1], "", "the blank line stays");
+        assert_eq!(
+            lines[3], "{\"lab\": -0}",
+            "an untouched line stays byte for byte"
+        );
+        assert!(
+            lines[0].contains("\"lab\":4.10") && lines[0].contains("caf\\u00e9"),
+            "{out}"
+        );
+        assert!(lines[2].contains("\"lab\":1E5"), "{out}");
+        let id = |l: &str| -> String {
+            let v: Value = serde_json::from_str(l).expect("json");
+            v["mrn"].as_str().expect("pseudonym").to_owned()
+        };
+        assert_ne!(id(lines[0]), id(lines[2]), "two ids, two pseudonyms");
     }
 
     #[test]

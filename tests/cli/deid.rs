@@ -274,7 +274,7 @@ fn csv_and_jsonl_columns_keep_the_file_shape() {
     write(&t.path().join("in/visits.csv"), csv_in);
     write(
         &t.path().join("in/notes.jsonl"),
-        "{\"patient\": \"p1\", \"note\": \"Call 617-555-0142\", \"score\": 3}\n",
+        "{\"patient\": \"p1\", \"mrn\": 4471, \"visit\": \"2021-03-04\", \"note\": \"Call 617-555-0142\", \"score\": 3}\n",
     );
     let o = deid(
         t.path(),
@@ -319,7 +319,13 @@ fn csv_and_jsonl_columns_keep_the_file_shape() {
     let jsonl = std::fs::read_to_string(t.path().join("out/notes.jsonl")).expect("read");
     let v: serde_json::Value = serde_json::from_str(jsonl.trim()).expect("json line");
     assert_eq!(v["score"], 3);
-    assert!(!jsonl.contains("617-555-0142"), "{jsonl}");
+    assert_eq!(
+        v["mrn"], rows[0][1],
+        "one MRN, one pseudonym, in the CSV and the JSON Lines"
+    );
+    for phi in ["617-555-0142", "4471", "2021-03-04"] {
+        assert!(!jsonl.contains(phi), "{phi} left in {jsonl}");
+    }
     assert_eq!(
         std::fs::read_to_string(t.path().join("in/visits.csv")).expect("read"),
         csv_in
