@@ -373,6 +373,9 @@ impl Table {
         let mut changed = 0usize;
         let mut dates_emptied = 0usize;
         let columns = self.columns.clone();
+        // A shifted date column beside a text whose dates are cut to years: the years are
+        // the shifted dates' (see `DeidOptions::shifted_years`).
+        let shifted_years = columns.iter().any(|(_, _, k)| *k == Kind::Date);
         for row in self.rows.iter_mut().filter(|r| !r.is_blank()) {
             let who = self
                 .subject
@@ -388,6 +391,7 @@ impl Table {
                 Deidentifier::new(
                     DeidOptions {
                         subject,
+                        shifted_years,
                         ..opts.clone()
                     },
                     key,
@@ -793,6 +797,39 @@ mod tests {
         t.deidentify(&[], &HashKey::from_bytes([1; 32]), &shift, None);
         assert_eq!(t.write().expect("writes"), body(1));
         assert_eq!(t.dates_emptied(), 2);
+    }
+
+    /// Under a policy that cuts a text's dates to years, beside a shifted `date` column, the
+    /// text's years are the shifted dates' years. Before, they were the original years: a
+    /// year that flipped between two shifted days pinned the patient's offset to the day
+    /// (found by an outside researcher).
+    #[test]
+    fn years_beside_a_shifted_date_column_are_the_shifted_years() {
+        let days = ["2021-12-30", "2021-12-31", "2022-01-01", "2022-01-02"];
+        let mut csv = String::from("patient,visit,note\n");
+        for d in days {
+            csv.push_str(&format!("p1,{d},Day note written {d}.\n"));
+        }
+        let cols = Columns::parse("note=text,visit=date").expect("parses");
+        let mut t = Table::read(&csv, Format::Csv, &cols, Some("patient")).expect("reads");
+        let texts = t.texts();
+        let found: Vec<Vec<Span>> = texts
+            .iter()
+            .map(|_| vec![Span::new(17, 27, Label::Date, 0.9, Source::Rule)])
+            .collect();
+        let policy = DeidOptions {
+            date_shift_days: Some(-319),
+            policy: Some(crate::deid::Policy::parse("hipaa_safe_harbor").expect("policy")),
+            ..opts()
+        };
+        t.deidentify(&found, &HashKey::from_bytes([1; 32]), &policy, None);
+        let out = t.write().expect("writes");
+        for line in out.lines().skip(1) {
+            let cells: Vec<&str> = line.split(',').collect();
+            let year = &cells[1][..4];
+            assert_eq!(cells[2], format!("Day note written {year}."), "{out}");
+        }
+        assert!(!out.contains("2022"), "{out}");
     }
 
     /// A UTF-8 byte-order mark is kept, and the first column is named without it. Before,

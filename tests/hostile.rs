@@ -345,6 +345,7 @@ fn deid_options() -> impl Strategy<Value = DeidOptions> {
                 reference_year: None,
                 subject: subject.map(|s| HashKey::from_bytes([7; 32]).subject(&s)),
                 dates: None,
+                shifted_years: keep_year && keep_mapping,
             },
         )
 }

@@ -180,6 +180,11 @@ pub struct DeidOptions {
     /// actions (`fhir.actions` `dates=keep`, `birth_date=generalize`), so a note inside a
     /// resource treats its dates as the resource's own elements are treated.
     pub dates: Option<DateActions>,
+    /// A date cut to its year (not a birth date) is cut to the year of the date moved by
+    /// the offset: a table whose `date` column is shifted must not show the original year
+    /// beside it, or the two together tell the offset (a year that flips between two
+    /// shifted days pins it to the day).
+    pub shifted_years: bool,
 }
 
 /// The actions for dates in a text (see [`DeidOptions::dates`]).
@@ -612,8 +617,13 @@ impl<R: Rng> Deidentifier<R> {
             Action::YearOnly => match DateParts::parse(original)
                 .filter(|_| label.is_date())
                 .filter(|d| !(birth && self.reveals_over_89(d.year)))
-                .and_then(|d| d.year_only())
-            {
+                .and_then(|d| {
+                    if self.opts.shifted_years && !birth {
+                        d.shifted_year(self.shift_days)
+                    } else {
+                        d.year_only()
+                    }
+                }) {
                 Some(y) => (y, Action::YearOnly),
                 None => mask(),
             },

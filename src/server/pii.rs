@@ -243,6 +243,7 @@ pub(crate) fn deid_options(st: &AppState, req: &DeidentifyRequest) -> DeidOption
         policy: req.policy.as_ref().map(|p| p.0.clone()),
         reference_year: None,
         dates: None,
+        shifted_years: false,
     }
 }
 

@@ -308,6 +308,7 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         reference_year: None,
         subject: None,
         dates: None,
+        shifted_years: false,
     };
     let rt = runtime()?;
     rt.block_on(async move {

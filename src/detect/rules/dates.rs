@@ -419,6 +419,17 @@ impl DateParts {
         self.year.map(|y| format!("{y:04}"))
     }
 
+    /// The four-digit year of the date moved by `days`, when the date has a year and a day
+    /// (a month alone moves by whole days only from an anchor, which would be a guess).
+    pub(crate) fn shifted_year(&self, days: i64) -> Option<String> {
+        self.year?;
+        self.day?;
+        let moved = self
+            .anchor()?
+            .checked_add_signed(Duration::try_days(days)?)?;
+        Some(format!("{:04}", moved.year()))
+    }
+
     fn render(&self, year: i32, month: u32, day: u32) -> String {
         let mut out = String::new();
         for tok in &self.tokens {
