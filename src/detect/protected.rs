@@ -255,6 +255,18 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
             continue;
         }
         if !is_name_label(s.label) {
+            let mut s = s;
+            // A date ends at a full stop after a digit (`08/23/2021. 97 y/o.`): run on, it
+            // swallowed the next sentence's age, which was masked as part of a date that
+            // could then be neither moved nor cut to its year.
+            if matches!(s.label, Label::Date | Label::DateOfBirth | Label::Time) {
+                let chars: Vec<char> = idx.slice(text, s.start, s.end).chars().collect();
+                if let Some(i) = (1..chars.len().saturating_sub(1)).find(|&i| {
+                    chars[i] == '.' && chars[i - 1].is_ascii_digit() && chars[i + 1].is_whitespace()
+                }) {
+                    s.end = s.start + i;
+                }
+            }
             let value = idx.slice(text, s.start, s.end).trim();
             let lone_letter = value.chars().count() == 1 && value.chars().all(char::is_lowercase);
             let vital_sign = s.label == Label::State && VITAL_SIGNS.contains(&value);
@@ -603,6 +615,18 @@ mod tests {
         drop_protected(text, &mut spans);
         let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
         assert_eq!(got, vec![(10, 13)]);
+    }
+
+    #[test]
+    fn a_date_ends_at_a_full_stop_after_a_digit() {
+        let text = "seen on 08/23/2021. 97 y/o; Jan. 5, 2021";
+        let mut spans = vec![
+            Span::new(8, 22, Label::Date, 0.9, Source::Model),
+            Span::new(29, 40, Label::Date, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(got, vec![(8, 18), (29, 40)]);
     }
 
     #[test]

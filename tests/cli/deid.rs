@@ -1053,3 +1053,21 @@ fn a_birth_date_after_born_keeps_no_year_over_89_with_the_bundled_model() {
     }
     assert!(out.contains("PhD, born "), "{out}");
 }
+
+/// A date the model ran on into the next sentence's age (`08/23/2021. 97 y/o.`) is a date
+/// again, and the age an age: under Safe Harbor the year and `90+`. Before, both were
+/// masked as one date, which could be neither moved nor cut to its year (found by an
+/// outside researcher). The bundled model: the rules alone never joined them.
+#[test]
+fn a_date_and_the_age_after_it_are_two_entities_with_the_bundled_model() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let mut c = command(&binary(), t.path());
+    c.current_dir(t.path())
+        .args(["deid", "-", "--policy", "hipaa_safe_harbor"]);
+    let o = run(c, Some("Pt seen on 08/23/2021. 97 y/o. Stable.\n"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "Pt seen on 2021. 90+ y/o. Stable.\n"
+    );
+}
