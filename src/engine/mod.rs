@@ -541,16 +541,7 @@ impl Engine {
             .filter(|&i| labels.get(i).copied().unwrap_or(false))
             .collect();
         let only: Texts = at.iter().map(|&i| Arc::clone(&texts[i])).collect();
-        let found = self
-            .pool
-            .run_fallback(Arc::from(RULES_ID), self.registry.rules_backend(), only)
-            .await
-            .map_err(|e| match e {
-                PoolError::Full => EngineError::Busy {
-                    retry_after: Duration::from_secs(1),
-                },
-                _ => EngineError::Backend,
-            })?;
+        let found = self.rules(only).await?;
         for (i, f) in at.into_iter().zip(found) {
             if let Some(slot) = spans.get_mut(i) {
                 *slot = f;
@@ -562,8 +553,16 @@ impl Engine {
     /// Degraded mode: the rule recognizers alone, outside the backend boundary (they do not
     /// share the model's fault), marked degraded.
     async fn degraded(&self, texts: Texts) -> Result<Detections, EngineError> {
-        let spans = self
-            .pool
+        Ok(Detections {
+            spans: self.rules(texts).await?,
+            degraded: true,
+            model_id: RULES_ID.to_string(),
+        })
+    }
+
+    /// The rule recognizers alone over `texts`, on the worker pool.
+    async fn rules(&self, texts: Texts) -> Result<Vec<Vec<Span>>, EngineError> {
+        self.pool
             .run_fallback(Arc::from(RULES_ID), self.registry.rules_backend(), texts)
             .await
             .map_err(|e| match e {
@@ -571,12 +570,7 @@ impl Engine {
                     retry_after: Duration::from_secs(1),
                 },
                 _ => EngineError::Backend,
-            })?;
-        Ok(Detections {
-            spans,
-            degraded: true,
-            model_id: RULES_ID.to_string(),
-        })
+            })
     }
 
     async fn attempt(

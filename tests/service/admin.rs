@@ -493,27 +493,13 @@ async fn saving_a_setting_keeps_later_edits_and_never_replaces_a_broken_file() {
 #[tokio::test]
 async fn a_model_imported_at_the_command_line_is_served_without_a_restart() {
     let t = TestServer::start(&[]).await;
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/hub/phiguard-test/tiny-bert"
-    );
     let (status, _, _) = envelope(
         t.post("/pii/extract", json!({"text": "Zed", "model_name": "tiny"}))
             .await,
     )
     .await;
     assert_eq!(status, 422, "not installed yet");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_phiguard"))
-        .args(["models", "import", fixture, "--id", "tiny"])
-        .env("PHIGUARD_HOME", t._dir.path())
-        .env("PHIGUARD_KEYRING", "off")
-        .output()
-        .expect("run phiguard models import");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    import_tiny(&t);
     let r = t
         .post("/pii/extract", json!({"text": "Zed", "model_name": "tiny"}))
         .await;
@@ -562,17 +548,7 @@ async fn a_pull_that_cannot_download_is_refused_at_once() {
 #[tokio::test]
 async fn verify_names_the_changed_and_missing_files() {
     let t = TestServer::start(&[]).await;
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/hub/phiguard-test/tiny-bert"
-    );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_phiguard"))
-        .args(["models", "import", fixture, "--id", "tiny"])
-        .env("PHIGUARD_HOME", t._dir.path())
-        .env("PHIGUARD_KEYRING", "off")
-        .output()
-        .expect("run phiguard models import");
-    assert!(out.status.success());
+    import_tiny(&t);
     let dir = t._dir.path().join("data/models/tiny");
     let weights = dir.join("model.safetensors");
     let mut bytes = std::fs::read(&weights).expect("weights");
@@ -645,4 +621,24 @@ async fn the_served_set_applies_at_once_and_says_so() {
     .await;
     assert_eq!(status, 422, "rules is no longer served");
     t.shutdown().await;
+}
+
+/// `phiguard models import` (the real binary) of the test fixture model as `tiny` into the
+/// running server's home, as an admin at its terminal would.
+fn import_tiny(t: &TestServer) {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hub/phiguard-test/tiny-bert"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_phiguard"))
+        .args(["models", "import", fixture, "--id", "tiny"])
+        .env("PHIGUARD_HOME", t._dir.path())
+        .env("PHIGUARD_KEYRING", "off")
+        .output()
+        .expect("run phiguard models import");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
