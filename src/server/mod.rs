@@ -471,12 +471,16 @@ async fn preload(st: &AppState) {
     let default = st.engine.default_model();
     names.retain(|n| *n != default);
     for name in &names {
+        // Names from the settings (configuration, never a request's): the log names them.
         let Ok(id) = st.engine.resolve(Some(name)) else {
-            tracing::warn!("a preload model is not installed; skipped");
+            tracing::warn!(
+                model = %name,
+                "a model of models.preload is neither installed nor an alias; skipped (phiguard models list)"
+            );
             continue;
         };
         if st.engine.preload(&id).await.is_err() {
-            tracing::warn!("a preload model failed to load");
+            tracing::warn!(model = %id, "a model of models.preload failed to load");
         }
     }
     // The default model last: a request that names no model needs it, and `/readyz` says
