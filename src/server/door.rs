@@ -291,7 +291,7 @@ impl Door {
         refused: ApiError,
     ) -> Response {
         let st = &self.shared.front.st;
-        let id = middleware::begin(st, req.headers(), route);
+        let (id, _inflight) = middleware::begin(st, req.headers(), route);
         let scope = RequestScope::new(Arc::clone(&id));
         let code = refused.code();
         let mut resp = REQUEST.sync_scope(scope, || refused.into_response());

@@ -158,7 +158,7 @@ pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -
     let route = route.as_str();
     let method = req.method().clone();
     let started = Instant::now();
-    let id = begin(st, req.headers(), route);
+    let (id, _inflight) = begin(st, req.headers(), route);
     // Every event of this request, in the guard and on the inference workers too, is logged
     // inside this span, so it carries the request id.
     let span = tracing::info_span!(target: "phiguard::request", "request", request_id = %id);
@@ -213,16 +213,32 @@ pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -
     resp
 }
 
-/// A request that began: its id, and the inflight gauge counted (but for `/metrics`). What
-/// [`context`] and the door (`door.rs`) do first with every request they answer.
-pub(super) fn begin(st: &AppState, headers: &HeaderMap, route: &str) -> Arc<str> {
-    if route != "/metrics" {
-        st.metrics.inflight.inc();
+/// A request that began: its id, and the inflight gauge counted (but for `/metrics`) for
+/// as long as the returned [`Inflight`] lives. What [`context`] and the door (`door.rs`) do
+/// first with every request they answer.
+pub(super) fn begin(st: &AppState, headers: &HeaderMap, route: &str) -> (Arc<str>, Inflight) {
+    let gauge = (route != "/metrics").then(|| st.metrics.inflight.clone());
+    if let Some(g) = &gauge {
+        g.inc();
     }
-    headers
+    let id = headers
         .get("x-request-id")
         .and_then(valid_request_id)
-        .unwrap_or_else(new_request_id)
+        .unwrap_or_else(new_request_id);
+    (id, Inflight(gauge))
+}
+
+/// A request counted in the inflight gauge, until dropped: when it is answered, and also
+/// when its client goes first and the request's future is dropped unanswered (before, the
+/// gauge kept such a request for ever: one more for every client that hung up).
+pub(super) struct Inflight(Option<prometheus::IntGauge>);
+
+impl Drop for Inflight {
+    fn drop(&mut self) {
+        if let Some(g) = &self.0 {
+            g.dec();
+        }
+    }
 }
 
 /// What is known of a request once its answer is ready: the fields of its access log line
@@ -264,7 +280,6 @@ impl Answered<'_> {
         let status = resp.status().as_u16();
         let method_name = method_name(method);
         if route != "/metrics" {
-            st.metrics.inflight.dec();
             match series {
                 Some(series) if status == 503 && series.route == route => {
                     st.metrics.observe_unavailable(series, elapsed);

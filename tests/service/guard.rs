@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{envelope, expect_error, TestServer};
+use crate::support::{envelope, expect_error, TestServer, CLIENT};
 
 const NO_TIMEOUT: (&str, &str) = ("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0");
 
@@ -502,5 +502,50 @@ async fn a_stream_whose_model_fails_on_any_window_sends_nothing_of_the_text() {
             .await;
         assert_eq!(r.status(), 200);
     }
+    t.shutdown().await;
+}
+
+/// A client that hangs up while its model call runs leaves the inflight gauge as it found
+/// it. Before, the gauge counted such a request for ever: one more for every client that
+/// went (found by an outside security reviewer; a hostile client could push it up at
+/// will and mislead alerting or autoscaling).
+#[tokio::test]
+async fn a_client_that_hangs_up_is_no_longer_counted_in_flight() {
+    use tokio::io::AsyncWriteExt as _;
+    let t = TestServer::start(&[NO_TIMEOUT]).await;
+    let inflight = |text: &str| -> i64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix("openmed_service_inflight_requests "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(-1)
+    };
+    assert_eq!(inflight(&t.metrics_text().await), 0);
+    t.script.block();
+    let body = r#"{"text":"Zed"}"#;
+    let addr = t.base.trim_start_matches("http://").to_owned();
+    let mut sock = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let req = format!(
+        "POST /pii/extract HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {CLIENT}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    sock.write_all(req.as_bytes()).await.expect("send");
+    t.until("call in flight", || {
+        t.script.waiting.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    drop(sock);
+    let mut now = -1;
+    for _ in 0..100 {
+        now = inflight(&t.metrics_text().await);
+        if now == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(now, 0, "the request of the client that went is not counted");
+    t.script.release();
     t.shutdown().await;
 }
