@@ -5,6 +5,7 @@
 //! engine calls on its worker threads. Model-backed recognizers implement the same trait
 //! in `inference`. Pure text in, spans out: no HTTP, no async, no candle.
 
+pub mod cancel;
 pub mod context;
 pub mod merge;
 pub mod merged;

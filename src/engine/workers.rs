@@ -79,6 +79,9 @@ struct Job {
     reply: Reply,
     /// The submitting request's span: the worker thread logs the job's events inside it.
     span: tracing::Span,
+    /// Set once its caller stops waiting (a deadline, a disconnect): a call all of whose
+    /// jobs' callers went stops between the model's passes ([`crate::detect::cancel`]).
+    gone: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A handle to the worker threads; cheap to clone.
@@ -204,6 +207,7 @@ impl WorkerPool {
         at_boundary: bool,
     ) -> Result<Vec<Vec<Span>>, PoolError> {
         let (reply, rx) = oneshot::channel();
+        let (abandoned, gone) = crate::detect::cancel::Abandoned::new();
         let job = Job {
             key,
             recognizer,
@@ -211,6 +215,7 @@ impl WorkerPool {
             at_boundary,
             reply,
             span: tracing::Span::current(),
+            gone,
         };
         // Counted before the send, so a worker never takes a job it did not count.
         self.shared.queued.fetch_add(1, Ordering::SeqCst);
@@ -221,7 +226,9 @@ impl WorkerPool {
                 TrySendError::Disconnected(_) => PoolError::Stopped,
             }
         })?;
-        match rx.await {
+        let answer = rx.await;
+        abandoned.disarm();
+        match answer {
             Ok(r) => r.map_err(PoolError::Recognizer),
             Err(_) => Err(PoolError::Stopped),
         }
@@ -331,6 +338,12 @@ fn run_group(group: Vec<Job>, max_batch: usize, faults: &Faults) {
         return;
     }
     let recognizer = Arc::clone(&live[0].recognizer);
+    let gone: Vec<_> = live.iter().map(|j| Arc::clone(&j.gone)).collect();
+    crate::detect::cancel::during(gone, || run_live(live, &*recognizer, max_batch));
+}
+
+/// [`run_group`]'s model calls for the jobs whose callers still wait.
+fn run_live(live: Vec<Job>, recognizer: &dyn Recognizer, max_batch: usize) {
     if live.len() > 1 {
         // Every job's texts in one run of calls; each job gets its own back.
         let texts: Vec<&str> = live
@@ -338,7 +351,7 @@ fn run_group(group: Vec<Job>, max_batch: usize, faults: &Faults) {
             .flat_map(|j| j.texts.iter().map(|t| &**t))
             .collect();
         let started = Instant::now();
-        if let Ok(results) = call_chunked(&*recognizer, &texts, max_batch) {
+        if let Ok(results) = call_chunked(recognizer, &texts, max_batch) {
             let (batch, ms) = (texts.len(), started.elapsed().as_secs_f64() * 1000.0);
             let mut rest = results.into_iter();
             for job in live {
@@ -354,11 +367,19 @@ fn run_group(group: Vec<Job>, max_batch: usize, faults: &Faults) {
     // Alone, or after a failed batch: each job on its own, so one job's failure (or
     // panic) never fails its batch-mates.
     for job in live {
+        // A caller that gave up while its batch ran needs no second try.
+        if job.reply.is_closed() {
+            continue;
+        }
         let started = Instant::now();
         let texts: Vec<&str> = job.texts.iter().map(|t| &**t).collect();
-        let result = call_chunked(&*recognizer, &texts, max_batch);
+        let result = call_chunked(recognizer, &texts, max_batch);
         let ms = started.elapsed().as_secs_f64() * 1000.0;
+        let abandoned = job.reply.is_closed();
         job.span.in_scope(|| match &result {
+            Err(_) if abandoned => {
+                tracing::debug!(model = %job.key, elapsed_ms = ms, "inference stopped: its caller went")
+            }
             // The error's words stay out of the log: only that it failed.
             Err(_) => tracing::warn!(model = %job.key, elapsed_ms = ms, "inference failed"),
             Ok(_) => {
@@ -426,6 +447,60 @@ mod tests {
                 })
                 .collect())
         }
+    }
+
+    /// Runs up to 500 passes of 5 ms, asking between them whether its callers have gone;
+    /// counts the passes it ran.
+    struct Passes {
+        ran: Arc<AtomicUsize>,
+    }
+
+    impl Recognizer for Passes {
+        fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
+            for _ in 0..500 {
+                if crate::detect::cancel::requested() {
+                    return Err(RecognizerError::Backend(BackendError::Panicked));
+                }
+                self.ran.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Ok(vec![Vec::new(); texts.len()])
+        }
+    }
+
+    /// A call whose caller stops waiting (its future dropped, as a deadline or a disconnect
+    /// drops it) is told so between passes and stops: the worker is free for the next
+    /// caller. Before, it ran every pass of an abandoned call (found by an outside
+    /// security reviewer: a long text kept the workers busy for a minute after its `504`).
+    #[tokio::test]
+    async fn a_call_whose_caller_went_stops_between_passes() {
+        let pool = WorkerPool::new(1, 16, BatchConfig::default(), Arc::new(Faults::default()));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let rec: Arc<dyn Recognizer> = Arc::new(Passes {
+            ran: Arc::clone(&ran),
+        });
+        let key: Arc<str> = Arc::from("m");
+        let call = pool.run(key.clone(), Arc::clone(&rec), Arc::from("long"));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), call)
+                .await
+                .is_err(),
+            "still running"
+        );
+        // The worker is free well before the 500 passes (2.5 s) of the abandoned call: a
+        // recognizer that answers at once gets its answer.
+        let quick: Arc<dyn Recognizer> = Arc::new(Xs {
+            calls: AtomicUsize::new(0),
+        });
+        let next = pool
+            .run(key, quick, Arc::from("X"))
+            .await
+            .expect("answered");
+        assert_eq!(next.len(), 1);
+        assert!(
+            ran.load(Ordering::SeqCst) < 500,
+            "the abandoned call stopped"
+        );
     }
 
     #[tokio::test]

@@ -336,6 +336,7 @@ impl TokenClassifier {
             for &i in &order {
                 let n = sequences[i].len();
                 if !pass.is_empty() && tokens + n > budget {
+                    cancelled()?;
                     self.run_packed(sequences, &pass, &mut out)?;
                     pass.clear();
                     tokens = 0;
@@ -349,6 +350,7 @@ impl TokenClassifier {
             return Ok(out);
         }
         for chunk in order.chunks(self.options.batch_size.max(1)) {
+            cancelled()?;
             let batch: Vec<&[u32]> = chunk.iter().map(|&i| sequences[i].as_slice()).collect();
             let logits = self.forward_padded(&batch)?;
             for (&i, rows) in chunk.iter().zip(logits) {
@@ -540,6 +542,15 @@ impl TokenClassifier {
             .filter(|s| s.score >= self.options.min_score)
             .collect()
     }
+}
+
+/// Stops a call between passes when every caller of it has gone
+/// ([`crate::detect::cancel`]).
+fn cancelled() -> Result<()> {
+    if crate::detect::cancel::requested() {
+        return Err(InferenceError::Cancelled);
+    }
+    Ok(())
 }
 
 fn softmax_row(row: &[f32], n: usize) -> Vec<f32> {

@@ -50,6 +50,10 @@ pub use device::{device_from_env, init_cpu_threads, parse_device, DeviceChoice};
 /// (`config.json`), never by path, and never contain request text.
 #[derive(Debug, thiserror::Error)]
 pub enum InferenceError {
+    /// Returned when a call stopped between passes because every caller of it had gone
+    /// (a deadline, a disconnect: [`crate::detect::cancel`]); nobody reads the answer.
+    #[error("cancelled: no caller waits for this call")]
+    Cancelled,
     /// Returned when a model file cannot be read.
     #[error("cannot read {file}: {source}")]
     Io {
