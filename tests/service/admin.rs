@@ -426,28 +426,13 @@ async fn aliases_and_served_names_of_no_installed_model_are_refused() {
 async fn saving_a_setting_keeps_later_edits_and_never_replaces_a_broken_file() {
     let t = TestServer::start(&[]).await;
     let file = t._dir.path().join("config/settings.toml");
-    let put = |body: Value| {
-        t.http
-            .put(t.url("/admin/settings"))
-            .bearer_auth(ADMIN)
-            .json(&body)
-            .send()
-    };
-    assert_eq!(
-        put(json!({"retry.max_attempts": 5}))
-            .await
-            .expect("send")
-            .status(),
-        200
-    );
+    let put = |body: Value| t.admin_put("/admin/settings", body);
+    assert_eq!(put(json!({"retry.max_attempts": 5})).await.status(), 200);
     // Edited by hand while the server runs.
     let edited = "# ward 4: DO NOT LOSE\r\n[retry]\r\nmax_attempts = 8 # tuned\r\n";
     std::fs::write(&file, format!("\u{feff}{edited}")).expect("edit");
     assert_eq!(
-        put(json!({"breaker.failure_threshold": 4}))
-            .await
-            .expect("send")
-            .status(),
+        put(json!({"breaker.failure_threshold": 4})).await.status(),
         200
     );
     let saved = std::fs::read_to_string(&file).expect("read");
@@ -459,12 +444,7 @@ async fn saving_a_setting_keeps_later_edits_and_never_replaces_a_broken_file() {
     // Half way through an edit: refused, nothing written, nothing applied.
     let broken = "# ward 4: DO NOT LOSE\n[retry]\nmax_attempts = 8\n\n[limits\nrate = 3\n";
     std::fs::write(&file, broken).expect("edit");
-    let (status, body, _) = envelope(
-        put(json!({"breaker.failure_threshold": 6}))
-            .await
-            .expect("send"),
-    )
-    .await;
+    let (status, body, _) = envelope(put(json!({"breaker.failure_threshold": 6})).await).await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "conflict");
     assert_eq!(std::fs::read_to_string(&file).expect("read"), broken);
@@ -505,13 +485,8 @@ async fn a_model_imported_at_the_command_line_is_served_without_a_restart() {
         .await;
     assert_eq!(r.status(), 200);
     let r = t
-        .http
-        .put(t.url("/admin/settings"))
-        .bearer_auth(ADMIN)
-        .json(&json!({"models.aliases": "mine=tiny"}))
-        .send()
-        .await
-        .expect("send");
+        .admin_put("/admin/settings", json!({"models.aliases": "mine=tiny"}))
+        .await;
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
     t.shutdown().await;
 }
@@ -583,13 +558,8 @@ async fn verify_names_the_changed_and_missing_files() {
 async fn the_served_set_applies_at_once_and_says_so() {
     let t = TestServer::start(&[]).await;
     let r = t
-        .http
-        .put(t.url("/admin/settings"))
-        .bearer_auth(ADMIN)
-        .json(&json!({"models.served": "scripted"}))
-        .send()
-        .await
-        .expect("send");
+        .admin_put("/admin/settings", json!({"models.served": "scripted"}))
+        .await;
     assert_eq!(r.status(), 200);
     let all: Value = r.json().await.expect("json");
     let row = all["settings"]
