@@ -617,20 +617,23 @@ impl Settings {
         };
         let crlf = text.contains("\r\n");
         let text = text.replace("\r\n", "\n");
-        if let Err((line, problem)) = parse_file(&text) {
-            return Err(SettingsError::File {
-                path: path.clone(),
-                line,
-                problem,
-            });
-        }
+        let entries = match parse_file(&text) {
+            Ok(entries) => entries,
+            Err((line, problem)) => {
+                return Err(SettingsError::File {
+                    path: path.clone(),
+                    line,
+                    problem,
+                })
+            }
+        };
         let changed: BTreeMap<&'static str, Value> = self
             .stored
             .iter()
             .filter(|(k, _)| keys.contains(k))
             .map(|(k, v)| (*k, v.clone()))
             .collect();
-        let mut body = format!("{bom}{}", edited_file(&text, &changed));
+        let mut body = format!("{bom}{}", edited_file(&text, entries, &changed));
         if crlf {
             body = body.replace('\n', "\r\n");
         }
@@ -648,10 +651,14 @@ const FILE_HEADER: &str =
 /// `text` (the file as it is now) with every value of `stored` written in: keys whose value
 /// the file already holds keep their bytes, the others are set in place or added to their
 /// table. Comments, blank lines, order and keys that are not in `stored` are kept.
-fn edited_file(text: &str, stored: &BTreeMap<&'static str, Value>) -> String {
-    // What the file holds now, by the rules it is read with (a `0x5` equals a `5`).
-    let current: BTreeMap<&'static str, Value> = parse_file(text)
-        .unwrap_or_default()
+fn edited_file(
+    text: &str,
+    entries: Vec<FileEntry>,
+    stored: &BTreeMap<&'static str, Value>,
+) -> String {
+    // What the file holds now (`entries`, parsed from `text`), by the rules it is read with
+    // (a `0x5` equals a `5`).
+    let current: BTreeMap<&'static str, Value> = entries
         .into_iter()
         .filter_map(|e| {
             let def = table::def(&e.key)?;
