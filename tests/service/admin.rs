@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{json, Value};
 
-use crate::support::{envelope, TestServer, ADMIN, CLIENT};
+use crate::support::{envelope, setting_row, TestServer, ADMIN, CLIENT};
 
 #[tokio::test]
 async fn settings_apply_live_persist_and_refuse_bad_values() {
@@ -22,19 +22,8 @@ async fn settings_apply_live_persist_and_refuse_bad_values() {
     };
     let r = put(json!({"retry.max_attempts": 5})).await.expect("send");
     assert_eq!(r.status(), 200);
-    let all: Value = t
-        .admin_get("/admin/settings")
-        .await
-        .json()
-        .await
-        .expect("json");
-    let row = all["settings"]
-        .as_array()
-        .expect("rows")
-        .iter()
-        .find(|r| r["key"] == "retry.max_attempts")
-        .cloned()
-        .expect("row");
+    let all: Value = t.admin_json("/admin/settings").await;
+    let row = setting_row(&all, "retry.max_attempts");
     assert_eq!(row["value"], 5);
     assert_eq!(row["source"], "file");
     assert_eq!(row["env"], "PHIGUARD_RETRY_MAX_ATTEMPTS");
@@ -98,12 +87,7 @@ async fn created_tokens_work_until_revoked() {
         .await
         .expect("send");
     assert_eq!(ok.status(), 200);
-    let list: Value = t
-        .admin_get("/admin/tokens")
-        .await
-        .json()
-        .await
-        .expect("json");
+    let list: Value = t.admin_json("/admin/tokens").await;
     assert!(
         !list.to_string().contains(&token),
         "listing must not show the token"
@@ -146,12 +130,7 @@ async fn breaker_admin_actions() {
     assert_eq!(r["state"], "forced_open");
     let (status, _, _) = envelope(t.post("/pii/extract", json!({"text": "Zed"})).await).await;
     assert_eq!(status, 503);
-    let status: Value = t
-        .admin_get("/admin/status")
-        .await
-        .json()
-        .await
-        .expect("json");
+    let status: Value = t.admin_json("/admin/status").await;
     assert_eq!(status["tray"], "red");
     let r: Value = action("reset")
         .await
@@ -448,19 +427,8 @@ async fn saving_a_setting_keeps_later_edits_and_never_replaces_a_broken_file() {
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "conflict");
     assert_eq!(std::fs::read_to_string(&file).expect("read"), broken);
-    let all: Value = t
-        .admin_get("/admin/settings")
-        .await
-        .json()
-        .await
-        .expect("json");
-    let row = all["settings"]
-        .as_array()
-        .expect("rows")
-        .iter()
-        .find(|r| r["key"] == "breaker.failure_threshold")
-        .cloned()
-        .expect("row");
+    let all: Value = t.admin_json("/admin/settings").await;
+    let row = setting_row(&all, "breaker.failure_threshold");
     assert_eq!(row["value"], 4, "not applied");
     t.shutdown().await;
 }
@@ -562,13 +530,7 @@ async fn the_served_set_applies_at_once_and_says_so() {
         .await;
     assert_eq!(r.status(), 200);
     let all: Value = r.json().await.expect("json");
-    let row = all["settings"]
-        .as_array()
-        .expect("rows")
-        .iter()
-        .find(|r| r["key"] == "models.served")
-        .cloned()
-        .expect("row");
+    let row = setting_row(&all, "models.served");
     assert_eq!(row["restart_required"], false, "{row}");
     let loaded: Value = t
         .http

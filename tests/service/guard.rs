@@ -56,12 +56,7 @@ async fn breaker_full_cycle_and_retry_after() {
     t.script.failing.store(false, Ordering::SeqCst);
     let ok = t.post("/pii/extract", json!({"text": "Zed"})).await;
     assert_eq!(ok.status(), 200);
-    let status: serde_json::Value = t
-        .admin_get("/admin/status")
-        .await
-        .json()
-        .await
-        .expect("json");
+    let status: serde_json::Value = t.admin_json("/admin/status").await;
     assert_eq!(status["breakers"][0]["state"], "closed");
     assert_eq!(status["tray"], "green");
     t.shutdown().await;
@@ -273,12 +268,7 @@ async fn deadlines_that_pass_do_not_open_the_breaker() {
     }
     let r = t.post("/pii/deidentify", json!({"text": "Zed"})).await;
     assert_eq!(r.status(), 200);
-    let status: serde_json::Value = t
-        .admin_get("/admin/status")
-        .await
-        .json()
-        .await
-        .expect("json");
+    let status: serde_json::Value = t.admin_json("/admin/status").await;
     let breaker = &status["breakers"][0];
     assert_eq!(breaker["state"], "closed", "{status}");
     assert_eq!(breaker["consecutive_failures"], 0, "{status}");
@@ -360,12 +350,7 @@ async fn a_failing_model_load_is_model_load_error() {
         (status, body["error"]["code"].as_str()),
         (503, Some("model_load_error"))
     );
-    let faults: serde_json::Value = t
-        .admin_get("/admin/faults")
-        .await
-        .json()
-        .await
-        .expect("json");
+    let faults: serde_json::Value = t.admin_json("/admin/faults").await;
     assert_eq!(faults["load"], "fail");
     st.engine.set_faults("load=ok").expect("faults");
     assert_eq!(

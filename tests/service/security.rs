@@ -143,12 +143,7 @@ async fn a_token_with_an_expiry_is_refused_once_it_passes() {
             .status(),
         200
     );
-    let list: Value = t
-        .admin_get("/admin/tokens")
-        .await
-        .json()
-        .await
-        .expect("json");
+    let list: Value = t.admin_json("/admin/tokens").await;
     assert_eq!(listed(&list)["expires_at"], at.as_str());
     assert_eq!(listed(&list)["expired"], false);
 
@@ -166,12 +161,7 @@ async fn a_token_with_an_expiry_is_refused_once_it_passes() {
         .await
         .expect("send");
     expect_error(r, 401, "invalid_credentials").await;
-    let list: Value = t
-        .admin_get("/admin/tokens")
-        .await
-        .json()
-        .await
-        .expect("json");
+    let list: Value = t.admin_json("/admin/tokens").await;
     assert_eq!(listed(&list)["expired"], true);
     t.shutdown().await;
 }
@@ -211,12 +201,7 @@ async fn admin_actions_are_audited_with_who_what_and_the_values() {
     let r = t.admin_delete("/admin/tokens/tok_not-a-token-Zed").await;
     assert_eq!(r.status(), 404);
 
-    let audit: Value = t
-        .admin_get("/admin/audit")
-        .await
-        .json()
-        .await
-        .expect("json");
+    let audit: Value = t.admin_json("/admin/audit").await;
     let entries = audit["entries"].as_array().expect("entries");
     let actions: Vec<&str> = entries
         .iter()
@@ -264,12 +249,7 @@ async fn admin_actions_are_audited_with_who_what_and_the_values() {
         assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok() && time.ends_with('Z'));
     }
 
-    let one: Value = t
-        .admin_get("/admin/audit?limit=1")
-        .await
-        .json()
-        .await
-        .expect("json");
+    let one: Value = t.admin_json("/admin/audit?limit=1").await;
     assert_eq!(one["entries"].as_array().map(Vec::len), Some(1));
     let r = t.admin_get("/admin/audit?limit=0").await;
     expect_error(r, 422, "validation_error").await;

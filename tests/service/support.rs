@@ -251,6 +251,12 @@ impl TestServer {
             .expect("request")
     }
 
+    /// The JSON answer of `GET path` with the admin token (`/admin/status`,
+    /// `/admin/settings`).
+    pub(crate) async fn admin_json(&self, path: &str) -> serde_json::Value {
+        self.admin_get(path).await.json().await.expect("json")
+    }
+
     /// Runs `fut` while advancing the manual clock to each pending sleep (backoff, queue
     /// waits, deadlines), so guard timing is exercised without real sleeps.
     pub(crate) async fn drive<T>(&self, fut: impl std::future::Future<Output = T>) -> T {
@@ -291,6 +297,17 @@ impl TestServer {
             s.shutdown().await;
         }
     }
+}
+
+/// The row of setting `key` in an answer of `GET|PUT /admin/settings`.
+pub(crate) fn setting_row(all: &serde_json::Value, key: &str) -> serde_json::Value {
+    all["settings"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["key"] == key)
+        .cloned()
+        .expect("row")
 }
 
 /// Reads an error envelope and checks its shape.
