@@ -90,6 +90,24 @@ async fn a_connection_that_never_finishes_its_headers_is_closed() {
 }
 
 #[tokio::test]
+async fn a_half_sent_head_does_not_hold_the_stop() {
+    let t = TestServer::start(&[("PHIGUARD_HEADER_TIMEOUT_SECONDS", "60")]).await;
+    let mut s = connect(&t).await;
+    s.write_all(b"POST /pii/extract HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+        .await
+        .expect("part of a head");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Nothing is in flight, so the stop is the listener's alone: well under the 60 s the
+    // header timeout would give the connection.
+    tokio::time::timeout(Duration::from_secs(10), t.shutdown())
+        .await
+        .expect("the stop waited for a half-sent head");
+    assert!(read_until_closed(&mut s, Duration::from_secs(5))
+        .await
+        .is_some());
+}
+
+#[tokio::test]
 async fn connections_over_the_cap_are_answered_503() {
     let t = TestServer::start(&[("PHIGUARD_MAX_CONNECTIONS", "3")]).await;
     let held = [connect(&t).await, connect(&t).await, connect(&t).await];
