@@ -74,7 +74,11 @@ impl Merged {
         let mut found: Vec<Vec<Span>> = if detectors == Detectors::Model {
             vec![Vec::new(); texts.len()]
         } else {
-            self.rules.detect_batch(texts)?
+            let mut found = self.rules.detect_batch(texts)?;
+            for (spans, text) in found.iter_mut().zip(texts) {
+                super::protected::end_rule_run_ons(text, spans);
+            }
+            found
         };
         if let (Some(model), false) = (&self.model, detectors == Detectors::Rules) {
             let spans = model.detect_batch(texts)?;

@@ -256,17 +256,7 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         }
         if !is_name_label(s.label) {
             let mut s = s;
-            // A date ends at a full stop after a digit (`08/23/2021. 97 y/o.`): run on, it
-            // swallowed the next sentence's age, which was masked as part of a date that
-            // could then be neither moved nor cut to its year.
-            if matches!(s.label, Label::Date | Label::DateOfBirth | Label::Time) {
-                let chars: Vec<char> = idx.slice(text, s.start, s.end).chars().collect();
-                if let Some(i) = (1..chars.len().saturating_sub(1)).find(|&i| {
-                    chars[i] == '.' && chars[i - 1].is_ascii_digit() && chars[i + 1].is_whitespace()
-                }) {
-                    s.end = s.start + i;
-                }
-            }
+            end_run_on(text, &idx, &mut s);
             let value = idx.slice(text, s.start, s.end).trim();
             let lone_letter = value.chars().count() == 1 && value.chars().all(char::is_lowercase);
             let vital_sign = s.label == Label::State && VITAL_SIGNS.contains(&value);
@@ -320,6 +310,106 @@ fn sentence_end(chars: &[char], i: usize) -> bool {
 
 /// Abbreviations that end with a full stop inside a name.
 const SUFFIXES: &[&str] = &["St", "Jr", "Sr", "Ste", "Mt"];
+
+/// Ends `s` where it ran on past its entity (see [`run_on`]).
+fn end_run_on(text: &str, idx: &CharIndex, s: &mut Span) {
+    let chars: Vec<char> = idx.slice(text, s.start, s.end).chars().collect();
+    let mut end = (1..chars.len().saturating_sub(1))
+        .find(|&i| run_on(s.label, &chars, i))
+        .unwrap_or(chars.len());
+    // The sentence's own full stop is no part of the entity (`ECMO.`, `2021.`); an
+    // abbreviation's is (`Inc.`, `St.`, `Jan.`).
+    if end >= 2
+        && chars[end - 1] == '.'
+        && (chars[end - 2].is_ascii_digit() || !abbreviation(&chars[..end - 1]))
+    {
+        end -= 1;
+    }
+    s.end = s.start + end;
+}
+
+/// True when the word that ends `chars` is an abbreviation that takes a full stop: one
+/// letter (`J.`), a title, a name suffix, a place or organisation abbreviation, or a month.
+fn abbreviation(chars: &[char]) -> bool {
+    let start = chars
+        .iter()
+        .rposition(|c| !c.is_alphabetic())
+        .map_or(0, |p| p + 1);
+    let word: String = chars[start..].iter().collect();
+    word.chars().count() < 2
+        || TITLES.contains(&word.as_str())
+        || SUFFIXES.contains(&word.as_str())
+        || PLACE_ABBREVIATIONS.contains(&word.as_str())
+        || MONTH_ABBREVIATIONS.contains(&word.as_str())
+}
+
+/// Month abbreviations, which keep their full stop in a date (`Jan. 5`).
+const MONTH_ABBREVIATIONS: &[&str] = &[
+    "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec",
+];
+
+/// Ends the rules' organisation and place spans where they ran on into the next sentence
+/// (`transferred to BWH for ECMO. Records faxed`): their cues take any run of capitalised
+/// words, and a word's full stop is part of a word (`St.`, `Inc.`).
+pub fn end_rule_run_ons(text: &str, spans: &mut [Span]) {
+    let idx = CharIndex::new(text);
+    for s in spans.iter_mut().filter(|s| {
+        s.end <= idx.char_len()
+            && matches!(
+                s.label,
+                Label::Organization | Label::City | Label::Location | Label::Country
+            )
+    }) {
+        end_run_on(text, &idx, s);
+    }
+}
+
+/// True when a model span of `label` (not a name: names are split by [`sentence_end`])
+/// has run on past its entity at `chars[i]`, so that it ends there; what follows is the
+/// model's run-on and is no part of the entity.
+/// - A full stop after a digit, before whitespace (`08/23/2021. 97 y/o.`), for dates: run
+///   on, a date swallowed the next sentence's age, and the joined span could be neither
+///   moved nor cut to its year.
+/// - A full stop that ends a sentence, before a capital (`BWH for ECMO. Records faxed`,
+///   `Lagos. Daughter lives`): run on, the span deleted the next sentence's first words
+///   with its stop. The word before the stop must be no abbreviation (`St. Patrick's`,
+///   `Main St. Boston`, `Acme Inc. Boston`).
+/// - A line break, for what is no place (`Name⏎Chidi`: a table's header and its first
+///   row); an address runs over lines.
+fn run_on(label: Label, chars: &[char], i: usize) -> bool {
+    let next = chars.get(i + 1).copied().unwrap_or(' ');
+    let place = matches!(
+        label,
+        Label::StreetAddress
+            | Label::City
+            | Label::State
+            | Label::Zipcode
+            | Label::Country
+            | Label::Location
+    );
+    let date = matches!(label, Label::Date | Label::DateOfBirth | Label::Time);
+    match chars[i] {
+        '\n' | '\r' => !place,
+        '.' if date && chars[i - 1].is_ascii_digit() && next.is_whitespace() => true,
+        '.' if next.is_whitespace() => {
+            let capital = chars[i + 1..]
+                .iter()
+                .find(|c| !c.is_whitespace())
+                .is_some_and(|c| c.is_uppercase());
+            capital && !abbreviation(&chars[..i])
+        }
+        _ => false,
+    }
+}
+
+/// Abbreviations that end with a full stop inside an address or an organisation's name.
+const PLACE_ABBREVIATIONS: &[&str] = &[
+    "Ave", "Blvd", "Rd", "Ln", "Dr", "Hwy", "Pkwy", "Ct", "Pl", "Sq", "Apt", "Bldg", "Fl", "Rm",
+    "Inc", "Corp", "Co", "Ltd", "LLC", "Bros", "Assn", "Assoc", "Dept", "Univ", "Hosp", "Ctr",
+    "Med", "Inst", "Natl", "Intl", "Mass", "Calif", "Penn", "Wash", "Conn", "Mich", "Minn", "Wis",
+    "Ariz", "Colo", "Fla", "Ga", "Ill", "Ind", "Kan", "Ky", "La", "Md", "Mo", "Mont", "Neb", "Nev",
+    "Okla", "Ore", "Pa", "Tenn", "Tex", "Va", "Vt", "Wyo", "No", "Nos",
+];
 
 /// True for a model postcode that is a bare year (`1998`, `2021`) after a lowercase word
 /// or at a sentence position (`in 1998`, `since 2021`): postcodes follow a place name, a
@@ -627,6 +717,46 @@ mod tests {
         drop_protected(text, &mut spans);
         let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
         assert_eq!(got, vec![(8, 18), (29, 40)]);
+    }
+
+    #[test]
+    fn a_span_that_ran_on_into_the_next_sentence_or_line_ends_at_its_stop() {
+        let text = "to BWH for ECMO. Records; in Lagos. Daughter; St. Patrick's Church; \
+                    12 Main St. Boston; Acme Inc. of Ohio; Name\nChidi; 12 Elm Rd\nBoston";
+        let at = |s: &str| text.find(s).expect("in text");
+        let cut = |s: &str, label| {
+            let start = text[..at(s)].chars().count();
+            Span::new(start, start + s.chars().count(), label, 0.9, Source::Model)
+        };
+        let mut spans = vec![
+            cut("BWH for ECMO. Records", Label::Organization),
+            cut("Lagos. Daughter", Label::City),
+            cut("St. Patrick's Church", Label::Organization),
+            cut("12 Main St. Boston", Label::StreetAddress),
+            cut("Acme Inc. of Ohio", Label::Organization),
+            cut("Name\nChidi", Label::Organization),
+            cut("12 Elm Rd\nBoston", Label::StreetAddress),
+        ];
+        drop_protected(text, &mut spans);
+        let got: Vec<&str> = spans
+            .iter()
+            .map(|s| {
+                let idx = CharIndex::new(text);
+                idx.slice(text, s.start, s.end)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "BWH for ECMO",
+                "Lagos",
+                "St. Patrick's Church",
+                "12 Main St. Boston",
+                "Acme Inc. of Ohio",
+                "Name",
+                "12 Elm Rd\nBoston"
+            ]
+        );
     }
 
     #[test]

@@ -1071,3 +1071,30 @@ fn a_date_and_the_age_after_it_are_two_entities_with_the_bundled_model() {
         "Pt seen on 2021. 90+ y/o. Stable.\n"
     );
 }
+
+/// A span ends where its sentence does, and a symbol glued to a word is no part of it:
+/// `BWH for ECMO. Records` was one organisation, so `. Records` was deleted with it;
+/// `Lagos. Daughter` one town; `😀Smith` kept its surname (the word was one unknown token
+/// to the model); `03/04/2021📞617-555-0142` was one date (found by outside testers).
+/// The bundled model: the rules alone never ran on.
+#[test]
+fn a_span_ends_with_its_sentence_and_a_symbol_splits_words_with_the_bundled_model() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let mut c = command(&binary(), t.path());
+    c.current_dir(t.path()).args(["deid", "-"]);
+    let o = run(
+        c,
+        Some(
+            "Pt transferred to BWH for ECMO. Records faxed to BWH.\n\
+             Lives in Lagos. Daughter lives in Hanoi.\n\
+             Patient John 😀Smith, call 03/04/2021📞617-555-0142.\n",
+        ),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "Pt transferred to [organization]. Records faxed to [organization].\n\
+         Lives in [city]. Daughter lives in [city].\n\
+         Patient [first_name] 😀[last_name], call [date]📞[phone_number].\n"
+    );
+}
