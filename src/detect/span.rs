@@ -288,6 +288,13 @@ impl Span {
         }
     }
 
+    /// True when the span stands at a request's confidence `threshold`: a rule found it
+    /// (a pattern or a context, whose fixed confidence is no model's), or its score reaches
+    /// the threshold. A threshold meant to quiet the model let an SSN or an MRN through.
+    pub fn passes(&self, threshold: f32) -> bool {
+        self.found_by.contains(Source::Rule) || self.score >= threshold
+    }
+
     /// Length in code points.
     pub fn len(&self) -> usize {
         self.end - self.start

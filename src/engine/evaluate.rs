@@ -62,7 +62,7 @@ pub async fn evaluate(
             .unwrap_or_default()
         };
         timings.push(started.elapsed());
-        let spans: Vec<_> = found.into_iter().filter(|s| s.score >= threshold).collect();
+        let spans: Vec<_> = found.into_iter().filter(|s| s.passes(threshold)).collect();
         let mut d = Deidentifier::new(
             DeidOptions {
                 method,

@@ -515,7 +515,7 @@ impl Engine {
             .await?;
         let kept = std::mem::take(&mut det.spans)
             .into_iter()
-            .map(|spans| spans.into_iter().filter(|s| s.score >= threshold).collect())
+            .map(|spans| spans.into_iter().filter(|s| s.passes(threshold)).collect())
             .collect();
         let plain: Vec<&str> = texts.iter().map(|t| &**t).collect();
         det.spans = crate::detect::sweep::across(&plain, kept);

@@ -181,7 +181,7 @@ pub async fn pii_extract(
         let entities = det
             .spans
             .iter()
-            .filter(|s| s.score >= threshold)
+            .filter(|s| s.passes(threshold))
             .map(|s| Entity::extracted(&idx, &req.text, s))
             .collect();
         let metadata = PredictionMetadata {
@@ -215,7 +215,7 @@ pub async fn analyze(State(st): State<AppState>, Body(body): Body) -> Result<Res
         let entities = det
             .spans
             .iter()
-            .filter(|s| s.score >= threshold)
+            .filter(|s| s.passes(threshold))
             .map(|s| Entity::analyzed(&idx, &req.text, s))
             .collect();
         let metadata = PredictionMetadata {
@@ -266,7 +266,7 @@ pub async fn pii_deidentify(
         let spans: Vec<Span> = det
             .spans
             .into_iter()
-            .filter(|s| s.score >= threshold)
+            .filter(|s| s.passes(threshold))
             .collect();
         let dopts = deid_options(&st, &req);
         let policy_name = dopts.policy.as_ref().map(|p| p.name());

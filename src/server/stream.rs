@@ -168,7 +168,7 @@ async fn detect_fragments(
     let spans: Vec<Span> = det
         .spans
         .into_iter()
-        .filter(|s| s.score >= threshold)
+        .filter(|s| s.passes(threshold))
         .collect();
     Ok((fragments(text, spans, cfg), det.degraded, det.model_id))
 }

@@ -470,6 +470,48 @@ fn a_threshold_outside_0_to_1_is_refused_before_anything_is_written() {
     assert!(!masked.contains("617-555-0142"), "{masked}");
 }
 
+/// A threshold quiets the model, not the rules: at 1, an SSN, an MRN after its cue, a
+/// date and a phone number are still masked. Before, `--threshold 0.9` let the MRN
+/// through and `1` every rule finding, with exit 0 (found by an outside researcher).
+#[test]
+fn a_threshold_of_1_keeps_what_the_rules_found() {
+    let t = tempfile::tempdir().expect("tempdir");
+    for threshold in ["0.9", "1"] {
+        let mut c = command(&binary(), t.path());
+        c.current_dir(t.path())
+            .args(["deid", "-", "--threshold", threshold]);
+        let o = run(
+            c,
+            Some("Patient SSN 123-45-6789, MRN 5590021, seen 11/02/2020, call 207-555-0143.\n"),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        for phi in ["123-45-6789", "5590021", "11/02/2020", "207-555-0143"] {
+            assert!(!out.contains(phi), "{threshold}: {phi} in {out}");
+        }
+    }
+}
+
+/// `--subject-from` takes exactly one group: with two, the first named the subject, so
+/// `(patients)/(p\d+)/` gave every patient one date offset and one set of surrogates.
+#[test]
+fn subject_from_with_two_groups_is_refused() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("in/patients/p1/a.txt"), NOTE);
+    let o = deid(
+        t.path(),
+        &[
+            "in",
+            "--out",
+            "out",
+            "--subject-from",
+            "(patients)/(p[0-9]+)/",
+        ],
+    );
+    refused(&o, &["--subject-from needs exactly one group", "(?:"]);
+    assert!(!t.path().join("out").exists());
+}
+
 /// Named `.jsonl` columns whose values are not strings. Before, numbers, booleans, arrays
 /// and objects were copied out unchanged under every kind, `redact` included, with exit 0.
 #[test]

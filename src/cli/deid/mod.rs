@@ -152,7 +152,7 @@ async fn detect_one(
     Ok(det
         .spans
         .into_iter()
-        .filter(|s| s.score >= threshold)
+        .filter(|s| s.passes(threshold))
         .collect())
 }
 
@@ -269,9 +269,11 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         (None, Some(p)) => {
             let re = regex::Regex::new(p)
                 .map_err(|_| Failure::usage("--subject-from is not a valid regex"))?;
-            if re.captures_len() < 2 {
+            // Two groups were taken as the first: `(patients)/(p\d+)/` gave every patient
+            // the subject `patients`, one date offset and one set of surrogates for all.
+            if re.captures_len() != 2 {
                 return Err(Failure::usage(
-                    "--subject-from needs one group, e.g. 'patients/([^/]+)/'",
+                    "--subject-from needs exactly one group, e.g. 'patients/([^/]+)/' (write others as (?:…))",
                 ));
             }
             Subjects::FromPath(re)
