@@ -317,31 +317,70 @@ fn end_run_on(text: &str, idx: &CharIndex, s: &mut Span) {
     let mut end = (1..chars.len().saturating_sub(1))
         .find(|&i| run_on(s.label, &chars, i))
         .unwrap_or(chars.len());
-    // The sentence's own full stop is no part of the entity (`ECMO.`, `2021.`); an
-    // abbreviation's is (`Inc.`, `St.`, `Jan.`).
+    // The sentence's own full stop, before the next sentence, is no part of the entity
+    // (`ECMO. Records`); an abbreviation's is (`Inc. Boston`, `Jan. 5`).
+    let next_sentence = || {
+        let mut after = text[idx.byte(s.start + end)..].chars();
+        after.next().is_some_and(char::is_whitespace)
+            && after
+                .find(|c| !c.is_whitespace())
+                .is_some_and(char::is_uppercase)
+    };
     if end >= 2
         && chars[end - 1] == '.'
+        && sentence_label(s.label)
         && (chars[end - 2].is_ascii_digit() || !abbreviation(&chars[..end - 1]))
+        && next_sentence()
     {
         end -= 1;
     }
     s.end = s.start + end;
 }
 
+/// The labels whose spans end at a sentence's stop: an address (`Jl. Merdeka No. 10`,
+/// `ul. Przykładowa 12`) runs over abbreviations of every language.
+fn sentence_label(label: Label) -> bool {
+    matches!(
+        label,
+        Label::Organization
+            | Label::City
+            | Label::State
+            | Label::Country
+            | Label::Date
+            | Label::DateOfBirth
+            | Label::Time
+    )
+}
+
 /// True when the word that ends `chars` is an abbreviation that takes a full stop: one
-/// letter (`J.`), a title, a name suffix, a place or organisation abbreviation, or a month.
+/// letter (`J.`), a title, a name suffix, a place or organisation abbreviation in any
+/// case, glued or not (`CO.LTD.`, `BANKLTD.`, `HOLDINGSINC.`), or a month.
 fn abbreviation(chars: &[char]) -> bool {
     let start = chars
         .iter()
         .rposition(|c| !c.is_alphabetic())
         .map_or(0, |p| p + 1);
     let word: String = chars[start..].iter().collect();
+    let lower = word.to_lowercase();
     word.chars().count() < 2
         || TITLES.contains(&word.as_str())
         || SUFFIXES.contains(&word.as_str())
-        || PLACE_ABBREVIATIONS.contains(&word.as_str())
+        || PLACE_ABBREVIATIONS
+            .iter()
+            .any(|a| lower == a.to_lowercase())
+        || ORG_ABBREVIATIONS.iter().any(|a| {
+            // Glued to a name (`LOCONDOInc`, `HoldingsInc`, `BANKLTD`), not the end of a
+            // word (`Mexico`): the form starts with a capital, or the name is in capitals.
+            let head = word.chars().count().saturating_sub(a.len());
+            lower.ends_with(a)
+                && (word.chars().nth(head).is_some_and(char::is_uppercase)
+                    || word.chars().take(head).all(char::is_uppercase))
+        })
         || MONTH_ABBREVIATIONS.contains(&word.as_str())
 }
+
+/// Company forms that end a name with a full stop, glued to it or not (lower case).
+const ORG_ABBREVIATIONS: &[&str] = &["inc", "ltd", "corp", "co", "llc", "plc", "bros"];
 
 /// Month abbreviations, which keep their full stop in a date (`Jan. 5`).
 const MONTH_ABBREVIATIONS: &[&str] = &[
@@ -391,7 +430,7 @@ fn run_on(label: Label, chars: &[char], i: usize) -> bool {
     match chars[i] {
         '\n' | '\r' => !place,
         '.' if date && chars[i - 1].is_ascii_digit() && next.is_whitespace() => true,
-        '.' if next.is_whitespace() => {
+        '.' if next.is_whitespace() && sentence_label(label) => {
             let capital = chars[i + 1..]
                 .iter()
                 .find(|c| !c.is_whitespace())
@@ -755,6 +794,36 @@ mod tests {
                 "Acme Inc. of Ohio",
                 "Name",
                 "12 Elm Rd\nBoston"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_company_form_keeps_its_stop_and_an_address_its_abbreviations() {
+        let text = "at Sompo HoldingsInc. Boston; TOKYO KEIKI INC. In; Mexico. Daughter; \
+                    Jl. Merdeka No. 10";
+        let at = |s: &str| text[..text.find(s).expect("in text")].chars().count();
+        let span =
+            |s: &str, label| Span::new(at(s), at(s) + s.chars().count(), label, 0.9, Source::Model);
+        let mut spans = vec![
+            span("Sompo HoldingsInc.", Label::Organization),
+            span("TOKYO KEIKI INC.", Label::Organization),
+            span("Mexico.", Label::Country),
+            span("Jl. Merdeka No. 10", Label::StreetAddress),
+        ];
+        drop_protected(text, &mut spans);
+        let idx = CharIndex::new(text);
+        let got: Vec<&str> = spans
+            .iter()
+            .map(|s| idx.slice(text, s.start, s.end))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "Sompo HoldingsInc.",
+                "TOKYO KEIKI INC.",
+                "Mexico",
+                "Jl. Merdeka No. 10"
             ]
         );
     }
