@@ -1140,3 +1140,21 @@ fn a_span_ends_with_its_sentence_and_a_symbol_splits_words_with_the_bundled_mode
          Patient [first_name] 😀[last_name], call [date]📞[phone_number].\n"
     );
 }
+
+/// `Patient John Smith` on a note's first line is the patient, not a letterhead: it was
+/// one organisation, so a policy that keeps organisations (`clinical_minimal_redaction`)
+/// wrote the name out (found by an outside tester).
+#[test]
+fn a_first_line_naming_the_patient_is_no_organisation_with_the_bundled_model() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let mut c = command(&binary(), t.path());
+    c.current_dir(t.path())
+        .args(["deid", "-", "--policy", "clinical_minimal_redaction"]);
+    let o = run(c, Some("Patient John Smith\nDOB 03/04/1980\n"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.starts_with("Patient [first_name] [last_name]\n"),
+        "{out}"
+    );
+}

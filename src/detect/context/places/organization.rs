@@ -107,6 +107,8 @@ pub(super) struct Institution {
     abbrev_end: Regex,
     /// A short title-case first line.
     letterhead: Regex,
+    /// A first line that names a person or heads a table, not an institution.
+    not_letterhead: Regex,
 }
 
 impl Institution {
@@ -121,6 +123,11 @@ impl Institution {
             abbrev_end: re(r"\b(?:Inc|Ltd|Co|Corp|Bros|Assn|Mt|St)\z"),
             letterhead: re(
                 r"\A[ \t]*(\p{Lu}[\p{L}\p{M}'’.&-]*(?:[ \t]+(?:of|and|for|the|&|\p{Lu}[\p{L}\p{M}'’.&-]*)){1,6})[ \t]*(?:\r?\n|[ \t]+--)",
+            ),
+            // `Patient John Smith` (the patient's name, deleted with its cue and kept
+            // under policies that keep organisations), `Name⇥DOB⇥Phone` (a table's header).
+            not_letterhead: re(
+                r"(?i)\A(?:patient|pt|name|client|resident|re|dear|to|from|attn|subject|mr|mrs|ms|miss|mx|dr)\b|\t",
             ),
         }
     }
@@ -144,7 +151,12 @@ impl Institution {
 
     /// A letterhead: the first line, when it is a few title-case words.
     pub(super) fn letterhead(&self, text: &str, out: &mut Vec<ByteSpan>) {
-        if let Some(m) = self.letterhead.captures(text).and_then(|c| c.get(1)) {
+        if let Some(m) = self
+            .letterhead
+            .captures(text)
+            .and_then(|c| c.get(1))
+            .filter(|m| !self.not_letterhead.is_match(m.as_str()))
+        {
             // A department after the institution is not part of its name.
             let line = self.department.replace(m.as_str(), "");
             let line = line.as_ref();
@@ -175,6 +187,8 @@ mod tests {
         soap_plan_is_not_org: "Plan: continue aspirin", "continue aspirin" => None;
         employer: "Works as a driver for Kestrel Aerospace; lives in Savannah, GA", "Kestrel Aerospace" => Some(Label::Organization);
         hospital_number_is_not_org: "DOB 2014-08-12, Hospital No. A8212062", "Hospital No" => None;
+        letterhead_is_no_patient: "Patient John Smith\nDOB 03/04/1980", "Patient John Smith" => None;
+        letterhead_is_no_table_header: "Name\tDOB\tPhone\nChidi Okonkwo", "Name\tDOB\tPhone" => None;
         letterhead_without_department: "Mount Carmel East Laboratory Services\nPatient: X", "Mount Carmel East" => Some(Label::Organization);
         org_ed_slot: "who presented to the Fecuraka Gisezamu East emergency department on 5/1", "Fecuraka Gisezamu East" => Some(Label::Organization);
         org_role_line: "Yours sincerely,\n\nC. Mwangi\nFamily Physician, Sulode Neustadt-Süd\nRegistration no. 2919168", "Sulode Neustadt-Süd" => Some(Label::Organization);
