@@ -8,11 +8,13 @@
 //! accent stripping, NFKC), so a span's `text[start:end]` is the original text.
 //!
 //! Before encoding, each symbol that is no letter, digit or punctuation (emoji and their
-//! modifiers, format and control characters, private-use characters) is read as a space:
-//! one character for one, so offsets are unchanged. A WordPiece vocabulary has no piece
-//! for most of them, so a word glued to one (`😀Smith`) was one unknown token the model
-//! could not read, and a span ran over them (`03/04/2021📞617-555-0142` one date). ASCII
-//! text other than control characters is encoded as it is.
+//! modifiers, format and control characters, private-use characters) and that the
+//! vocabulary has no token for is read as a space: one character for one, so offsets are
+//! unchanged. A WordPiece tokenizer makes a whole word with such a character one unknown
+//! token, so a word glued to one (`😀Smith`) was a word the model could not read, and a
+//! span ran over them (`03/04/2021📞617-555-0142` one date). A symbol the vocabulary
+//! knows (`°` in `37.8 °C`) is encoded as it is, and so is ASCII text but its control
+//! characters.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -112,7 +114,7 @@ impl TextTokenizer {
     pub fn encode(&self, text: &str) -> Result<Encoded> {
         let enc = self
             .inner
-            .encode_char_offsets(as_words(text).as_ref(), false)
+            .encode_char_offsets(self.as_words(text).as_ref(), false)
             .map_err(|_| InferenceError::Tokenizer(TokenizerError::Encode))?;
         Ok(Encoded {
             ids: enc.get_ids().to_vec(),
@@ -142,20 +144,32 @@ impl TextTokenizer {
     }
 }
 
-/// `text` with each symbol that is no letter, digit, punctuation or white space a space
-/// (see the module docs); borrowed when there is none.
-fn as_words(text: &str) -> Cow<'_, str> {
+impl TextTokenizer {
+    /// `text` with each symbol that is no letter, digit, punctuation or white space, and
+    /// that the vocabulary has no token for, a space (see the module docs); borrowed when
+    /// there is none.
+    fn as_words<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        SYMBOL.replace_all(text, |c: &regex::Captures<'_>| {
+            let symbol = &c[0];
+            if self.inner.token_to_id(symbol).is_some() {
+                symbol.to_owned()
+            } else {
+                " ".to_owned()
+            }
+        })
+    }
+}
+
+/// The characters [`TextTokenizer::as_words`] reads as spaces when the vocabulary lacks them.
+static SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
     // So: other symbols (emoji, ☺, ©, regional indicators); Sk outside ASCII (skin-tone
     // modifiers); Cf (zero-width space and joiner, BOM, bidi marks); Co private use; Cc
     // controls but tab and line ends; the variation selectors (Mn, but never a letter's).
-    static SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"[\p{So}\p{Cf}\p{Co}\u{FE00}-\u{FE0F}\u{E0100}-\u{E01EF}[\p{Sk}--\x00-\x7F][\p{Cc}--[\t\n\r]]]",
-        )
-        .expect("a valid pattern")
-    });
-    SYMBOL.replace_all(text, " ")
-}
+    Regex::new(
+        r"[\p{So}\p{Cf}\p{Co}\u{FE00}-\u{FE0F}\u{E0100}-\u{E01EF}[\p{Sk}--\x00-\x7F][\p{Cc}--[\t\n\r]]]",
+    )
+    .expect("a valid pattern")
+});
 
 #[cfg(test)]
 /// A tiny BERT-style WordPiece tokenizer (lower-casing, accent stripping).
@@ -208,11 +222,10 @@ mod tests {
         assert_eq!(
             pieces,
             vec![
-                "Zoë", "met", "José", "in", "São", "Paulo", "on", "12", "/", "03", "Dr", ".",
+                "Zoë", "met", "José", "in", "São", "Paulo", "on", "12", "/", "03", "😀", "Dr", ".",
                 "Müller"
             ]
         );
-        // The emoji is read as a space (see `as_words`), so no token.
         // Words: "12/03" is three words for BERT's pre-tokenizer (punctuation splits).
         assert_eq!(enc.word_ids[7], Some(7));
         assert_eq!(enc.word_ids[8], Some(8));
@@ -222,8 +235,9 @@ mod tests {
     #[test]
     fn a_symbol_is_read_as_a_space_and_offsets_are_kept() -> Result<()> {
         let tok = tiny_bert_tokenizer()?;
-        let text = "met\u{200b}😀Zoë❤\u{fe0f}\u{0}12 ^ a";
-        assert_eq!(as_words(text), "met  Zoë  \u{0020}12 ^ a");
+        // `😀` is in the tiny vocabulary: kept; `❤` and the others are not.
+        let text = "met\u{200b}❤Zoë❤\u{fe0f}\u{0}12 ^ 😀 a";
+        assert_eq!(tok.as_words(text), "met  Zoë   12 ^ 😀 a");
         let enc = tok.encode(text)?;
         let chars: Vec<char> = text.chars().collect();
         let pieces: Vec<String> = enc
@@ -231,8 +245,11 @@ mod tests {
             .iter()
             .map(|&(s, e)| chars[s..e].iter().collect())
             .collect();
-        assert_eq!(pieces, vec!["met", "Zoë", "12", "^", "a"]);
-        assert!(matches!(as_words("Plain ASCII, 12/03."), Cow::Borrowed(_)));
+        assert_eq!(pieces, vec!["met", "Zoë", "12", "^", "😀", "a"]);
+        assert!(matches!(
+            tok.as_words("Plain ASCII, 12/03."),
+            Cow::Borrowed(_)
+        ));
         Ok(())
     }
 
