@@ -92,6 +92,38 @@ pub(crate) fn month_day(s: &str) -> bool {
     )
 }
 
+/// A cue word, a month and a day (1–12 / 1–31), and no unit or dose after it (`on 1/2
+/// NS`, `3/4 strength`, `1/2 tab`): see the `date_md_cue` pattern.
+pub(crate) fn cued_month_day(s: &str) -> bool {
+    let mut words = s
+        .split_whitespace()
+        .skip_while(|w| !w.contains('/') || w.starts_with("f/"));
+    let Some(md) = words.next() else {
+        return false;
+    };
+    let md = md.trim_end_matches(|c: char| !c.is_ascii_digit());
+    let after = words
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(|c: char| c.is_ascii_punctuation() && c != '%')
+        .to_ascii_lowercase();
+    const UNITS: &[&str] = &[
+        "ns", "tab", "tabs", "tablet", "tablets", "strength", "dose", "doses", "of", "cup", "cups",
+        "mg", "ml", "cc", "units", "unit", "inch", "in", "cm", "mm", "times", "x", "pts", "points",
+        "score", "normal", "ratio", "%", "liter", "liters", "l", "pill", "pills", "capsule",
+        "capsules", "teaspoon", "tsp", "tbsp", "oz", "lb", "lbs", "kg",
+    ];
+    // A whole date (`02/30/2020`) is the date rules' to take or refuse; the day must be
+    // one of its month's (any year's: `2/29`).
+    let mut parts = md.split('/').map(|p| p.parse::<u32>().ok());
+    let fits = match (parts.next(), parts.next(), parts.next()) {
+        (Some(Some(m)), Some(Some(d)), None) => crate::detect::rules::dates::days_in_month(2000, m)
+            .is_some_and(|n| (1..=n).contains(&d)),
+        _ => false,
+    };
+    fits && !UNITS.contains(&after.as_str())
+}
+
 /// `Mon-DD` with a day of a month (1 to 31).
 pub(crate) fn day_after_dash(s: &str) -> bool {
     s.rsplit('-')

@@ -193,6 +193,34 @@ fn weekday_word(word: &str) -> Option<NameStyle> {
     })
 }
 
+/// A weekday alone (`Thursday`, `thu`), moved by `days` in its own style and case: a
+/// weekday beside a moved date told the offset modulo 7 when it stayed.
+pub(crate) fn shifted_weekday(word: &str, days: i64) -> Option<String> {
+    let word = word.trim();
+    let style = weekday_word(word)?;
+    let lower = word.to_ascii_lowercase();
+    let n = WEEKDAYS.iter().position(|full| full.starts_with(&lower))?;
+    let moved = (i64::try_from(n).ok()? + days).rem_euclid(7);
+    let full = WEEKDAYS[usize::try_from(moved).ok()?];
+    let moved = match style {
+        NameStyle::Full => full,
+        NameStyle::Abbrev => &full[..3],
+    };
+    Some(Case::of(word).apply(moved))
+}
+
+/// A year alone (`1925`), moved as the middle of that year is by `days`.
+pub(crate) fn shifted_bare_year(value: &str, days: i64) -> Option<String> {
+    let v = value.trim();
+    if v.len() != 4 || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let year: i32 = v.parse().ok()?;
+    let moved =
+        NaiveDate::from_ymd_opt(year, 7, 2)?.checked_add_signed(Duration::try_days(days)?)?;
+    Some(format!("{:04}", moved.year()))
+}
+
 fn expand_year(text: &str) -> Option<i32> {
     let v: i32 = text.parse().ok()?;
     match text.len() {

@@ -268,6 +268,16 @@ fn specs() -> Vec<Spec> {
         // says it is a date, not a ratio or a score.
         spec("date_md_at_time", r"(?i)\b(\d{1,2}/\d{1,2})\s*(?:@|at)\s*(?:[01]\d|2[0-3]):?[0-5]\d\b", Label::Date, 0.85, checks::any)
             .whole(checks::month_day),
+        // A month and a day with no year after a word that says it is a day (`seen 3/4`,
+        // `Thu 3/4`, `f/u 6/14`, `from 3/2`), unless a unit or a dose follows (`on 1/2
+        // NS`, `from 3/4 strength`): a ratio or a dose takes no such word.
+        spec("date_md_cue", r"(?i)\b(?:seen|on|from|since|until|till|f/u|follow[- ]?up|scheduled(?:[ \t]+for)?|dated|visit|visited|admitted|discharged|due|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?,?)[ \t]+(\d{1,2}/\d{1,2})(?:/\d+)?\b(?:[ \t]+([A-Za-z%]+))?", Label::Date, 0.8, checks::any)
+            .group(1)
+            .whole(checks::cued_month_day),
+        // A month and a two-digit year after an apostrophe (`Jan '19`, `Oct. ’20`).
+        spec("date_mon_yy", &format!(r"(?i)\b{m}\.?[ \t]*['’]\d{{2}}\b"), Label::Date, 0.85, checks::any),
+        // A weekday and the day of its month (`Sunday the 7th`).
+        spec("date_weekday_ordinal", r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)day[ \t]+the[ \t]+(?:3[01]|[12]\d|[1-9])(?:st|nd|rd|th)\b", Label::Date, 0.85, checks::any),
         // Holidays name a day of a year as surely as a date does.
         spec("date_holiday", HOLIDAY, Label::Date, 0.8, checks::holiday),
         // --- phone / fax
@@ -353,8 +363,16 @@ fn specs() -> Vec<Spec> {
         // A person who "is 103": a person or a relative, then is/was/turned and a number
         // that ends the clause (not `98.6`, `95%`, `103 lbs`), over 89.
         spec("age_person_is", r"(?im)\b(?:he|she|patient|pt|mother|father|mom|dad|mum|sister|brother|wife|husband|grandmother|grandfather|grandma|grandpa|aunt|uncle|spouse|partner)\s+(?:is|was|turned|turns|is now|just turned|will be)\s+(\d{2,3})(?:\s*[,;)!]|\.(?:\D|$)|\s*$|\s+(?:and|but|who|now|today|this|next|last|in|on)\b)", Label::Age, 0.85, checks::age_over_89).group(1),
+        // An age over 89 in words (`ninety-one`, `Ninety two yo`, `one hundred and two`):
+        // before the words of an age, or after `aged`/`age:` or a person's `is`/`was`
+        // where the number ends the clause.
+        spec("age_words_yo", &format!(r"(?i)\b({AGE_WORDS})[ \t-]*(?:years?[ \t-]+old|yrs?[ \t-]+old|y/o|yo|y\.o\.|year)\b"), Label::Age, 0.85, checks::any).group(1),
+        spec("age_words_is", &format!(r"(?i)\b(?:age|aged|age:|is|was|turned|turns)[ \t]+({AGE_WORDS})(?:[ \t]*[,;.)!]|[ \t]*$|[ \t]+(?:and|but|who|now|today)\b)"), Label::Age, 0.85, checks::any).group(1),
     ]
 }
+
+/// Ages from 90 to 119 in words.
+const AGE_WORDS: &str = r"ninety(?:[ \t-](?:one|two|three|four|five|six|seven|eight|nine))?|(?:one[ \t]+|a[ \t]+)?hundred(?:[ \t]+(?:and[ \t]+)?(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen))?";
 
 /// Compiles the whole table.
 ///

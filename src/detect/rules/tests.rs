@@ -60,6 +60,12 @@ rows! {
     date_dash_mon: "02-JAN-1980 labs" => [("02-JAN-1980", Date)];
     date_bad_month: "on 13/45/1980" => [];
     date_feb_30: "on 02/30/2020" => [];
+    date_md_cue: "Seen 3/4. Again on Thu 1/19, f/u 6/14." => [("3/4", Date), ("1/19", Date), ("6/14", Date)];
+    date_md_cue_dose_or_ratio: "Started on 1/2 NS; on 3/4 strength; on 2/30 x; BP 120/80; GCS 15/15" => [];
+    date_mon_yy: "Last mammogram Jan '19; Pap Feb ’18" => [("Jan '19", Date), ("Feb ’18", Date)];
+    date_weekday_ordinal: "Discharged Sunday the 7th" => [("Sunday the 7th", Date)];
+    age_words_over_89: "Patient is ninety-one. Ninety two yo male. age: one hundred and two" => [("ninety-one", Age), ("Ninety two", Age), ("one hundred and two", Age)];
+    age_words_not_an_age: "Waited ninety minutes; is ninety percent sure" => [];
     date_year_alone: "diagnosed in 2019 with T2DM" => [];
     date_bp_not_date: "BP 120/80 mmHg" => [];
     date_time_not_date: "at 10:30 today" => [];
@@ -169,7 +175,9 @@ rows! {
     labs: "Na 138, K 4.1, Cr 1.02, HbA1c 7.2%" => [];
     icd: "ICD-10 E11.9 and I10" => [];
     vitals: "HR 72, RR 16, SpO2 98%, T 37.2" => [];
-    clinical_paragraph: "HPI: 67 yo M with hx of HTN, DM2 (A1c 7.2% on 3/4), CHF EF 35%. Vitals: BP 132/84, HR 88, T 98.6F, SpO2 96% RA. Labs: WBC 11.2, Hgb 13.5, Plt 250, Na 135, K 4.2, Cr 1.1. Meds: lisinopril 10 mg daily, metformin 500 mg BID, insulin 12 units at 21:00. Plan: f/u in 2 weeks, repeat BMP in 2019 style. ICD-10 I50.22, E11.9. Troponin 0.04 ng/mL x 2. GCS 15/15. APGAR 8/9." => [];
+    // `on 3/4` after a lab value is the day it was drawn: a month and a day, which Safe
+    // Harbor removes.
+    clinical_paragraph: "HPI: 67 yo M with hx of HTN, DM2 (A1c 7.2% on 3/4), CHF EF 35%. Vitals: BP 132/84, HR 88, T 98.6F, SpO2 96% RA. Labs: WBC 11.2, Hgb 13.5, Plt 250, Na 135, K 4.2, Cr 1.1. Meds: lisinopril 10 mg daily, metformin 500 mg BID, insulin 12 units at 21:00. Plan: f/u in 2 weeks, repeat BMP in 2019 style. ICD-10 I50.22, E11.9. Troponin 0.04 ng/mL x 2. GCS 15/15. APGAR 8/9." => [("3/4", Date)];
 }
 
 at! {
