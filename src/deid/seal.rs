@@ -68,6 +68,18 @@ struct Contents {
     spans: Vec<SealedSpan>,
 }
 
+/// What a seal's plain text is padded to a multiple of, in bytes.
+const PAD: usize = 256;
+
+/// `plain` with spaces after it up to the next multiple of [`PAD`]: unpadded, a seal's
+/// length told the length of the names and numbers in it, character by character (a seal
+/// is kept beside the released text).
+fn padded(mut plain: Vec<u8>) -> Vec<u8> {
+    let len = plain.len().div_ceil(PAD).max(1) * PAD;
+    plain.resize(len, b' ');
+    plain
+}
+
 /// The sealing key.
 #[derive(Clone)]
 pub struct SealKey([u8; 32]);
@@ -134,6 +146,7 @@ impl SealKey {
         })
         // A struct of strings and integers always serialises.
         .unwrap_or_default();
+        let plain = padded(plain);
         let mut nonce = [0u8; 24];
         rng.fill(&mut nonce);
         let sealed = self
@@ -153,6 +166,8 @@ impl SealKey {
     }
 
     fn open(&self, sealed: &str) -> Result<Contents, SealError> {
+        // The padding is JSON white space: `from_slice` reads past it (and seals made
+        // before the padding open as they did).
         let body = sealed
             .trim()
             .strip_prefix(PREFIX)
@@ -370,6 +385,31 @@ mod tests {
         assert_eq!(
             SealKey::from_hex(&key(9).to_hex()).map(|k| k.0),
             Ok([9; 32])
+        );
+    }
+
+    #[test]
+    fn a_seal_does_not_tell_the_length_of_what_it_holds() {
+        let key = SealKey::from_bytes([7u8; 32]);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let seal = |name: &str, rng: &mut rand::rngs::StdRng| {
+            let spans = vec![SealedSpan {
+                start: 0,
+                end: 12,
+                replacement: "[first_name]".into(),
+                original: name.into(),
+            }];
+            key.seal("[first_name] seen", spans, rng)
+        };
+        let short = seal("Yu", &mut rng);
+        let long = seal("Featherstonehaughworthington", &mut rng);
+        assert_eq!(short.len(), long.len());
+        assert_eq!(
+            key.open(&long)
+                .map(|c| c.spans[0].original.clone())
+                .ok()
+                .as_deref(),
+            Some("Featherstonehaughworthington")
         );
     }
 }
