@@ -2,8 +2,8 @@
 //! Chen … she".
 //!
 //! # Where the cue comes from
-//! 1. The given name itself, when it is one of the common names below that are given to
-//!    one gender far more often than the other. This comes first because it is the same in
+//! 1. The given name itself, when it is one of the common names below, or in the census
+//!    lists ([`super::census`]), that are given to one gender far more often than the other. This comes first because it is the same in
 //!    every note: with a subject, a patient's surrogate must not change between a note that
 //!    says "she" and one that says nothing.
 //! 2. Otherwise the text around the name: a title or a relation word just before it (`Mrs`,
@@ -466,6 +466,10 @@ pub(crate) fn of_name(first: &str) -> Gender {
     if FEMALE.contains(&key.as_str()) {
         Gender::Female
     } else if MALE.contains(&key.as_str()) {
+        Gender::Male
+    } else if super::census::is_female(&key) {
+        Gender::Female
+    } else if super::census::is_male(&key) {
         Gender::Male
     } else {
         Gender::Unknown

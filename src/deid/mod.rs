@@ -33,6 +33,7 @@
 //! ([`HashKey`]): stable across requests of one install (so records can be linked), useless
 //! to someone without the key.
 
+mod census;
 mod gender;
 pub mod policy;
 pub mod seal;
@@ -78,7 +79,7 @@ pub enum Method {
     Remove,
     /// A realistic, shape-aware surrogate.
     Replace,
-    /// `label_` + 8 hex of HMAC-SHA256(key, text).
+    /// `label_` + 16 hex of HMAC-SHA256(key, text).
     Hash,
     /// Dates shifted in their own format; everything else masked.
     ShiftDates,
@@ -323,9 +324,11 @@ impl HashKey {
         hex::encode(self.0)
     }
 
-    /// First 8 hex characters of HMAC-SHA256(key, text).
+    /// First 16 hex characters (64 bits) of HMAC-SHA256(key, text). OpenMed's unkeyed
+    /// tag has 8; at 32 bits two of 77,000 MRNs share a tag with even odds, and a
+    /// release's records would be merged.
     fn tag(&self, text: &str) -> String {
-        hex::encode(&self.mac(text)[..4])
+        hex::encode(&self.mac(text)[..8])
     }
 }
 
@@ -601,14 +604,18 @@ impl<R: Rng> Deidentifier<R> {
                 .filter(|_| label.is_date())
                 .filter(|d| !(birth && self.caps_ages() && self.reveals_over_89(d.year)))
                 .and_then(|d| d.shifted(self.shift_days, self.opts.keep_year))
-            {
+                .or_else(|| {
+                    crate::detect::rules::dates::shifted_weekday(original, self.shift_days)
+                        .filter(|_| label.is_date())
+                }) {
                 Some(s) => (s, Action::ShiftDates),
                 None => mask(),
             },
             // A year alone (`born 1931`) is already all Safe Harbor may keep of a date, unless
             // it is a birth year that tells an age over 89.
             Action::YearOnly if label.is_date() && bare_year(original).is_some() => {
-                if birth && self.reveals_over_89(bare_year(original)) {
+                let year = bare_year(original);
+                if (birth || self.ninety_years_back(year)) && self.reveals_over_89(year) {
                     mask()
                 } else {
                     (original.trim().to_owned(), Action::YearOnly)
@@ -616,7 +623,9 @@ impl<R: Rng> Deidentifier<R> {
             }
             Action::YearOnly => match DateParts::parse(original)
                 .filter(|_| label.is_date())
-                .filter(|d| !(birth && self.reveals_over_89(d.year)))
+                .filter(|d| {
+                    !((birth || self.ninety_years_back(d.year)) && self.reveals_over_89(d.year))
+                })
                 .and_then(|d| {
                     if self.opts.shifted_years && !birth {
                         d.shifted_year(self.shift_days)
@@ -648,6 +657,13 @@ impl<R: Rng> Deidentifier<R> {
     }
 
     /// True when keeping the year of a birth date (`year`) would tell an age over 89.
+    /// True for a year more than 89 years back: a date then is most often a birth date
+    /// with no cue the rules could read (a table row's `1/1/1931`), so its year is not
+    /// kept under a policy that cuts dates to years.
+    fn ninety_years_back(&self, year: Option<i32>) -> bool {
+        year.is_some_and(|y| y >= 1000 && self.reference_year - y > 89)
+    }
+
     fn reveals_over_89(&self, year: Option<i32>) -> bool {
         if self.over_89_seen {
             return true;

@@ -7,17 +7,22 @@
 //! So identifiers keep their character classes (digit → digit, letter → letter with the
 //! same case, separators kept), dates are shifted by the request's offset in their own
 //! format, and names, streets and cities come from built-in lists spanning many origins
-//! (written for phiguard, CC0; see [`FEMALE_FIRST`]). Every surrogate that could collide with a real value is drawn from reserved
+//! (written for phiguard, CC0; see [`FEMALE_FIRST`]) and the US Census Bureau's
+//! frequency lists ([`census`], public domain). Every surrogate that could collide with a real value is drawn from reserved
 //! space where one exists: e-mail and URLs use the RFC 2606 `example.*` domains, IP
 //! addresses the RFC 5737 / RFC 3849 documentation ranges, SSNs the never-issued 9xx area.
 //!
 //! The generator is a pure function of its inputs and the RNG; memoisation (same source,
 //! same surrogate) lives in [`super::Deidentifier`].
 
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
 use rand::Rng;
 
+use super::census;
 use super::gender::Gender;
-use crate::detect::rules::dates::DateParts;
+use crate::detect::rules::dates::{self, DateParts};
 use crate::detect::Label;
 
 /// Given names for surrogates, by the gender they are mostly given to (95 women's, 90
@@ -219,28 +224,73 @@ const UNISEX_FIRST: &[&str] = &["Wei", "Yuki", "Alex", "Kai", "Sasha", "Robin", 
 
 /// Every given name of the three pools.
 pub(crate) fn all_first_names() -> impl Iterator<Item = &'static str> {
-    FEMALE_FIRST
-        .iter()
-        .chain(MALE_FIRST)
-        .chain(UNISEX_FIRST)
-        .copied()
+    POOLS.any.iter().copied()
+}
+
+/// The surrogate pools: the lists above, then the census lists ([`census`]), without
+/// repeats. With a few hundred names, a subject's people shared surrogates (a pool of 138
+/// family names gave two of twelve people one name as often as not), and the within-note
+/// redraw that parts them made one person's surrogate depend on who else was named.
+struct Pools {
+    female: Vec<&'static str>,
+    male: Vec<&'static str>,
+    any: Vec<&'static str>,
+    last: Vec<&'static str>,
+}
+
+/// Census given names per sex in each pool, and census family names.
+const CENSUS_GIVEN: usize = 700;
+const CENSUS_FAMILY: usize = 1500;
+
+static POOLS: LazyLock<Pools> = LazyLock::new(|| {
+    fn union(own: &[&'static str], more: impl Iterator<Item = &'static str>) -> Vec<&'static str> {
+        let mut seen: HashSet<String> = own.iter().map(|n| n.to_lowercase()).collect();
+        let mut out = own.to_vec();
+        out.extend(more.filter(|n| seen.insert(n.to_lowercase())));
+        out
+    }
+    let female = union(FEMALE_FIRST, census::female().take(CENSUS_GIVEN));
+    let male = union(MALE_FIRST, census::male().take(CENSUS_GIVEN));
+    let any = union(
+        &female,
+        male.iter().copied().chain(UNISEX_FIRST.iter().copied()),
+    );
+    let last = union(LAST_NAMES, census::family().take(CENSUS_FAMILY));
+    Pools {
+        female,
+        male,
+        any,
+        last,
+    }
+});
+
+/// The given names a surrogate for a woman's name is drawn from.
+pub(crate) fn female_names() -> &'static [&'static str] {
+    &POOLS.female
+}
+
+/// The given names a surrogate for a man's name is drawn from.
+pub(crate) fn male_names() -> &'static [&'static str] {
+    &POOLS.male
 }
 
 /// A given name from any pool, each name as likely as another.
 fn any_first_name<R: Rng + ?Sized>(rng: &mut R) -> &'static str {
-    let n = FEMALE_FIRST.len() + MALE_FIRST.len() + UNISEX_FIRST.len();
-    all_first_names()
-        .nth(rng.random_range(0..n))
-        .unwrap_or("Alex")
+    pick(&POOLS.any, rng)
 }
 
 /// A given name from the pool of `gender`'s cue (either pool without one).
 fn first_name<R: Rng + ?Sized>(gender: Gender, rng: &mut R) -> &'static str {
     match gender {
-        Gender::Female => pick(FEMALE_FIRST, rng),
-        Gender::Male => pick(MALE_FIRST, rng),
+        Gender::Female => pick(&POOLS.female, rng),
+        Gender::Male => pick(&POOLS.male, rng),
         Gender::Unknown => any_first_name(rng),
     }
+}
+
+/// A family name.
+fn family_name<R: Rng + ?Sized>(rng: &mut R) -> &'static str {
+    pick(&POOLS.last, rng)
 }
 
 /// Family names for surrogates (138, from every continent; same provenance as
@@ -458,7 +508,7 @@ pub(crate) fn generate<R: Rng + ?Sized>(
             }
         }
         Label::FirstName => first_name(gender, rng).to_owned(),
-        Label::LastName => pick(LAST_NAMES, rng).to_owned(),
+        Label::LastName => family_name(rng).to_owned(),
         Label::MiddleName => {
             if original.trim_end_matches('.').chars().count() <= 1 {
                 let initial = any_first_name(rng).chars().next().unwrap_or('A');
@@ -472,12 +522,22 @@ pub(crate) fn generate<R: Rng + ?Sized>(
             }
         }
         Label::Person => person(original, gender, rng),
+        // A date moves; a weekday or a year alone moves with it; what is neither (a
+        // holiday, a date in words) has no surrogate that would not be invented letters.
         Label::Date | Label::DateOfBirth => DateParts::parse(original)
             .and_then(|d| d.shifted(shift_days, false))
-            .unwrap_or_else(|| shape(original, rng)),
+            .or_else(|| dates::shifted_weekday(original, shift_days))
+            .or_else(|| dates::shifted_bare_year(original, shift_days))
+            .unwrap_or_else(|| {
+                if original.chars().any(|c| c.is_ascii_digit()) {
+                    shape(original, rng)
+                } else {
+                    format!("[{}]", label.wire())
+                }
+            }),
         Label::Email => {
             let first = any_first_name(rng).to_ascii_lowercase();
-            let last = pick(LAST_NAMES, rng).to_ascii_lowercase().replace('\'', "");
+            let last = family_name(rng).to_ascii_lowercase().replace('\'', "");
             format!("{first}.{last}@{}", pick(EMAIL_DOMAINS, rng))
         }
         Label::Url => format!(
@@ -636,10 +696,10 @@ fn replace_first_digit(s: &str, with: char) -> String {
 fn person<R: Rng + ?Sized>(original: &str, gender: Gender, rng: &mut R) -> String {
     let parts: Vec<&str> = original.split_whitespace().collect();
     if original.contains(',') {
-        return format!("{}, {}", pick(LAST_NAMES, rng), first_name(gender, rng));
+        return format!("{}, {}", family_name(rng), first_name(gender, rng));
     }
     match parts.len() {
-        0 | 1 => pick(LAST_NAMES, rng).to_owned(),
+        0 | 1 => family_name(rng).to_owned(),
         n => {
             let mut out = vec![first_name(gender, rng).to_owned()];
             for p in &parts[1..n - 1] {
@@ -650,7 +710,7 @@ fn person<R: Rng + ?Sized>(original: &str, gender: Gender, rng: &mut R) -> Strin
                     any_first_name(rng).to_owned()
                 });
             }
-            out.push(pick(LAST_NAMES, rng).to_owned());
+            out.push(family_name(rng).to_owned());
             out.join(" ")
         }
     }
@@ -881,14 +941,23 @@ pub(crate) fn cap_age(original: &str) -> Option<String> {
     Some(replace_number(original, "90+"))
 }
 
-/// Another age in the same phrase: over 89 stays over 89, younger stays in 18–89.
+/// Another age in the same phrase: an age over 89 is 90, the floor of the one group Safe
+/// Harbor lets stand (a surrogate drawn near it told the real age: 93 gave 94–98), and a
+/// younger one is drawn from 18–89. An age in words becomes one in digits (letters for
+/// letters, `ninety-four` gave `tzigmv-cjok`).
 fn age<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
-    let new = match age_value(original) {
-        Some(v) if v > 89 => rng.random_range(90..=99),
-        Some(_) => rng.random_range(18..=89),
-        None => return shape(original, rng),
-    };
-    replace_number(original, &new.to_string())
+    match age_value(original) {
+        Some(v) if v > 89 => replace_number(original, "90"),
+        Some(_) => replace_number(original, &rng.random_range(18..=89).to_string()),
+        None => {
+            let lower = original.to_lowercase();
+            if lower.contains("ninety") || lower.contains("hundred") {
+                "90".to_owned()
+            } else {
+                rng.random_range(18..=89).to_string()
+            }
+        }
+    }
 }
 
 fn replace_number(original: &str, with: &str) -> String {
@@ -942,10 +1011,10 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(5);
         for _ in 0..50 {
             let f = generate(Label::FirstName, "Ana", 0, Gender::Female, &mut rng);
-            assert!(FEMALE_FIRST.contains(&f.as_str()), "{f}");
+            assert!(female_names().contains(&f.as_str()), "{f}");
             let m = generate(Label::Person, "Omar Haddad", 0, Gender::Male, &mut rng);
             let first = m.split_whitespace().next().unwrap_or("");
-            assert!(MALE_FIRST.contains(&first), "{m}");
+            assert!(male_names().contains(&first), "{m}");
         }
     }
 
@@ -1042,11 +1111,35 @@ mod tests {
                 Gender::Unknown,
                 &mut rng,
             ));
-            assert!(old.is_some_and(|v| v >= 90));
+            // 90, the floor of the group: a draw near the real age told it.
+            assert_eq!(old, Some(90));
         }
+        for words in ["ninety-four", "one hundred and two"] {
+            assert_eq!(
+                generate(Label::Age, words, 0, Gender::Unknown, &mut rng),
+                "90"
+            );
+        }
+        let young = generate(Label::Age, "forty", 0, Gender::Unknown, &mut rng);
+        assert!(
+            age_value(&young).is_some_and(|v| (18..=89).contains(&v)),
+            "{young}"
+        );
         assert_eq!(cap_age("92-year-old").as_deref(), Some("90+-year-old"));
         assert_eq!(cap_age("95").as_deref(), Some("90+"));
         assert_eq!(cap_age("45"), None);
+    }
+
+    #[test]
+    fn a_weekday_or_a_year_alone_moves_with_the_dates_and_a_holiday_is_no_letters() {
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut date =
+            |original: &str, days| generate(Label::Date, original, days, Gender::Unknown, &mut rng);
+        assert_eq!(date("Thursday", 3), "Sunday");
+        assert_eq!(date("THU", -4), "SUN");
+        assert_eq!(date("1925", -200), "1924");
+        assert_eq!(date("1925", 100), "1925");
+        assert_eq!(date("Christmas", 10), "[date]");
     }
 
     #[test]

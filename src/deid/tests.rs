@@ -62,7 +62,8 @@ fn hash_is_keyed_and_stable() {
     let b = run(method(Method::Hash), TEXT, &spans());
     assert_eq!(a.text, b.text);
     let first = &a.replacements[0].replacement;
-    assert!(first.starts_with("first_name_") && first.len() == "first_name_".len() + 8);
+    // 64 bits: at 32, two of 77,000 MRNs shared a tag with even odds.
+    assert!(first.starts_with("first_name_") && first.len() == "first_name_".len() + 16);
     let other = Deidentifier::new(
         method(Method::Hash),
         &HashKey::from_bytes([8u8; 32]),
@@ -708,12 +709,12 @@ fn name_surrogates_keep_the_gender_the_text_gives() {
         let tane = &out.replacements[0].replacement;
         let rewi = &out.replacements[2].replacement;
         assert!(
-            surrogate::FEMALE_FIRST.contains(&tane.as_str()),
+            surrogate::female_names().contains(&tane.as_str()),
             "{}",
             out.text
         );
         assert!(
-            surrogate::MALE_FIRST.contains(&rewi.as_str()),
+            surrogate::male_names().contains(&rewi.as_str()),
             "{}",
             out.text
         );
@@ -736,7 +737,7 @@ fn name_surrogates_keep_the_gender_the_text_gives() {
     let a = one("Maria reports he is well.");
     let b = one("Maria is well.");
     assert_eq!(a, b);
-    assert!(surrogate::FEMALE_FIRST.contains(&a.as_str()), "{a}");
+    assert!(surrogate::female_names().contains(&a.as_str()), "{a}");
     // A name the lists do not know takes no cue from its context with a subject: the
     // context differs from note to note (and from `Patient.name` in another file of an
     // export), and the surrogate must not. Before, `she` drew from the female names and the

@@ -117,7 +117,7 @@ reader!(
 );
 reader!(
     /// Text or one word of a closed set (`Kind::Str`, `Kind::Enum`).
-    Text => &'a str, str, Kind::Str | Kind::Enum(_)
+    Text => &'a str, str, Kind::Str | Kind::Key | Kind::Enum(_)
 );
 reader!(
     /// A list (`Kind::List`, `Kind::Hosts`, `Kind::Origins`).

@@ -278,7 +278,7 @@ impl Settings {
                 .map(|v| (def.env, v))
                 .or_else(|| def.alias.and_then(|a| env(a).map(|v| (a, v))));
             if let Some((var, raw)) = found {
-                if raw.trim().is_empty() && !matches!(def.kind, Kind::Str) {
+                if raw.trim().is_empty() && !matches!(def.kind, Kind::Str | Kind::Key) {
                     continue; // OpenMed: empty means the default
                 }
                 let v = def

@@ -21,6 +21,9 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// Any string.
     Str,
+    /// A secret key: 64 hex digits (32 bytes), or empty for "generate one". A key of one
+    /// repeated digit (all zeros) is refused: anyone could compute its hashes.
+    Key,
     /// Comma-separated list.
     List,
     /// Comma-separated Host patterns; `*` alone is refused.
@@ -83,6 +86,7 @@ impl Kind {
             Kind::OptFloat { min, max } => format!("empty, or a number from {min} to {max}"),
             Kind::Enum(words) => format!("one of: {}", words.join(", ")),
             Kind::Str => "any text".into(),
+            Kind::Key => "64 hex digits (32 random bytes, e.g. from `openssl rand -hex 32`), not one digit repeated".into(),
             Kind::List => "a comma-separated list".into(),
             Kind::Hosts => "comma-separated host names or *.domain patterns under a domain of two labels or more (not *, not *.tld)".into(),
             Kind::Origins => "comma-separated origins like http://localhost:3000 (not *)".into(),
@@ -97,7 +101,7 @@ impl Kind {
             Kind::Int { .. } | Kind::OptInt { .. } => "int",
             Kind::Float { .. } | Kind::OptFloat { .. } => "float",
             Kind::Enum(_) => "enum",
-            Kind::Str | Kind::KeepAlive => "string",
+            Kind::Str | Kind::Key | Kind::KeepAlive => "string",
             Kind::List | Kind::Hosts | Kind::Origins => "list",
         }
     }
@@ -143,6 +147,17 @@ impl Kind {
                 }
             }
             Kind::Str => Ok(Value::Str(s.to_string())),
+            Kind::Key if s.is_empty() => Ok(Value::Str(String::new())),
+            Kind::Key => {
+                let hex = s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
+                let lower = s.to_ascii_lowercase();
+                let repeated = lower.bytes().all(|b| Some(b) == lower.bytes().next());
+                if hex && !repeated {
+                    Ok(Value::Str(lower))
+                } else {
+                    bad()
+                }
+            }
             Kind::List => Ok(Value::List(split_list(s))),
             Kind::Hosts => {
                 let list = split_list(s);
