@@ -291,6 +291,22 @@ mod tests {
         assert!(f.parse("NaN").is_err());
         assert!(f.parse("inf").is_err());
         assert_eq!(Kind::OptInt { min: 1, max: 2 }.parse(""), Ok(Value::Unset));
+        // A key: 64 hex digits, not a placeholder, not one digit repeated (anyone could
+        // compute the hashes of an all-zero key); empty means "generate one".
+        let key = "ab".repeat(31) + "cD";
+        assert_eq!(
+            Kind::Key.parse(&key),
+            Ok(Value::Str(key.to_ascii_lowercase()))
+        );
+        assert_eq!(Kind::Key.parse(""), Ok(Value::Str(String::new())));
+        for bad in [
+            "secret",
+            "replace-me-64-hex-digits",
+            &"0".repeat(64),
+            &"f".repeat(63),
+        ] {
+            assert!(Kind::Key.parse(bad).is_err(), "{bad}");
+        }
         assert!(Kind::Hosts.parse("*").is_err());
         for bad in [
             "*.com",

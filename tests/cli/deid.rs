@@ -1158,3 +1158,20 @@ fn a_first_line_naming_the_patient_is_no_organisation_with_the_bundled_model() {
         "{out}"
     );
 }
+
+/// Under Safe Harbor a date more than 89 years back keeps no year, with or without a cue:
+/// in a table row (`Chidi Okonkwo⇥1/1/1931`) nothing said it was a birth date, and `1931`
+/// was kept (found by an outside red team). A recent date keeps its year.
+#[test]
+fn a_date_ninety_years_back_keeps_no_year_under_safe_harbor() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let o = deid_stdin(
+        t.path(),
+        &["--policy", "hipaa_safe_harbor"],
+        Some("Okonkwo\t1/1/1931\t2/3/1970\n"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("1931"), "{out}");
+    assert!(out.contains("\t[date]\t1970\n"), "{out}");
+}
