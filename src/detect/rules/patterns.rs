@@ -191,6 +191,20 @@ const TEMPERATURE_WORDS: &[&str] = &[
     "tympanic",
 ];
 
+/// Words before a pair of decimals that make them coordinates.
+const GPS_WORDS: &[&str] = &[
+    "lat",
+    "latitude",
+    "long",
+    "longitude",
+    "lat/long",
+    "lat/lon",
+    "gps",
+    "coordinates",
+    "coords",
+    "geolocation",
+];
+
 struct Spec {
     name: &'static str,
     re: String,
@@ -286,6 +300,10 @@ fn specs() -> Vec<Spec> {
         spec("phone_intl", &format!(r"(?i)\+\d{{1,3}}(?:[\s.-]?\(?\d{{2,5}}\)?){{1,5}}\b{ext}"), Label::Phone, 0.85, checks::intl_phone)
             .relabel(FAX_WORDS, Label::Fax),
         spec("pager_short", r"(?i)\b(?:pager|beeper|pgr)\s*(?:#|no\.?|number)?\s*:?\s*(\d{4,7})\b", Label::Phone, 0.8, checks::any).group(1),
+        // An extension or a pager number in a hospital's short forms (`ext. 22815`,
+        // `x5567`, `pager 4-2231`, `extension 4-5567`); `x` only glued to its digits, since
+        // `x 1000` is a count.
+        spec("phone_ext", r"(?i)\b(?:(?:ext\.?|extension|pager|beeper|pgr)[ \t]*(?:#|no\.?|number)?[ \t]*:?[ \t]*|x)(\d{1,2}-\d{4}|\d{4,6})\b", Label::Phone, 0.8, checks::any).group(1),
         spec("phone_bare_ctx", r"\b\d{10}\b", Label::Phone, 0.7, checks::any)
             .needs(PHONE_WORDS)
             .relabel(FAX_WORDS, Label::Fax),
@@ -318,6 +336,12 @@ fn specs() -> Vec<Spec> {
         spec("vin", r"(?i)\b[A-HJ-NPR-Z0-9]{17}\b", Label::VehicleId, 0.9, checks::vin),
         spec("plate_ctx", r"\b[A-Z0-9][A-Z0-9-]{1,7}[A-Z0-9]\b", Label::VehicleId, 0.85, checks::plate).needs(PLATE_WORDS),
         spec("device_ctx", r"\b[A-Za-z]{0,6}\d[A-Za-z0-9-]{3,30}\b", Label::DeviceId, 0.8, checks::id_token).needs(DEVICE_WORDS),
+        // A MAC address written with colons (the dash form is a device id after its cue).
+        spec("mac_colon", r"(?i)\b(?:[0-9a-f]{2}:){5}[0-9a-f]{2}\b", Label::DeviceId, 0.85, checks::any),
+        // Coordinates: with their hemispheres (`40.7128 N, 74.0060 W`), or a pair of
+        // decimals after a word that says they are coordinates (`Lat/long 42.3601, -71.0589`).
+        spec("gps_hemispheres", r"\b\d{1,2}\.\d{2,}°?[ \t]*[NS],?[ \t]+\d{1,3}\.\d{2,}°?[ \t]*[EW]\b", Label::Location, 0.85, checks::any),
+        spec("gps_ctx", r"[-+]?\b\d{1,2}\.\d{3,}[ \t]*,[ \t]*[-+]?\d{1,3}\.\d{3,}\b", Label::Location, 0.8, checks::any).needs(GPS_WORDS),
         spec("udi_gs1", r"\(01\)\d{14}(?:\(\d{2,4}\)[A-Za-z0-9]{1,20})*", Label::DeviceId, 0.9, checks::any),
         // --- credit cards
         // Card groupings (4-4-4-x, Amex 4-6-5) or one run, so two phone numbers in a row

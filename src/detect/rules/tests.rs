@@ -60,6 +60,9 @@ rows! {
     date_dash_mon: "02-JAN-1980 labs" => [("02-JAN-1980", Date)];
     date_bad_month: "on 13/45/1980" => [];
     date_feb_30: "on 02/30/2020" => [];
+    phone_ext_and_pager: "Ward clerk ext. 22815; call x5567; (pager 4-2231); extension 4-5567; NS x 1000 mL" => [("22815", Phone), ("5567", Phone), ("4-2231", Phone), ("4-5567", Phone)];
+    mac_with_colons: "Device MAC 00:1B:44:11:3A:B7 paired" => [("00:1B:44:11:3A:B7", DeviceId)];
+    gps_pairs: "coordinates 40.7128 N, 74.0060 W; Lat/long 42.3601, -71.0589; K 4.2, Na 135.1" => [("40.7128 N, 74.0060 W", Location), ("42.3601, -71.0589", Location)];
     date_md_cue: "Seen 3/4. Again on Thu 1/19, f/u 6/14." => [("3/4", Date), ("1/19", Date), ("6/14", Date)];
     date_md_cue_dose_or_ratio: "Started on 1/2 NS; on 3/4 strength; on 2/30 x; BP 120/80; GCS 15/15" => [];
     date_mon_yy: "Last mammogram Jan '19; Pap Feb ’18" => [("Jan '19", Date), ("Feb ’18", Date)];
