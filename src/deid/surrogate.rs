@@ -222,6 +222,7 @@ pub(crate) const MALE_FIRST: &[&str] = &[
 /// Names given to either.
 const UNISEX_FIRST: &[&str] = &["Wei", "Yuki", "Alex", "Kai", "Sasha", "Robin", "Noa", "Ari"];
 
+#[cfg(test)]
 /// Every given name of the three pools.
 pub(crate) fn all_first_names() -> impl Iterator<Item = &'static str> {
     POOLS.any.iter().copied()
@@ -264,11 +265,13 @@ static POOLS: LazyLock<Pools> = LazyLock::new(|| {
     }
 });
 
+#[cfg(test)]
 /// The given names a surrogate for a woman's name is drawn from.
 pub(crate) fn female_names() -> &'static [&'static str] {
     &POOLS.female
 }
 
+#[cfg(test)]
 /// The given names a surrogate for a man's name is drawn from.
 pub(crate) fn male_names() -> &'static [&'static str] {
     &POOLS.male

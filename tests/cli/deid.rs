@@ -654,6 +654,11 @@ fn links_in_an_input_folder_are_followed_and_broken_ones_named() {
         "{err}"
     );
     assert!(err.contains("loop: a link loop"), "{err}");
+    // The second path is named, not left out in silence.
+    assert!(
+        err.contains("done once: in/again.txt is the same file as in/a.txt (a link)"),
+        "{err}"
+    );
     assert!(
         err.contains("3 file(s) written") && err.contains("2 failed"),
         "{err}"

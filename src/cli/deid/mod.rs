@@ -537,6 +537,13 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
         for (path, reason) in &failed {
             summary.push_str(&format!("failed: {}: {reason}\n", path.display()));
         }
+        for (again, first) in &plan.twice {
+            summary.push_str(&format!(
+                "done once: {} is the same file as {} (a link): written once, under the latter's name\n",
+                again.display(),
+                first.display()
+            ));
+        }
         if plan.not_matched > 0 {
             summary.push_str(&format!(
                 "not matched: {} file(s) in the input folders do not match --glob (which tells case apart)\n",

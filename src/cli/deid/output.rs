@@ -42,7 +42,8 @@
 //! so nothing is written outside `--out` (`--out` itself may be a link: the user named
 //! it). Temporary files are made new, with random names, so a link at one is not followed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -63,6 +64,10 @@ pub(super) struct Plan {
     /// Files in the input folders that `--glob` left out (counted in the summary, so a
     /// `NOTE.TXT` that `*.txt` does not match is not left out in silence).
     pub(super) not_matched: usize,
+    /// Paths that reach a file another path already reached (its own path and a link), with
+    /// that first path: the file is done once, under the first path's output, and the
+    /// summary says so (the second output was missing in silence).
+    pub(super) twice: Vec<(PathBuf, PathBuf)>,
 }
 
 /// How many paths a refusal lists before "and N more".
@@ -176,7 +181,7 @@ pub(super) fn plan(
     }
     let out_canon = out.canonicalize().ok();
     let mut plan = Plan::default();
-    let mut seen_inputs: HashSet<PathBuf> = HashSet::new();
+    let mut seen_inputs: HashMap<PathBuf, PathBuf> = HashMap::new();
     for arg in inputs {
         let meta = match std::fs::metadata(arg) {
             Ok(m) => m,
@@ -236,11 +241,17 @@ pub(super) fn plan(
                     continue;
                 }
                 let canon = entry.path().canonicalize().unwrap_or(entry.path().into());
-                if seen_inputs.insert(canon) {
-                    plan.jobs.push(Job {
-                        input: entry.path().to_path_buf(),
-                        output: rel,
-                    });
+                match seen_inputs.entry(canon) {
+                    Entry::Vacant(v) => {
+                        v.insert(entry.path().to_path_buf());
+                        plan.jobs.push(Job {
+                            input: entry.path().to_path_buf(),
+                            output: rel,
+                        });
+                    }
+                    Entry::Occupied(first) => plan
+                        .twice
+                        .push((entry.path().to_path_buf(), first.get().clone())),
                 }
             }
         } else if !meta.is_file() {
@@ -252,11 +263,15 @@ pub(super) fn plan(
                 plan.skipped.push((arg.clone(), "not a file name".into()));
                 continue;
             };
-            if seen_inputs.insert(canon) {
-                plan.jobs.push(Job {
-                    input: arg.clone(),
-                    output: PathBuf::from(name),
-                });
+            match seen_inputs.entry(canon) {
+                Entry::Vacant(v) => {
+                    v.insert(arg.clone());
+                    plan.jobs.push(Job {
+                        input: arg.clone(),
+                        output: PathBuf::from(name),
+                    });
+                }
+                Entry::Occupied(first) => plan.twice.push((arg.clone(), first.get().clone())),
             }
         }
     }
@@ -300,7 +315,7 @@ pub(super) fn plan(
         }
         if dest
             .canonicalize()
-            .is_ok_and(|canon| seen_inputs.contains(&canon))
+            .is_ok_and(|canon| seen_inputs.contains_key(&canon))
         {
             return Err(Failure::usage(format!(
                 "the output {} is an input: writing it would destroy the original, so nothing was written; choose another --out",
