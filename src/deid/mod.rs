@@ -705,6 +705,12 @@ impl<R: Rng> Deidentifier<R> {
         };
         let group = match &self.opts.subject {
             Some(_) if is_name => format!("{}\0{}", label.canonical(), subject_value(original)),
+            // One number in any format (`(253) 555-0187`, `253-555-0187`, `2535550187`):
+            // the same digits drawn, each written in its own format.
+            Some(_) if matches!(label, Label::Phone | Label::Fax | Label::Ssn) => {
+                let digits: String = original.chars().filter(char::is_ascii_digit).collect();
+                format!("{}\0{digits}", label.canonical())
+            }
             Some(_) => format!("{}\0{}", label.canonical(), original.to_lowercase()),
             None => original.to_owned(),
         };

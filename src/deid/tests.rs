@@ -758,3 +758,25 @@ fn name_surrogates_keep_the_gender_the_text_gives() {
         ngaio("Ngaio is better.")
     );
 }
+
+#[test]
+fn with_a_subject_one_number_in_any_format_gets_the_same_digits() {
+    let text = "Phone (253) 555-0187, also 253-555-0187 and 2535550187.";
+    let at = |s: &str| text[..text.find(s).expect("in text")].chars().count();
+    let spans: Vec<Span> = ["(253) 555-0187", "253-555-0187", "2535550187"]
+        .iter()
+        .map(|s| sp(at(s), at(s) + s.chars().count(), Label::Phone))
+        .collect();
+    let opts = DeidOptions {
+        subject: Some(key().subject("p001")),
+        ..method(Method::Replace)
+    };
+    let out = Deidentifier::new(opts, &key(), StdRng::seed_from_u64(1)).apply(text, &spans);
+    let digits: Vec<String> = out
+        .replacements
+        .iter()
+        .map(|r| r.replacement.chars().filter(char::is_ascii_digit).collect())
+        .collect();
+    assert!(digits.iter().all(|d| *d == digits[0]), "{}", out.text);
+    assert_ne!(digits[0], "2535550187");
+}
