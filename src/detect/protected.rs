@@ -257,6 +257,10 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         if !is_name_label(s.label) {
             let mut s = s;
             end_run_on(text, &idx, &mut s);
+            if let Some(dates) = date_list(text, &idx, &s) {
+                out.extend(dates);
+                continue;
+            }
             let value = idx.slice(text, s.start, s.end).trim();
             let lone_letter = value.chars().count() == 1 && value.chars().all(char::is_lowercase);
             let vital_sign = s.label == Label::State && VITAL_SIGNS.contains(&value);
@@ -310,6 +314,37 @@ fn sentence_end(chars: &[char], i: usize) -> bool {
 
 /// Abbreviations that end with a full stop inside a name.
 const SUFFIXES: &[&str] = &["St", "Jr", "Sr", "Ste", "Mt"];
+
+/// A model date that is a list of whole dates (`4 Mar 2021, 2021-03-04`, `03/04/21; 3/4/2021`)
+/// as one span a date, so that each can be moved or cut to its year: as one, the list
+/// could be neither, and was masked with its separators. `None` when `s` is no such list.
+fn date_list(text: &str, idx: &CharIndex, s: &Span) -> Option<Vec<Span>> {
+    if !matches!(s.label, Label::Date | Label::DateOfBirth) {
+        return None;
+    }
+    let value = idx.slice(text, s.start, s.end);
+    let mut parts = Vec::new();
+    let mut at = s.start;
+    for piece in value.split_inclusive([',', ';']) {
+        let len = piece.chars().count();
+        let body = piece.trim_end_matches([',', ';']);
+        let lead = body.chars().take_while(|c| c.is_whitespace()).count();
+        let trimmed = body.trim();
+        let whole = crate::detect::rules::dates::DateParts::parse(trimmed)
+            .is_some_and(|d| d.year.is_some() && d.day.is_some());
+        if !whole {
+            return None;
+        }
+        let start = at + lead;
+        parts.push(Span {
+            start,
+            end: start + trimmed.chars().count(),
+            ..s.clone()
+        });
+        at += len;
+    }
+    (parts.len() > 1).then_some(parts)
+}
 
 /// Ends `s` where it ran on past its entity (see [`run_on`]).
 fn end_run_on(text: &str, idx: &CharIndex, s: &mut Span) {
@@ -795,6 +830,35 @@ mod tests {
                 "Name",
                 "12 Elm Rd\nBoston"
             ]
+        );
+    }
+
+    #[test]
+    fn a_list_of_dates_is_one_span_a_date() {
+        let text = "Visits: 4 Mar 2021, 2021-03-04; 03/04/21, then March 4, 2021.";
+        let at = |s: &str| text[..text.find(s).expect("in text")].chars().count();
+        let span = |s: &str| {
+            Span::new(
+                at(s),
+                at(s) + s.chars().count(),
+                Label::Date,
+                0.9,
+                Source::Model,
+            )
+        };
+        let mut spans = vec![
+            span("4 Mar 2021, 2021-03-04; 03/04/21"),
+            span("March 4, 2021"),
+        ];
+        drop_protected(text, &mut spans);
+        let idx = CharIndex::new(text);
+        let got: Vec<&str> = spans
+            .iter()
+            .map(|s| idx.slice(text, s.start, s.end))
+            .collect();
+        assert_eq!(
+            got,
+            ["4 Mar 2021", "2021-03-04", "03/04/21", "March 4, 2021"]
         );
     }
 

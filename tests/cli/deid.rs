@@ -1180,3 +1180,29 @@ fn a_date_ninety_years_back_keeps_no_year_under_safe_harbor() {
     assert!(!out.contains("1931"), "{out}");
     assert!(out.contains("\t[date]\t1970\n"), "{out}");
 }
+
+/// A list of dates the model read as one span is moved date by date: before, `4 Mar 2021,
+/// 2021-03-04` was one date that could not be moved, so it was masked with its comma
+/// (found by an outside tester). The bundled model: the rules alone never joined them.
+#[test]
+fn a_list_of_dates_is_moved_date_by_date_with_the_bundled_model() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let mut c = command(&binary(), t.path());
+    c.current_dir(t.path()).args([
+        "deid",
+        "-",
+        "--method",
+        "shift_dates",
+        "--date-shift-days",
+        "10",
+    ]);
+    let o = run(
+        c,
+        Some("Visits: 4 Mar 2021, 2021-03-04, 03/04/21, 3/4/2021, then 05/06/2021.\n"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "Visits: 14 Mar 2021, 2021-03-14, 03/14/21, 3/14/2021, then 05/16/2021.\n"
+    );
+}
