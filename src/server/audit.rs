@@ -1,7 +1,9 @@
 //! The admin audit log: one JSON line per admin action (settings changed, tokens created or
 //! revoked, breakers forced, faults set, models pulled, cancelled, deleted, unloaded or made
 //! the default), saying when, who (the token id), from where (the peer address), what,
-//! on which target, and how it ended (`ok` or the error code).
+//! on which target, and how it ended (`ok` or the error code); and each admin route a
+//! client token was refused at (`admin.refused`, the route's template as its target), so a
+//! re-identification tried without the admin token leaves a trace.
 //!
 //! Why a file of its own and not the access log: the access log is for operations and may
 //! be shipped, sampled or turned off with `server.log_level`; the audit trail must answer

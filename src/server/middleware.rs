@@ -657,6 +657,17 @@ fn authorize<B>(
         Caller { token_id, scope }
     };
     if needed == Scope::Admin && caller.scope != Scope::Admin {
+        // A client token at an admin route (a re-identification tried, a setting or a token
+        // changed) is an admin event too: recorded, with the route's template as its target
+        // (never the request's own path).
+        let refused = Err::<(), _>(ApiError::Forbidden { required: "admin" });
+        let mut action = super::audit::Action::new("admin.refused");
+        action.target(route);
+        let actor = super::audit::Actor {
+            token_id: caller.token_id.to_string(),
+            peer,
+        };
+        tokio::spawn(super::audit::record(st, &actor, action, &refused));
         return Err(ApiError::Forbidden { required: "admin" });
     }
     Ok(Some(caller))

@@ -264,8 +264,20 @@ async fn admin_actions_are_audited_with_who_what_and_the_values() {
 
     // The file: private, and never a token nor the unknown id the request named.
     let path = t._dir.path().join("data/audit.jsonl");
-    let text = std::fs::read_to_string(&path).expect("audit file");
-    assert_eq!(text.lines().count(), 5);
+    // The client token's refused attempt is a record too (written off the request's path).
+    let read = || std::fs::read_to_string(&path).expect("audit file");
+    t.until("the refusal is recorded", || read().lines().count() == 6)
+        .await;
+    let text = read();
+    let refused: Value = serde_json::from_str(text.lines().last().expect("a line")).expect("json");
+    assert_eq!(
+        (&refused["action"], &refused["target"], &refused["result"]),
+        (
+            &json!("admin.refused"),
+            &json!("/admin/audit"),
+            &json!("forbidden")
+        )
+    );
     assert!(!text.contains(&token) && !text.contains(ADMIN) && !text.contains("Zed"));
     #[cfg(unix)]
     {
