@@ -482,7 +482,7 @@ const PLACE_ABBREVIATIONS: &[&str] = &[
     "Inc", "Corp", "Co", "Ltd", "LLC", "Bros", "Assn", "Assoc", "Dept", "Univ", "Hosp", "Ctr",
     "Med", "Inst", "Natl", "Intl", "Mass", "Calif", "Penn", "Wash", "Conn", "Mich", "Minn", "Wis",
     "Ariz", "Colo", "Fla", "Ga", "Ill", "Ind", "Kan", "Ky", "La", "Md", "Mo", "Mont", "Neb", "Nev",
-    "Okla", "Ore", "Pa", "Tenn", "Tex", "Va", "Vt", "Wyo", "No", "Nos",
+    "Okla", "Ore", "Pa", "Tenn", "Tex", "Va", "Vt", "Wyo", "No", "Nos", "Ord",
 ];
 
 /// True for a model postcode that is a bare year (`1998`, `2021`) after a lowercase word
