@@ -53,6 +53,9 @@ pub fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
             )]));
         }
     };
+    // A byte-order mark before the JSON is read past, as OpenMed's Python does (`json.loads`
+    // decodes bytes that start with one as `utf-8-sig`); some Windows tools write one.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(ApiError::Validation(vec![FieldProblem::new(
@@ -805,6 +808,12 @@ mod tests {
             msg,
             "Body is not valid UTF-8: the first invalid byte is at line 2, column 3"
         );
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_json_is_read_past() {
+        let map = parse_object("\u{feff}{\"text\": \"a\"}".as_bytes()).expect("parses");
+        assert_eq!(map["text"], "a");
     }
 
     #[test]
