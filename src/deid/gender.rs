@@ -3,7 +3,7 @@
 //!
 //! # Where the cue comes from
 //! 1. The given name itself, when it is one of the common names below, or in the census
-//!    lists ([`super::census`]), that are given to one gender far more often than the other. This comes first because it is the same in
+//!    lists ([`crate::detect::census`]), that are given to one gender far more often than the other. This comes first because it is the same in
 //!    every note: with a subject, a patient's surrogate must not change between a note that
 //!    says "she" and one that says nothing.
 //! 2. Otherwise the text around the name: a title or a relation word just before it (`Mrs`,
@@ -467,9 +467,9 @@ pub(crate) fn of_name(first: &str) -> Gender {
         Gender::Female
     } else if MALE.contains(&key.as_str()) {
         Gender::Male
-    } else if super::census::is_female(&key) {
+    } else if crate::detect::census::is_female(&key) {
         Gender::Female
-    } else if super::census::is_male(&key) {
+    } else if crate::detect::census::is_male(&key) {
         Gender::Male
     } else {
         Gender::Unknown

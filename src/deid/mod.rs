@@ -33,7 +33,6 @@
 //! ([`HashKey`]): stable across requests of one install (so records can be linked), useless
 //! to someone without the key.
 
-mod census;
 mod gender;
 pub mod policy;
 pub mod seal;

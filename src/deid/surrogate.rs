@@ -8,7 +8,7 @@
 //! same case, separators kept), dates are shifted by the request's offset in their own
 //! format, and names, streets and cities come from built-in lists spanning many origins
 //! (written for phiguard, CC0; see [`FEMALE_FIRST`]) and the US Census Bureau's
-//! frequency lists ([`census`], public domain). Every surrogate that could collide with a real value is drawn from reserved
+//! frequency lists ([`census`](crate::detect::census), public domain). Every surrogate that could collide with a real value is drawn from reserved
 //! space where one exists: e-mail and URLs use the RFC 2606 `example.*` domains, IP
 //! addresses the RFC 5737 / RFC 3849 documentation ranges, SSNs the never-issued 9xx area.
 //!
@@ -20,8 +20,8 @@ use std::sync::LazyLock;
 
 use rand::Rng;
 
-use super::census;
 use super::gender::Gender;
+use crate::detect::census;
 use crate::detect::rules::dates::{self, DateParts};
 use crate::detect::Label;
 
@@ -228,7 +228,7 @@ pub(crate) fn all_first_names() -> impl Iterator<Item = &'static str> {
     POOLS.any.iter().copied()
 }
 
-/// The surrogate pools: the lists above, then the census lists ([`census`]), without
+/// The surrogate pools: the lists above, then the census lists ([`census`](crate::detect::census)), without
 /// repeats. With a few hundred names, a subject's people shared surrogates (a pool of 138
 /// family names gave two of twelve people one name as often as not), and the within-note
 /// redraw that parts them made one person's surrogate depend on who else was named.

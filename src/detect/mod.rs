@@ -6,6 +6,7 @@
 //! in `inference`. Pure text in, spans out: no HTTP, no async, no candle.
 
 pub mod cancel;
+pub(crate) mod census;
 pub mod context;
 pub mod merge;
 pub mod merged;

@@ -195,11 +195,48 @@ fn surnames(text: &str, idx: &CharIndex, mut spans: Vec<Span>) -> (Vec<Span>, bo
         }
         added.push(Span::new(start, end, Label::LastName, score, Source::Rule));
     }
+    // `Lee, Ann` (a schedule's or a census's row): a surname, its comma, and a given name
+    // the census lists know. The surname was found and the given name kept.
+    for s in spans.iter().filter(|s| s.label == Label::LastName) {
+        if s.end > idx.char_len() {
+            continue;
+        }
+        let at = idx.byte(s.end);
+        if let Some((b, e)) = given_after_comma(&text[at..]) {
+            let (start, end) = (idx.char_at_byte(at + b), idx.char_at_byte(at + e));
+            if !starts.contains(&start) {
+                let score = s.score.min(SWEEP);
+                added.push(Span::new(start, end, Label::FirstName, score, Source::Rule));
+            }
+        }
+    }
     if added.is_empty() {
         return (spans, false);
     }
     spans.extend(added);
     (merge::resolve(spans), true)
+}
+
+/// The byte range in `rest` of a given name right after a comma (`, Ann`), when the census
+/// lists know it as one and it is no month or weekday (`Smith, May 3`) and a word ends
+/// there.
+fn given_after_comma(rest: &str) -> Option<(usize, usize)> {
+    let after = rest.strip_prefix(',')?;
+    let spaces = after.len() - after.trim_start_matches([' ', '\t']).len();
+    if spaces == 0 || spaces > 2 {
+        return None;
+    }
+    let b = 1 + spaces;
+    let word_len = rest[b..]
+        .find(|c: char| !(c.is_alphabetic() || c == '\'' || c == '-'))
+        .unwrap_or(rest.len() - b);
+    let word = &rest[b..b + word_len];
+    let lower = word.to_lowercase();
+    let capitalised = word.chars().next().is_some_and(char::is_uppercase)
+        && word.chars().skip(1).all(char::is_lowercase);
+    let known = super::census::is_female(&lower) || super::census::is_male(&lower);
+    let calendar = crate::detect::rules::dates::is_month_or_weekday(&lower);
+    (capitalised && word.chars().count() >= 2 && known && !calendar).then_some((b, b + word_len))
 }
 
 /// The spelling, its all-caps form and its title-case form.
@@ -237,6 +274,23 @@ mod tests {
         let starts: Vec<usize> = out.iter().map(|s| s.start).collect();
         assert_eq!(starts, vec![5, 20, 34]);
         assert!(out.iter().all(|s| s.label == Label::LastName));
+    }
+
+    #[test]
+    fn a_known_given_name_after_a_surname_and_its_comma_is_a_given_name() {
+        let text = "Lee, Ann  4471920\nSmith, Jo\tx\nPark, May 3\nKim, Lipid clinic";
+        let at = |w: &str| text.find(w).expect("in text");
+        let spans: Vec<Span> = ["Lee", "Smith", "Park", "Kim"]
+            .iter()
+            .map(|w| Span::new(at(w), at(w) + w.len(), Label::LastName, 0.9, Source::Model))
+            .collect();
+        let given: Vec<&str> = sweep(text, spans)
+            .iter()
+            .filter(|s| s.label == Label::FirstName)
+            .map(|s| &text[s.start..s.end])
+            .collect();
+        // `May 3` is a date, `Lipid` no name the census knows.
+        assert_eq!(given, ["Ann", "Jo"]);
     }
 
     #[test]

@@ -193,6 +193,11 @@ fn weekday_word(word: &str) -> Option<NameStyle> {
     })
 }
 
+/// True for a month's or a weekday's name or abbreviation (lower case).
+pub(crate) fn is_month_or_weekday(lower: &str) -> bool {
+    weekday_word(lower).is_some() || month_word(lower).is_some()
+}
+
 /// A weekday alone (`Thursday`, `thu`), moved by `days` in its own style and case: a
 /// weekday beside a moved date told the offset modulo 7 when it stayed.
 pub(crate) fn shifted_weekday(word: &str, days: i64) -> Option<String> {

@@ -1,7 +1,8 @@
 //! Given and family names from the US Census Bureau's 1990 name frequency lists (a work of
 //! the US government, public domain), most frequent first: surrogates drawn from
-//! thousands of names rarely collide ([`super::surrogate`]), and a given name the
-//! hand-written lists lack still has its gender cue ([`super::gender`]).
+//! thousands of names rarely collide (`deid::surrogate`), a given name the hand-written
+//! lists lack still has its gender cue (`deid::gender`), and a given name after a
+//! surname and its comma is found (`Lee, Ann` in a table's row: [`super::sweep`]).
 //!
 //! A given name is in the list of a sex when the census counted it at least 20 times as
 //! often for that sex as for the other (so `Mary` is a woman's name and `Jordan` in
@@ -10,9 +11,9 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-const FEMALE: &str = include_str!("names/female.txt");
-const MALE: &str = include_str!("names/male.txt");
-const FAMILY: &str = include_str!("names/last.txt");
+const FEMALE: &str = include_str!("lists/census_female.txt");
+const MALE: &str = include_str!("lists/census_male.txt");
+const FAMILY: &str = include_str!("lists/census_family.txt");
 
 /// Women's given names, most frequent first.
 pub(crate) fn female() -> impl Iterator<Item = &'static str> {
