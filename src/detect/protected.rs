@@ -249,7 +249,9 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
                 .chars()
                 .filter(char::is_ascii_digit)
                 .count();
-            if digits >= 3 && !year_not_postcode(text, &idx, &s) {
+            // A tumour's stage (`T2N1M0`, `pT3N0M1`) has a postcode's letters and digits.
+            let value = idx.slice(text, s.start, s.end).trim();
+            if digits >= 3 && !year_not_postcode(text, &idx, &s) && !tnm_stage(value) {
                 out.push(s);
             }
             continue;
@@ -287,7 +289,9 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         let value: Vec<char> = idx.slice(text, s.start, s.end).chars().collect();
         for (i, &c) in value.iter().enumerate() {
             let pos = s.start + i;
-            if c == '\n' || c == '\r' || sentence_end(&value, i) {
+            // A name hyphenated over a line (`Abdul-⏎rahman`) is one name.
+            let hyphenated = c == '\n' && i > 0 && value[i - 1] == '-';
+            if (c == '\n' || c == '\r' || sentence_end(&value, i)) && !hyphenated {
                 push_name_part(text, &idx, &s, start, pos, &name_ends, &mut out);
                 start = pos + 1;
             }
@@ -344,6 +348,15 @@ fn date_list(text: &str, idx: &CharIndex, s: &Span) -> Option<Vec<Span>> {
         at += len;
     }
     (parts.len() > 1).then_some(parts)
+}
+
+/// True for a TNM cancer stage (`T2N1M0`, `pT3aN0M1`, `ypT1N0MX`).
+fn tnm_stage(value: &str) -> bool {
+    static TNM: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^(?:[cpyra]|yp)?T(?:[0-4]|is|X)[a-d]?N[0-3X][a-c]?M[01X][a-c]?$")
+            .expect("a valid pattern")
+    });
+    TNM.is_match(value)
 }
 
 /// Ends `s` where it ran on past its entity (see [`run_on`]).
@@ -831,6 +844,35 @@ mod tests {
                 "12 Elm Rd\nBoston"
             ]
         );
+    }
+
+    #[test]
+    fn a_tumour_stage_is_no_postcode_and_a_name_hyphenated_over_a_line_is_one() {
+        let text = "staging T2N1M0, Mr. Abdul-\nrahman Al-Farsi";
+        let at = |s: &str| text[..text.find(s).expect("in text")].chars().count();
+        let mut spans = vec![
+            Span::new(
+                at("T2N1M0"),
+                at("T2N1M0") + 6,
+                Label::Zipcode,
+                0.9,
+                Source::Model,
+            ),
+            Span::new(
+                at("Abdul"),
+                text.chars().count(),
+                Label::LastName,
+                0.9,
+                Source::Model,
+            ),
+        ];
+        drop_protected(text, &mut spans);
+        let idx = CharIndex::new(text);
+        let got: Vec<&str> = spans
+            .iter()
+            .map(|s| idx.slice(text, s.start, s.end))
+            .collect();
+        assert_eq!(got, ["Abdul-\nrahman Al-Farsi"]);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! context: phone shapes its table does not take (international groupings such as
 //! `+61 3 1445 8868`, a number in parentheses), any number after `Tel:` or `Fax:` (the
 //! word decides phone or fax), a host name without a scheme, and the value after
-//! `username` or `login id`.
+//! `username`, `login id` or a messaging service's name (`Skype: jane.doe.nurse`,
+//! `twitter @janedoe_88`).
 
 use regex::Regex;
 
@@ -14,11 +15,20 @@ use super::cues::{trim_punct, Cue};
 use crate::detect::Label;
 
 /// A login name after its field name.
-pub(super) const USERNAME: &[Cue] = &[Cue::new(
-    r"(?i)\b(?:username|user[ \t]*name|user[ \t]*id|userid|login[ \t]*id|handle)[ \t]*[:=#]?[ \t]*([A-Za-z0-9][A-Za-z0-9._-]{2,31})\b",
-    Label::Username,
-    STRONG,
-)];
+pub(super) const USERNAME: &[Cue] = &[
+    Cue::new(
+        r"(?i)\b(?:username|user[ \t]*name|user[ \t]*id|userid|login[ \t]*id|handle)[ \t]*[:=#]?[ \t]*([A-Za-z0-9][A-Za-z0-9._-]{2,31})\b",
+        Label::Username,
+        STRONG,
+    ),
+    // A messaging service's name only with a colon or an `@` after it: `facebook post`
+    // and `signal intensity` are no accounts.
+    Cue::new(
+        r"(?i)\b(?:skype|twitter|instagram|facebook|tiktok|snapchat|telegram|whatsapp|signal)(?:[ \t]*:[ \t]*@?|[ \t]+@)([A-Za-z0-9][A-Za-z0-9._-]{2,31})\b",
+        Label::Username,
+        STRONG,
+    ),
+];
 
 /// An international number: `+`, a country code and digit groups.
 pub(super) const INTL_PHONE: &[Cue] = &[Cue::new(
@@ -129,6 +139,9 @@ mod tests {
 
     rows! {
         username: "(username kwamem57).", "kwamem57" => Some(Label::Username);
+        skype_handle: "Skype: jane.doe.nurse for follow-up", "jane.doe.nurse" => Some(Label::Username);
+        twitter_handle: "posts on twitter @janedoe_88 daily", "janedoe_88" => Some(Label::Username);
+        service_word_alone_is_no_account: "facebook post about signal intensity", "post" => None;
         bare_url: "Web: records.lakeshorehealth.net/login\n", "records.lakeshorehealth.net/login" => Some(Label::Url);
         email_domain_is_not_url: "mail a.b@inbox-mail.net now", "inbox-mail.net" => None;
         fax_after_word: "Tel: 020 7946 0896   Fax: 020 7946 0379\n", "020 7946 0379" => Some(Label::Fax);
