@@ -794,6 +794,24 @@ mod tests {
         assert_eq!(got, vec![(10, 13)]);
     }
 
+    /// Model spans over `parts` (each at its first place in `text`), cleaned by
+    /// [`drop_protected`]: the texts of what is left.
+    fn cleaned<'a>(text: &'a str, parts: &[(&str, Label)]) -> Vec<&'a str> {
+        let at = |s: &str| text[..text.find(s).expect("in text")].chars().count();
+        let mut spans: Vec<Span> = parts
+            .iter()
+            .map(|&(s, label)| {
+                Span::new(at(s), at(s) + s.chars().count(), label, 0.9, Source::Model)
+            })
+            .collect();
+        drop_protected(text, &mut spans);
+        let idx = CharIndex::new(text);
+        spans
+            .iter()
+            .map(|s| idx.slice(text, s.start, s.end))
+            .collect()
+    }
+
     #[test]
     fn a_date_ends_at_a_full_stop_after_a_digit() {
         let text = "seen on 08/23/2021. 97 y/o; Jan. 5, 2021";
@@ -810,28 +828,18 @@ mod tests {
     fn a_span_that_ran_on_into_the_next_sentence_or_line_ends_at_its_stop() {
         let text = "to BWH for ECMO. Records; in Lagos. Daughter; St. Patrick's Church; \
                     12 Main St. Boston; Acme Inc. of Ohio; Name\nChidi; 12 Elm Rd\nBoston";
-        let at = |s: &str| text.find(s).expect("in text");
-        let cut = |s: &str, label| {
-            let start = text[..at(s)].chars().count();
-            Span::new(start, start + s.chars().count(), label, 0.9, Source::Model)
-        };
-        let mut spans = vec![
-            cut("BWH for ECMO. Records", Label::Organization),
-            cut("Lagos. Daughter", Label::City),
-            cut("St. Patrick's Church", Label::Organization),
-            cut("12 Main St. Boston", Label::StreetAddress),
-            cut("Acme Inc. of Ohio", Label::Organization),
-            cut("Name\nChidi", Label::Organization),
-            cut("12 Elm Rd\nBoston", Label::StreetAddress),
-        ];
-        drop_protected(text, &mut spans);
-        let got: Vec<&str> = spans
-            .iter()
-            .map(|s| {
-                let idx = CharIndex::new(text);
-                idx.slice(text, s.start, s.end)
-            })
-            .collect();
+        let got = cleaned(
+            text,
+            &[
+                ("BWH for ECMO. Records", Label::Organization),
+                ("Lagos. Daughter", Label::City),
+                ("St. Patrick's Church", Label::Organization),
+                ("12 Main St. Boston", Label::StreetAddress),
+                ("Acme Inc. of Ohio", Label::Organization),
+                ("Name\nChidi", Label::Organization),
+                ("12 Elm Rd\nBoston", Label::StreetAddress),
+            ],
+        );
         assert_eq!(
             got,
             [
@@ -849,55 +857,26 @@ mod tests {
     #[test]
     fn a_tumour_stage_is_no_postcode_and_a_name_hyphenated_over_a_line_is_one() {
         let text = "staging T2N1M0, Mr. Abdul-\nrahman Al-Farsi";
-        let at = |s: &str| text[..text.find(s).expect("in text")].chars().count();
-        let mut spans = vec![
-            Span::new(
-                at("T2N1M0"),
-                at("T2N1M0") + 6,
-                Label::Zipcode,
-                0.9,
-                Source::Model,
-            ),
-            Span::new(
-                at("Abdul"),
-                text.chars().count(),
-                Label::LastName,
-                0.9,
-                Source::Model,
-            ),
-        ];
-        drop_protected(text, &mut spans);
-        let idx = CharIndex::new(text);
-        let got: Vec<&str> = spans
-            .iter()
-            .map(|s| idx.slice(text, s.start, s.end))
-            .collect();
+        let got = cleaned(
+            text,
+            &[
+                ("T2N1M0", Label::Zipcode),
+                ("Abdul-\nrahman Al-Farsi", Label::LastName),
+            ],
+        );
         assert_eq!(got, ["Abdul-\nrahman Al-Farsi"]);
     }
 
     #[test]
     fn a_list_of_dates_is_one_span_a_date() {
         let text = "Visits: 4 Mar 2021, 2021-03-04; 03/04/21, then March 4, 2021.";
-        let at = |s: &str| text[..text.find(s).expect("in text")].chars().count();
-        let span = |s: &str| {
-            Span::new(
-                at(s),
-                at(s) + s.chars().count(),
-                Label::Date,
-                0.9,
-                Source::Model,
-            )
-        };
-        let mut spans = vec![
-            span("4 Mar 2021, 2021-03-04; 03/04/21"),
-            span("March 4, 2021"),
-        ];
-        drop_protected(text, &mut spans);
-        let idx = CharIndex::new(text);
-        let got: Vec<&str> = spans
-            .iter()
-            .map(|s| idx.slice(text, s.start, s.end))
-            .collect();
+        let got = cleaned(
+            text,
+            &[
+                ("4 Mar 2021, 2021-03-04; 03/04/21", Label::Date),
+                ("March 4, 2021", Label::Date),
+            ],
+        );
         assert_eq!(
             got,
             ["4 Mar 2021", "2021-03-04", "03/04/21", "March 4, 2021"]
@@ -908,21 +887,15 @@ mod tests {
     fn a_company_form_keeps_its_stop_and_an_address_its_abbreviations() {
         let text = "at Sompo HoldingsInc. Boston; TOKYO KEIKI INC. In; Mexico. Daughter; \
                     Jl. Merdeka No. 10";
-        let at = |s: &str| text[..text.find(s).expect("in text")].chars().count();
-        let span =
-            |s: &str, label| Span::new(at(s), at(s) + s.chars().count(), label, 0.9, Source::Model);
-        let mut spans = vec![
-            span("Sompo HoldingsInc.", Label::Organization),
-            span("TOKYO KEIKI INC.", Label::Organization),
-            span("Mexico.", Label::Country),
-            span("Jl. Merdeka No. 10", Label::StreetAddress),
-        ];
-        drop_protected(text, &mut spans);
-        let idx = CharIndex::new(text);
-        let got: Vec<&str> = spans
-            .iter()
-            .map(|s| idx.slice(text, s.start, s.end))
-            .collect();
+        let got = cleaned(
+            text,
+            &[
+                ("Sompo HoldingsInc.", Label::Organization),
+                ("TOKYO KEIKI INC.", Label::Organization),
+                ("Mexico.", Label::Country),
+                ("Jl. Merdeka No. 10", Label::StreetAddress),
+            ],
+        );
         assert_eq!(
             got,
             [

@@ -206,6 +206,15 @@ pub(crate) fn tiny_bert_tokenizer() -> Result<TextTokenizer> {
 mod tests {
     use super::*;
 
+    /// The text of each token of `enc`.
+    fn pieces(text: &str, enc: &Encoded) -> Vec<String> {
+        let chars: Vec<char> = text.chars().collect();
+        enc.offsets
+            .iter()
+            .map(|&(s, e)| chars[s..e].iter().collect())
+            .collect()
+    }
+
     #[test]
     fn offsets_are_code_points_into_the_original_text() -> Result<()> {
         let tok = tiny_bert_tokenizer()?;
@@ -213,12 +222,7 @@ mod tests {
         assert_eq!(tok.suffix(), &[3]);
         let text = "Zoë met José in São Paulo on 12/03 😀 Dr. Müller";
         let enc = tok.encode(text)?;
-        let chars: Vec<char> = text.chars().collect();
-        let pieces: Vec<String> = enc
-            .offsets
-            .iter()
-            .map(|&(s, e)| chars[s..e].iter().collect())
-            .collect();
+        let pieces = pieces(text, &enc);
         assert_eq!(
             pieces,
             vec![
@@ -238,13 +242,7 @@ mod tests {
         // `😀` is in the tiny vocabulary: kept; `❤` and the others are not.
         let text = "met\u{200b}❤Zoë❤\u{fe0f}\u{0}12 ^ 😀 a";
         assert_eq!(tok.as_words(text), "met  Zoë   12 ^ 😀 a");
-        let enc = tok.encode(text)?;
-        let chars: Vec<char> = text.chars().collect();
-        let pieces: Vec<String> = enc
-            .offsets
-            .iter()
-            .map(|&(s, e)| chars[s..e].iter().collect())
-            .collect();
+        let pieces = pieces(text, &tok.encode(text)?);
         assert_eq!(pieces, vec!["met", "Zoë", "12", "^", "😀", "a"]);
         assert!(matches!(
             tok.as_words("Plain ASCII, 12/03."),
