@@ -477,11 +477,9 @@ fn a_threshold_outside_0_to_1_is_refused_before_anything_is_written() {
 fn a_threshold_of_1_keeps_what_the_rules_found() {
     let t = tempfile::tempdir().expect("tempdir");
     for threshold in ["0.9", "1"] {
-        let mut c = command(&binary(), t.path());
-        c.current_dir(t.path())
-            .args(["deid", "-", "--threshold", threshold]);
-        let o = run(
-            c,
+        let o = deid_bundled_stdin(
+            t.path(),
+            &["--threshold", threshold],
             Some("Patient SSN 123-45-6789, MRN 5590021, seen 11/02/2020, call 207-555-0143.\n"),
         );
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -667,6 +665,14 @@ fn links_in_an_input_folder_are_followed_and_broken_ones_named() {
         std::fs::read_to_string(t.path().join("ext/l.txt")).expect("read"),
         NOTE
     );
+}
+
+/// `phiguard deid -` with the bundled model (rules and model, as a user runs it), `args`
+/// after the `-`, `stdin` as its input.
+fn deid_bundled_stdin(home: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    let mut c = command(&binary(), home);
+    c.current_dir(home).args(["deid", "-"]).args(args);
+    run(c, stdin)
 }
 
 /// `phiguard deid -` with the rule recognizers, `stdin` on its standard input (none for
@@ -1086,11 +1092,9 @@ fn an_interrupted_run_stops_starting_files_and_says_so() {
 #[test]
 fn a_birth_date_after_born_keeps_no_year_over_89_with_the_bundled_model() {
     let t = tempfile::tempdir().expect("tempdir");
-    let mut c = command(&binary(), t.path());
-    c.current_dir(t.path())
-        .args(["deid", "-", "--policy", "hipaa_safe_harbor"]);
-    let o = run(
-        c,
+    let o = deid_bundled_stdin(
+        t.path(),
+        &["--policy", "hipaa_safe_harbor"],
         Some("Mrs. Eleanor Marguerite Quixadale PhD, born 14 February 1931, MRN 88442211.\n"),
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -1108,10 +1112,11 @@ fn a_birth_date_after_born_keeps_no_year_over_89_with_the_bundled_model() {
 #[test]
 fn a_date_and_the_age_after_it_are_two_entities_with_the_bundled_model() {
     let t = tempfile::tempdir().expect("tempdir");
-    let mut c = command(&binary(), t.path());
-    c.current_dir(t.path())
-        .args(["deid", "-", "--policy", "hipaa_safe_harbor"]);
-    let o = run(c, Some("Pt seen on 08/23/2021. 97 y/o. Stable.\n"));
+    let o = deid_bundled_stdin(
+        t.path(),
+        &["--policy", "hipaa_safe_harbor"],
+        Some("Pt seen on 08/23/2021. 97 y/o. Stable.\n"),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
@@ -1127,10 +1132,9 @@ fn a_date_and_the_age_after_it_are_two_entities_with_the_bundled_model() {
 #[test]
 fn a_span_ends_with_its_sentence_and_a_symbol_splits_words_with_the_bundled_model() {
     let t = tempfile::tempdir().expect("tempdir");
-    let mut c = command(&binary(), t.path());
-    c.current_dir(t.path()).args(["deid", "-"]);
-    let o = run(
-        c,
+    let o = deid_bundled_stdin(
+        t.path(),
+        &[],
         Some(
             "Pt transferred to BWH for ECMO. Records faxed to BWH.\n\
              Lives in Lagos. Daughter lives in Hanoi.\n\
@@ -1152,10 +1156,11 @@ fn a_span_ends_with_its_sentence_and_a_symbol_splits_words_with_the_bundled_mode
 #[test]
 fn a_first_line_naming_the_patient_is_no_organisation_with_the_bundled_model() {
     let t = tempfile::tempdir().expect("tempdir");
-    let mut c = command(&binary(), t.path());
-    c.current_dir(t.path())
-        .args(["deid", "-", "--policy", "clinical_minimal_redaction"]);
-    let o = run(c, Some("Patient John Smith\nDOB 03/04/1980\n"));
+    let o = deid_bundled_stdin(
+        t.path(),
+        &["--policy", "clinical_minimal_redaction"],
+        Some("Patient John Smith\nDOB 03/04/1980\n"),
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -1187,17 +1192,9 @@ fn a_date_ninety_years_back_keeps_no_year_under_safe_harbor() {
 #[test]
 fn a_list_of_dates_is_moved_date_by_date_with_the_bundled_model() {
     let t = tempfile::tempdir().expect("tempdir");
-    let mut c = command(&binary(), t.path());
-    c.current_dir(t.path()).args([
-        "deid",
-        "-",
-        "--method",
-        "shift_dates",
-        "--date-shift-days",
-        "10",
-    ]);
-    let o = run(
-        c,
+    let o = deid_bundled_stdin(
+        t.path(),
+        &["--method", "shift_dates", "--date-shift-days", "10"],
         Some("Visits: 4 Mar 2021, 2021-03-04, 03/04/21, 3/4/2021, then 05/06/2021.\n"),
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
