@@ -525,19 +525,15 @@ pub(crate) fn generate<R: Rng + ?Sized>(
             }
         }
         Label::Person => person(original, gender, rng),
-        // A date moves; a weekday or a year alone moves with it; what is neither (a
-        // holiday, a date in words) has no surrogate that would not be invented letters.
+        // A date moves; a weekday or a year alone moves with it; what is none of these (a
+        // holiday, a date in words, `Sunday the 7th`) is masked.
         Label::Date | Label::DateOfBirth => DateParts::parse(original)
             .and_then(|d| d.shifted(shift_days, false))
             .or_else(|| dates::shifted_weekday(original, shift_days))
             .or_else(|| dates::shifted_bare_year(original, shift_days))
-            .unwrap_or_else(|| {
-                if original.chars().any(|c| c.is_ascii_digit()) {
-                    shape(original, rng)
-                } else {
-                    format!("[{}]", label.wire())
-                }
-            }),
+            // Letters and digits for letters and digits gave impossible dates (`Thu 6/83`)
+            // and words of random letters.
+            .unwrap_or_else(|| format!("[{}]", label.wire())),
         Label::Email => {
             let first = any_first_name(rng).to_ascii_lowercase();
             let last = family_name(rng).to_ascii_lowercase().replace('\'', "");
@@ -1143,6 +1139,9 @@ mod tests {
         assert_eq!(date("1925", -200), "1924");
         assert_eq!(date("1925", 100), "1925");
         assert_eq!(date("Christmas", 10), "[date]");
+        // Neither letters for letters nor a two-digit year read as a day (`Jan '29`).
+        assert_eq!(date("Sunday the 7th", 10), "[date]");
+        assert_eq!(date("Jan '19", 10), "[date]");
     }
 
     #[test]

@@ -76,7 +76,7 @@ impl Merged {
         } else {
             let mut found = self.rules.detect_batch(texts)?;
             for (spans, text) in found.iter_mut().zip(texts) {
-                super::protected::end_rule_run_ons(text, spans);
+                super::protected::clean_rule_spans(text, spans);
             }
             found
         };

@@ -259,6 +259,9 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         if !is_name_label(s.label) {
             let mut s = s;
             end_run_on(text, &idx, &mut s);
+            if matches!(s.label, Label::Date | Label::DateOfBirth) {
+                trim_date_fragment(text, &idx, &mut s);
+            }
             if let Some(dates) = date_list(text, &idx, &s) {
                 out.extend(dates);
                 continue;
@@ -359,6 +362,26 @@ fn tnm_stage(value: &str) -> bool {
     TNM.is_match(value)
 }
 
+/// A date that begins inside the word before it (`f/u 6/14` read as `/u 6/14`): the
+/// fragment is no part of the date, and masked with it the text lost `/u`.
+fn trim_date_fragment(text: &str, idx: &CharIndex, s: &mut Span) {
+    let chars: Vec<char> = idx.slice(text, s.start, s.end).chars().collect();
+    if chars.first() != Some(&'/') {
+        return;
+    }
+    let Some(space) = chars.iter().position(|c| c.is_whitespace()) else {
+        return;
+    };
+    let skip = space
+        + chars[space..]
+            .iter()
+            .take_while(|c| c.is_whitespace())
+            .count();
+    if skip < chars.len() {
+        s.start += skip;
+    }
+}
+
 /// Ends `s` where it ran on past its entity (see [`run_on`]).
 fn end_run_on(text: &str, idx: &CharIndex, s: &mut Span) {
     let chars: Vec<char> = idx.slice(text, s.start, s.end).chars().collect();
@@ -435,11 +458,17 @@ const MONTH_ABBREVIATIONS: &[&str] = &[
     "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec",
 ];
 
-/// Ends the rules' organisation and place spans where they ran on into the next sentence
-/// (`transferred to BWH for ECMO. Records faxed`): their cues take any run of capitalised
-/// words, and a word's full stop is part of a word (`St.`, `Inc.`).
-pub fn end_rule_run_ons(text: &str, spans: &mut [Span]) {
+/// Cleans the rules' spans: organisation and place spans end where they ran on into the
+/// next sentence (`transferred to BWH for ECMO. Records faxed`: their cues take any run of
+/// capitalised words, and a word's full stop is part of a word, `St.`, `Inc.`), and a
+/// tumour stage is no Canadian postcode (`T2N1M0`; the postcode is written `T2N 1M0`).
+pub fn clean_rule_spans(text: &str, spans: &mut Vec<Span>) {
     let idx = CharIndex::new(text);
+    spans.retain(|s| {
+        s.label != Label::Zipcode
+            || s.end > idx.char_len()
+            || !tnm_stage(idx.slice(text, s.start, s.end))
+    });
     for s in spans.iter_mut().filter(|s| {
         s.end <= idx.char_len()
             && matches!(
@@ -865,6 +894,8 @@ mod tests {
             ],
         );
         assert_eq!(got, ["Abdul-\nrahman Al-Farsi"]);
+        let text = "f/u 6/14 in clinic";
+        assert_eq!(cleaned(text, &[("/u 6/14", Label::Date)]), ["6/14"]);
     }
 
     #[test]

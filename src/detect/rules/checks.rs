@@ -109,9 +109,10 @@ pub(crate) fn cued_month_day(s: &str) -> bool {
         .to_ascii_lowercase();
     const UNITS: &[&str] = &[
         "ns", "tab", "tabs", "tablet", "tablets", "strength", "dose", "doses", "of", "cup", "cups",
-        "mg", "ml", "cc", "units", "unit", "inch", "in", "cm", "mm", "times", "x", "pts", "points",
+        "mg", "ml", "cc", "units", "unit", "inch", "cm", "mm", "times", "x", "pts", "points",
         "score", "normal", "ratio", "%", "liter", "liters", "l", "pill", "pills", "capsule",
-        "capsules", "teaspoon", "tsp", "tbsp", "oz", "lb", "lbs", "kg",
+        "capsules", "teaspoon", "tsp", "tbsp", "oz", "lb", "lbs", "kg", "day", "days", "week",
+        "weeks", "month", "months", "hours", "hrs",
     ];
     // A whole date (`02/30/2020`) is the date rules' to take or refuse; the day must be
     // one of its month's (any year's: `2/29`).

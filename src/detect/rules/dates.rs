@@ -269,6 +269,11 @@ impl DateParts {
     /// Parses a date written in one of the supported formats; `None` when the text is not
     /// a valid calendar date (bad month, day past the end of the month, stray words).
     pub(crate) fn parse(s: &str) -> Option<DateParts> {
+        // A two-digit year after an apostrophe (`Jan '19`) would be read as a day and moved
+        // as one (`Jan '29`): such a date is not parsed, so it is masked.
+        if s.contains(['\'', '’']) {
+            return None;
+        }
         let (date, time) = split_time(s.trim());
         let mut parts = match Self::compact(date) {
             Some(p) => p,

@@ -288,6 +288,8 @@ fn specs() -> Vec<Spec> {
         spec("date_md_cue", r"(?i)\b(?:seen|on|from|since|until|till|f/u|follow[- ]?up|scheduled(?:[ \t]+for)?|dated|visit|visited|admitted|discharged|due|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?,?)[ \t]+(\d{1,2}/\d{1,2})(?:/\d+)?\b(?:[ \t]+([A-Za-z%]+))?", Label::Date, 0.8, checks::any)
             .group(1)
             .whole(checks::cued_month_day),
+        // A year alone after a birth cue (`DOB 1928`, `born in 1931`): a birth year.
+        spec("dob_year", r"(?i)\b(?:dob|d\.o\.b\.?|date[ \t]+of[ \t]+birth|born(?:[ \t]+in)?|birth[ \t]*year|yob)[ \t]*[:#]?[ \t]*((?:18|19|20)\d{2})\b", Label::DateOfBirth, 0.85, checks::any).group(1),
         // A month and a two-digit year after an apostrophe (`Jan '19`, `Oct. ’20`).
         spec("date_mon_yy", &format!(r"(?i)\b{m}\.?[ \t]*['’]\d{{2}}\b"), Label::Date, 0.85, checks::any),
         // A weekday and the day of its month (`Sunday the 7th`).

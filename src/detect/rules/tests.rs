@@ -64,7 +64,9 @@ rows! {
     mac_with_colons: "Device MAC 00:1B:44:11:3A:B7 paired" => [("00:1B:44:11:3A:B7", DeviceId)];
     gps_pairs: "coordinates 40.7128 N, 74.0060 W; Lat/long 42.3601, -71.0589; K 4.2, Na 135.1" => [("40.7128 N, 74.0060 W", Location), ("42.3601, -71.0589", Location)];
     date_md_cue: "Seen 3/4. Again on Thu 1/19, f/u 6/14." => [("3/4", Date), ("1/19", Date), ("6/14", Date)];
-    date_md_cue_dose_or_ratio: "Started on 1/2 NS; on 3/4 strength; on 2/30 x; BP 120/80; GCS 15/15" => [];
+    date_md_cue_dose_or_ratio: "Started on 1/2 NS; on 3/4 strength; on 2/30 x; BP 120/80; GCS 15/15; on 3/4 days" => [];
+    date_md_cue_in_clinic: "Pt seen 3/4 in clinic" => [("3/4", Date)];
+    dob_bare_year: "DOB 1928. Born in 1931; DOB: 1930" => [("1928", DateOfBirth), ("1931", DateOfBirth), ("1930", DateOfBirth)];
     date_mon_yy: "Last mammogram Jan '19; Pap Feb ’18" => [("Jan '19", Date), ("Feb ’18", Date)];
     date_weekday_ordinal: "Discharged Sunday the 7th" => [("Sunday the 7th", Date)];
     age_words_over_89: "Patient is ninety-one. Ninety two yo male. age: one hundred and two" => [("ninety-one", Age), ("Ninety two", Age), ("one hundred and two", Age)];

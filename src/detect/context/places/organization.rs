@@ -127,7 +127,7 @@ impl Institution {
             // `Patient John Smith` (the patient's name, deleted with its cue and kept
             // under policies that keep organisations), `Name⇥DOB⇥Phone` (a table's header).
             not_letterhead: re(
-                r"(?i)\A(?:patient|pt|name|client|resident|re|dear|to|from|attn|subject|mr|mrs|ms|miss|mx|dr)\b|\t",
+                r"(?i)\A(?:patient|pt|name|client|resident|re|dear|to|from|attn|subject|mr|mrs|ms|miss|mx|dr|dob|d\.o\.b)\b|\t",
             ),
         }
     }
