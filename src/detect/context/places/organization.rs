@@ -37,6 +37,12 @@ pub(super) const ORG_HEAD: &str = r"(?:Klinikum|Krankenhaus|Hôpital|Hôtel-Dieu
 /// for the slot cues.
 pub(super) const ORG_NAME: &str = r"\p{Lu}[\p{L}\p{M}'’&.-]*(?:[ \t]+(?:\p{Lu}[\p{L}\p{M}'’&.-]*|of|and|for|the|de|du|des|la|le|del|di|am|an|der|&)){0,6}";
 
+/// The lower-case words inside institution names (`Hospital for Special Surgery`), which
+/// never end one.
+const CONNECTORS: &[&str] = &[
+    "of", "and", "for", "the", "de", "du", "des", "la", "le", "del", "di", "am", "an", "der", "&",
+];
+
 /// Names recognised by their own words.
 pub(super) const NAMED: &[Cue] = &[
     Cue::institution(
@@ -137,6 +143,20 @@ impl Institution {
     pub(super) fn refine(&self, text: &str, s: usize, e: usize) -> Option<usize> {
         // A department after the institution is not part of its name.
         let mut e = s + self.department.replace(&text[s..e], "").len();
+        // Nor is a connector it ends on (`Lahey Clinic for` in `Lahey Clinic for MRI`):
+        // the words after it were not capitalised, so not the name's.
+        loop {
+            let name = text[s..e].trim_end();
+            let Some(cut) = name.rfind([' ', '\t']) else {
+                break;
+            };
+            let last = &name[cut + 1..];
+            if !CONNECTORS.contains(&last) {
+                e = s + name.len();
+                break;
+            }
+            e = s + cut;
+        }
         // Slot rules accept any capitalised words: a person after a title, a role or a
         // department name is not an institution.
         if self.not_org.is_match(&text[s..e]) {
@@ -187,6 +207,7 @@ mod tests {
         soap_plan_is_not_org: "Plan: continue aspirin", "continue aspirin" => None;
         employer: "Works as a driver for Kestrel Aerospace; lives in Savannah, GA", "Kestrel Aerospace" => Some(Label::Organization);
         hospital_number_is_not_org: "DOB 2014-08-12, Hospital No. A8212062", "Hospital No" => None;
+        org_ends_on_no_connector: "Report also sent to Mass General for dialysis.", "Mass General" => Some(Label::Organization);
         letterhead_is_no_patient: "Patient John Smith\nDOB 03/04/1980", "Patient John Smith" => None;
         letterhead_is_no_table_header: "Name\tDOB\tPhone\nChidi Okonkwo", "Name\tDOB\tPhone" => None;
         letterhead_without_department: "Mount Carmel East Laboratory Services\nPatient: X", "Mount Carmel East" => Some(Label::Organization);
