@@ -2,8 +2,9 @@
 //! revoked, breakers forced, faults set, models pulled, cancelled, deleted, unloaded or made
 //! the default), saying when, who (the token id), from where (the peer address), what,
 //! on which target, and how it ended (`ok` or the error code); and each admin route a
-//! client token was refused at (`admin.refused`, the route's template as its target), so a
-//! re-identification tried without the admin token leaves a trace.
+//! client token was refused at (`admin.refused`, the route's template as its target; one a
+//! minute per token at most), so a re-identification tried without the admin token leaves
+//! a trace.
 //!
 //! Why a file of its own and not the access log: the access log is for operations and may
 //! be shipped, sampled or turned off with `server.log_level`; the audit trail must answer
@@ -195,7 +196,15 @@ pub struct AuditLog {
     max_bytes: u64,
     /// Serialises this process's writes and rotations.
     lock: Mutex<()>,
+    /// When each token's last `admin.refused` record was written: at most one a
+    /// [`REFUSAL_EVERY`] per token, so a client token that floods admin routes cannot
+    /// rotate the trail of admin actions away. (Only authenticated tokens reach it, so the
+    /// map holds at most one entry per token.)
+    refused: Mutex<std::collections::HashMap<String, std::time::Instant>>,
 }
+
+/// The least time between two `admin.refused` records of one token.
+const REFUSAL_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl AuditLog {
     /// The log at `path`, rotated once it would pass `max_bytes`.
@@ -204,6 +213,21 @@ impl AuditLog {
             path,
             max_bytes,
             lock: Mutex::new(()),
+            refused: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// True when a refusal of `token_id` at an admin route is to be recorded now (see
+    /// `refused`); the time is then taken.
+    pub fn refusal_due(&self, token_id: &str) -> bool {
+        let now = std::time::Instant::now();
+        let mut last = self.refused.lock();
+        match last.get(token_id) {
+            Some(t) if now.duration_since(*t) < REFUSAL_EVERY => false,
+            _ => {
+                last.insert(token_id.to_owned(), now);
+                true
+            }
         }
     }
 

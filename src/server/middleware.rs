@@ -667,7 +667,9 @@ fn authorize<B>(
             token_id: caller.token_id.to_string(),
             peer,
         };
-        tokio::spawn(super::audit::record(st, &actor, action, &refused));
+        if st.audit.refusal_due(&actor.token_id) {
+            tokio::spawn(super::audit::record(st, &actor, action, &refused));
+        }
         return Err(ApiError::Forbidden { required: "admin" });
     }
     Ok(Some(caller))

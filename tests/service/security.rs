@@ -264,11 +264,27 @@ async fn admin_actions_are_audited_with_who_what_and_the_values() {
 
     // The file: private, and never a token nor the unknown id the request named.
     let path = t._dir.path().join("data/audit.jsonl");
-    // The client token's refused attempt is a record too (written off the request's path).
+    // The client token's refused attempt is a record too (written off the request's path),
+    // one a minute: a second refusal at once adds none, so a flood cannot rotate the trail
+    // of admin actions away.
+    let again = t
+        .http
+        .get(t.url("/admin/audit"))
+        .bearer_auth(CLIENT)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(envelope(again).await.0, 403);
     let read = || std::fs::read_to_string(&path).expect("audit file");
     t.until("the refusal is recorded", || read().lines().count() == 6)
         .await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let text = read();
+    assert_eq!(
+        text.lines().count(),
+        6,
+        "one refusal record for two refusals"
+    );
     let refused: Value = serde_json::from_str(text.lines().last().expect("a line")).expect("json");
     assert_eq!(
         (&refused["action"], &refused["target"], &refused["result"]),
