@@ -3,9 +3,10 @@
 //!
 //! # Where the cue comes from
 //! 1. The given name itself, when it is one of the common names below, or in the census
-//!    lists ([`crate::detect::census`]), that are given to one gender far more often than the other. This comes first because it is the same in
-//!    every note: with a subject, a patient's surrogate must not change between a note that
-//!    says "she" and one that says nothing.
+//!    lists ([`crate::detect::census`]), that are given to one gender far more often than
+//!    the other. This comes first because it is the same in every note: with a subject,
+//!    a patient's surrogate must not change between a note that says "she" and one that
+//!    says nothing.
 //! 2. Otherwise the text around the name: a title or a relation word just before it (`Mrs`,
 //!    `Mr`, `son`, `wife`), or the first personal pronoun after it in the same sentence.
 //!

@@ -438,7 +438,7 @@ fn abbreviation(chars: &[char]) -> bool {
         || SUFFIXES.contains(&word.as_str())
         || PLACE_ABBREVIATIONS
             .iter()
-            .any(|a| lower == a.to_lowercase())
+            .any(|a| a.eq_ignore_ascii_case(&word))
         || ORG_ABBREVIATIONS.iter().any(|a| {
             // Glued to a name (`LOCONDOInc`, `HoldingsInc`, `BANKLTD`), not the end of a
             // word (`Mexico`): the form starts with a capital, or the name is in capitals.
