@@ -8,6 +8,7 @@
 pub mod cancel;
 pub(crate) mod census;
 pub mod context;
+pub mod lend;
 pub mod merge;
 pub mod merged;
 pub mod normalize;

@@ -101,6 +101,9 @@ struct Shared {
     busy: AtomicUsize,
     /// Jobs sent and not yet taken by a worker.
     queued: AtomicUsize,
+    /// One permit per worker: held while it runs a call, lent to a call's extra threads
+    /// while it is idle.
+    cores: Arc<crate::detect::lend::Cores>,
 }
 
 impl Shared {
@@ -125,6 +128,7 @@ impl WorkerPool {
             threads: threads.max(1),
             busy: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
+            cores: crate::detect::lend::Cores::new(threads.max(1)),
         });
         for i in 0..shared.threads {
             let shared = Arc::clone(&shared);
@@ -310,7 +314,12 @@ fn worker_loop(shared: &Shared, faults: &Faults) {
         }
         pending = rest;
         shared.busy.fetch_add(1, Ordering::SeqCst);
-        run_group(group, cfg.max_batch, faults);
+        // This worker's core; the call may borrow the idle ones ([`crate::detect::lend`]).
+        let core = shared.cores.acquire();
+        crate::detect::lend::during(Arc::clone(&shared.cores), || {
+            run_group(group, cfg.max_batch, faults)
+        });
+        drop(core);
         shared.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }

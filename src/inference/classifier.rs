@@ -324,55 +324,58 @@ impl TokenClassifier {
     pub fn logits_for_ids(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<Vec<f32>>>> {
         let mut order: Vec<usize> = (0..sequences.len()).collect();
         order.sort_by_key(|&i| sequences[i].len());
-        let mut out = vec![Vec::new(); sequences.len()];
-        if self.model.packs() {
+        let packs = self.model.packs();
+        let passes: Vec<Vec<usize>> = if packs {
             // Packed: as many windows per pass as fit `batch_size` full windows' tokens, so
             // activation memory stays what `batch_size` padded windows would take while
             // short windows share a pass instead of each paying for one.
             let window = self.window_budget() + self.tokenizer.num_special();
             let budget = self.options.batch_size.max(1) * window;
+            let mut passes = Vec::new();
             let mut pass: Vec<usize> = Vec::new();
             let mut tokens = 0;
             for &i in &order {
                 let n = sequences[i].len();
                 if !pass.is_empty() && tokens + n > budget {
-                    cancelled()?;
-                    self.run_packed(sequences, &pass, &mut out)?;
-                    pass.clear();
+                    passes.push(std::mem::take(&mut pass));
                     tokens = 0;
                 }
                 pass.push(i);
                 tokens += n;
             }
-            if !pass.is_empty() {
-                self.run_packed(sequences, &pass, &mut out)?;
+            passes.push(pass);
+            passes
+        } else {
+            order
+                .chunks(self.options.batch_size.max(1))
+                .map(<[usize]>::to_vec)
+                .collect()
+        };
+        let run = |pass: &[usize]| {
+            if packs {
+                self.run_packed(sequences, pass)
+            } else {
+                let batch: Vec<&[u32]> = pass.iter().map(|&i| sequences[i].as_slice()).collect();
+                self.forward_padded(&batch)
             }
-            return Ok(out);
-        }
-        for chunk in order.chunks(self.options.batch_size.max(1)) {
-            cancelled()?;
-            let batch: Vec<&[u32]> = chunk.iter().map(|&i| sequences[i].as_slice()).collect();
-            let logits = self.forward_padded(&batch)?;
-            for (&i, rows) in chunk.iter().zip(logits) {
+        };
+        let mut out = vec![Vec::new(); sequences.len()];
+        for (pass, logits) in passes.iter().zip(run_passes(&passes, run)?) {
+            for (&i, rows) in pass.iter().zip(logits) {
                 out[i] = rows;
             }
         }
         Ok(out)
     }
 
-    /// One packed pass over `sequences[pass]`; writes each one's logits to `out`.
-    fn run_packed(
-        &self,
-        sequences: &[Vec<u32>],
-        pass: &[usize],
-        out: &mut [Vec<Vec<f32>>],
-    ) -> Result<()> {
+    /// One packed pass over `sequences[pass]`: each one's logits, in `pass` order.
+    fn run_packed(&self, sequences: &[Vec<u32>], pass: &[usize]) -> Result<Vec<Vec<Vec<f32>>>> {
         let lens: Vec<usize> = pass.iter().map(|&i| sequences[i].len()).collect();
         let tokens: usize = lens.iter().sum();
         // Shapes only, never token ids or text: trace lines are PHI-free like every other.
         let _span = tracing::trace_span!("encoder", windows = pass.len(), tokens).entered();
         if tokens == 0 {
-            return Ok(());
+            return Ok(vec![Vec::new(); pass.len()]);
         }
         let ids: Vec<u32> = pass
             .iter()
@@ -386,10 +389,10 @@ impl TokenClassifier {
             .flatten_all()?
             .to_vec1::<f32>()?;
         let mut rows = flat.chunks_exact(classes.max(1));
-        for (&i, &n) in pass.iter().zip(&lens) {
-            out[i] = rows.by_ref().take(n).map(<[f32]>::to_vec).collect();
-        }
-        Ok(())
+        Ok(lens
+            .iter()
+            .map(|&n| rows.by_ref().take(n).map(<[f32]>::to_vec).collect())
+            .collect())
     }
 
     fn forward_padded(&self, batch: &[&[u32]]) -> Result<Vec<Vec<Vec<f32>>>> {
@@ -544,6 +547,93 @@ impl TokenClassifier {
     }
 }
 
+/// Runs every pass of one call and returns their results in order. The passes are
+/// independent: with more than one, idle cores of the worker pool are borrowed
+/// ([`crate::detect::lend`]) and each extra thread takes passes until none is left, giving
+/// its core back between passes so that a worker needing it waits for one pass at most.
+/// Cancellation is asked between passes on the calling thread, which tells the others.
+fn run_passes<T, F>(passes: &[Vec<usize>], run: F) -> Result<Vec<T>>
+where
+    T: Send,
+    F: Fn(&[usize]) -> Result<T> + Sync,
+{
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let cores = crate::detect::lend::current().filter(|_| passes.len() > 1);
+    let Some(cores) = cores else {
+        return passes
+            .iter()
+            .map(|p| {
+                cancelled()?;
+                run(p)
+            })
+            .collect();
+    };
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let done: parking_lot::Mutex<Vec<Option<Result<T>>>> =
+        parking_lot::Mutex::new((0..passes.len()).map(|_| None).collect());
+    // A lent thread: takes passes until none is left, the call stops or its core is
+    // wanted back; an `Err` stops the others.
+    let take = || loop {
+        let Some(core) = cores.try_borrow() else {
+            return;
+        };
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(pass) = passes.get(i) else { return };
+        let result = run(pass);
+        drop(core);
+        if result.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        done.lock()[i] = Some(result);
+    };
+    let span = tracing::Span::current();
+    std::thread::scope(|s| {
+        for _ in 1..passes.len() {
+            // A thread only where a core is idle now; it asks again before each pass.
+            if cores.free() == 0 {
+                break;
+            }
+            let (take, span) = (&take, span.clone());
+            let started = std::thread::Builder::new()
+                .name("phiguard-infer-lent".into())
+                .spawn_scoped(s, move || span.in_scope(take));
+            if started.is_err() {
+                break;
+            }
+        }
+        loop {
+            if cancelled().is_err() {
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(pass) = passes.get(i) else { break };
+            let result = run(pass);
+            if result.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            done.lock()[i] = Some(result);
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+    });
+    // A failed pass's error first; then a pass not run means the call stopped.
+    let mut done = done.into_inner();
+    if let Some(failed) = done.iter().position(|r| matches!(r, Some(Err(_)))) {
+        if let Some(Err(e)) = done.swap_remove(failed) {
+            return Err(e);
+        }
+    }
+    done.into_iter()
+        .map(|r| r.unwrap_or(Err(InferenceError::Cancelled)))
+        .collect()
+}
+
 /// Stops a call between passes when every caller of it has gone
 /// ([`crate::detect::cancel`]).
 fn cancelled() -> Result<()> {
@@ -585,6 +675,7 @@ mod tests {
         prop_assert, prop_assert_eq, prop_oneof, proptest, Just, ProptestConfig, TestCaseError,
     };
     use proptest::strategy::Strategy as _;
+    use std::sync::Arc;
 
     const LABELS: &str =
         r#"{"0":"O","1":"B-GIVEN_NAME","2":"I-GIVEN_NAME","3":"B-CITY","4":"I-CITY"}"#;
@@ -617,6 +708,70 @@ mod tests {
         assert_eq!(spans.len(), 3);
         assert!(spans[1].is_empty());
         Ok(())
+    }
+
+    /// A long text's passes run on the pool's idle cores give the same logits, bit for
+    /// bit, as on the calling thread alone.
+    #[test]
+    fn passes_on_borrowed_cores_give_the_same_logits() -> Result<()> {
+        let c = tiny_classifier(ClassifierOptions {
+            window_tokens: Some(8),
+            window_overlap: 2,
+            batch_size: 1,
+            ..ClassifierOptions::default()
+        })?;
+        let text = "zoe met jose in sao paulo on 12/03 . dr muller met zoe in paulo . ".repeat(6);
+        let alone = c.token_logits(&[text.as_str()])?;
+        let cores = crate::detect::lend::Cores::new(3);
+        let lent =
+            crate::detect::lend::during(Arc::clone(&cores), || c.token_logits(&[text.as_str()]))?;
+        assert_eq!(alone[0].logits, lent[0].logits);
+        assert_eq!(cores.free(), 3, "every borrowed core came back");
+        Ok(())
+    }
+
+    /// With an idle core, a second thread takes passes: each of the first two passes waits
+    /// (10 s at most) until the other has started, which one thread alone never sees.
+    #[test]
+    fn an_idle_core_runs_passes_beside_the_calling_thread() -> Result<()> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let entered = AtomicUsize::new(0);
+        let passes: Vec<Vec<usize>> = (0..6).map(|i| vec![i]).collect();
+        let cores = crate::detect::lend::Cores::new(2);
+        let _worker = cores.acquire();
+        let out = crate::detect::lend::during(Arc::clone(&cores), || {
+            run_passes(&passes, |p| {
+                if entered.fetch_add(1, Ordering::SeqCst) < 2 {
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                    while entered.load(Ordering::SeqCst) < 2 {
+                        if std::time::Instant::now() > deadline {
+                            return Err(InferenceError::NoWeights);
+                        }
+                        std::thread::yield_now();
+                    }
+                }
+                Ok(p[0] * 10)
+            })
+        })?;
+        assert_eq!(out, vec![0, 10, 20, 30, 40, 50]);
+        Ok(())
+    }
+
+    /// A failed pass fails the call with its own error, whichever thread ran it.
+    #[test]
+    fn a_failed_pass_fails_the_call_with_its_error() {
+        let passes: Vec<Vec<usize>> = (0..5).map(|i| vec![i]).collect();
+        let cores = crate::detect::lend::Cores::new(2);
+        let out = crate::detect::lend::during(cores, || {
+            run_passes(&passes, |p| {
+                if p[0] == 3 {
+                    Err(InferenceError::NoWeights)
+                } else {
+                    Ok(p[0])
+                }
+            })
+        });
+        assert!(matches!(out, Err(InferenceError::NoWeights)), "{out:?}");
     }
 
     #[test]
