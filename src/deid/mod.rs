@@ -595,7 +595,12 @@ impl<R: Rng> Deidentifier<R> {
                 format!("{}_{}", label.wire(), self.key.tag(original)),
                 Action::Hash,
             ),
-            Action::Replace => (self.surrogate(label, original, cue), Action::Replace),
+            // A surrogate that came out as the original (a value no generator could vary)
+            // is no surrogate: masked rather than sent back.
+            Action::Replace => match self.surrogate(label, original, cue) {
+                s if s.trim() == original.trim() && !original.trim().is_empty() => mask(),
+                s => (s, Action::Replace),
+            },
             // Under a policy or a profile that caps ages, a birth date that tells an age over
             // 89 tells it still when moved by a year: masked. (The bare `shift_dates`
             // method moves every date, as OpenMed's does.)

@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use rand::Rng;
+use unicode_normalization::UnicodeNormalization;
 
 use super::gender::Gender;
 use crate::detect::census;
@@ -499,6 +500,26 @@ pub(crate) fn generate<R: Rng + ?Sized>(
     gender: Gender,
     rng: &mut R,
 ) -> String {
+    // Digits of another script (full-width `１２３４５６７`, Arabic-Indic) are read as the
+    // ASCII digits they stand for: every generator below knows only those, and kept the
+    // others as they were (a full-width MRN came back unchanged).
+    let folded: String;
+    let original = if original
+        .chars()
+        .any(|c| c.is_numeric() && !c.is_ascii_digit())
+    {
+        folded = original
+            .nfkc()
+            .map(|c| {
+                c.to_digit(10)
+                    .or_else(|| other_digit(c))
+                    .map_or(c, digit_char)
+            })
+            .collect();
+        folded.as_str()
+    } else {
+        original
+    };
     let initial = original.trim_end_matches('.').chars().count() <= 1;
     match label {
         // An initial (`K.`, `J`) stays an initial, with its stop.
@@ -595,13 +616,32 @@ pub(crate) fn generate<R: Rng + ?Sized>(
     }
 }
 
+/// The value of a decimal digit of a script other than ASCII whose ten digits are
+/// consecutive code points (Arabic-Indic, Devanagari, Bengali, Thai ...): found by
+/// walking back to the block's zero, which `char::to_digit` does not do.
+fn other_digit(c: char) -> Option<u32> {
+    let numeric = |code: u32| char::from_u32(code).is_some_and(char::is_numeric);
+    let code = u32::from(c);
+    if !c.is_numeric() || c.is_ascii_digit() {
+        return None;
+    }
+    (0..10).find(|&k| {
+        let zero = code - k.min(code);
+        zero > 0 && !numeric(zero - 1) && (0..10).all(|d| numeric(zero + d))
+    })
+}
+
+fn digit_char(d: u32) -> char {
+    char::from_digit(d, 10).unwrap_or('0')
+}
+
 /// Same character classes: digit → random digit, letter → random letter of the same
 /// case, everything else kept.
 pub(crate) fn shape<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
     original
         .chars()
         .map(|c| {
-            if c.is_ascii_digit() {
+            if c.is_numeric() {
                 char::from(b'0' + rng.random_range(0..10u8))
             } else if c.is_ascii_uppercase() {
                 char::from(b'A' + rng.random_range(0..26u8))
@@ -940,22 +980,86 @@ pub(crate) fn cap_age(original: &str) -> Option<String> {
     Some(replace_number(original, "90+"))
 }
 
-/// Another age in the same phrase: an age over 89 is 90, the floor of the one group Safe
-/// Harbor lets stand (a surrogate drawn near it told the real age: 93 gave 94–98), and a
-/// younger one is drawn from 18–89. An age in words becomes one in digits (letters for
+/// Another age in the same phrase: within three years of the original, never over 89 and
+/// never under 1 unless the original was 0, so a child stays a child and an adult an adult
+/// (ages drawn from 18–89 turned a 3-year-old girl into a 69-year-old). An age over 89 is
+/// 90, the floor of the one group Safe Harbor lets stand (a surrogate drawn near it told
+/// the real age: 93 gave 94–98). An age in words becomes one in digits (letters for
 /// letters, `ninety-four` gave `tzigmv-cjok`).
 fn age<R: Rng + ?Sized>(original: &str, rng: &mut R) -> String {
     match age_value(original) {
         Some(v) if v > 89 => replace_number(original, "90"),
-        Some(_) => replace_number(original, &rng.random_range(18..=89).to_string()),
+        Some(v) => replace_number(original, &near_age(v, rng).to_string()),
         None => {
             let lower = original.to_lowercase();
             if lower.contains("ninety") || lower.contains("hundred") {
                 "90".to_owned()
             } else {
-                rng.random_range(18..=89).to_string()
+                match words_value(&lower) {
+                    Some(v) => near_age(v, rng).to_string(),
+                    None => rng.random_range(18..=89).to_string(),
+                }
             }
         }
+    }
+}
+
+/// The number an age in words says (`forty-two`, `six`), below ninety.
+fn words_value(lower: &str) -> Option<u32> {
+    const UNITS: [&str; 20] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+    ];
+    const TENS: [&str; 8] = [
+        "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+    ];
+    let mut total = None;
+    for w in lower
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty())
+    {
+        if let Some(t) = TENS.iter().position(|t| *t == w) {
+            total = Some(total.unwrap_or(0) + 20 + 10 * t as u32);
+        } else if let Some(u) = UNITS.iter().position(|u| *u == w) {
+            total = Some(total.unwrap_or(0) + u as u32);
+        } else if !matches!(w, "and" | "year" | "years" | "old" | "yo") {
+            return None;
+        }
+    }
+    total
+}
+
+/// A number within three of `v` (1–89, or 0 for 0), other than `v` where there is one.
+fn near_age<R: Rng + ?Sized>(v: u32, rng: &mut R) -> u32 {
+    let lo = if v == 0 {
+        0
+    } else {
+        v.saturating_sub(3).max(1)
+    };
+    let hi = (v + 3).min(89).max(lo);
+    let others: Vec<u32> = (lo..=hi).filter(|&a| a != v).collect();
+    if others.is_empty() {
+        v
+    } else {
+        others[rng.random_range(0..others.len())]
     }
 }
 
@@ -1119,9 +1223,9 @@ mod tests {
                 "90"
             );
         }
-        let young = generate(Label::Age, "forty", 0, Gender::Unknown, &mut rng);
+        let young = generate(Label::Age, "forty-two", 0, Gender::Unknown, &mut rng);
         assert!(
-            age_value(&young).is_some_and(|v| (18..=89).contains(&v)),
+            age_value(&young).is_some_and(|v| (39..=45).contains(&v) && v != 42),
             "{young}"
         );
         assert_eq!(cap_age("92-year-old").as_deref(), Some("90+-year-old"));
@@ -1151,5 +1255,43 @@ mod tests {
             generate(Label::Date, "Jan 2, 1980", 10, Gender::Unknown, &mut rng),
             "Jan 12, 1980"
         );
+    }
+
+    /// A number in full-width or Arabic-Indic digits gets a surrogate like any other
+    /// (it came back unchanged under `replace`).
+    #[test]
+    fn digits_of_other_scripts_are_replaced() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for original in ["１２３４５６７", "٠١٢٣٤٥٦٧", "(６１７) ５５５-０１４２"]
+        {
+            for label in [Label::MedicalRecordNumber, Label::Phone, Label::IdNum] {
+                let out = generate(label, original, 0, Gender::Unknown, &mut rng);
+                assert!(
+                    out.chars().all(|c| !c.is_numeric() || c.is_ascii_digit()),
+                    "{out}"
+                );
+                assert!(out.chars().any(|c| c.is_ascii_digit()), "{label:?}: {out}");
+            }
+        }
+        assert_eq!(other_digit('٣'), Some(3));
+        assert_eq!(other_digit('३'), Some(3));
+        assert_eq!(other_digit('3'), None);
+    }
+
+    /// An age stays within three years, in its life stage: a 3-year-old is 1–6, a
+    /// 62-year-old 59–65, an 88-year-old at most 89.
+    #[test]
+    fn an_age_stays_near_the_original() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for (original, lo, hi) in [("3", 1, 6), ("62-year-old", 59, 65), ("88 yo", 85, 89)] {
+            for _ in 0..50 {
+                let out = generate(Label::Age, original, 0, Gender::Unknown, &mut rng);
+                let v = age_value(&out).expect("an age");
+                assert!(
+                    (lo..=hi).contains(&v) && out != original,
+                    "{original} -> {out}"
+                );
+            }
+        }
     }
 }
