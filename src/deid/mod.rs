@@ -591,10 +591,19 @@ impl<R: Rng> Deidentifier<R> {
             Action::Keep => return None,
             Action::Mask => mask(),
             Action::Remove => (String::new(), Action::Remove),
-            Action::Hash => (
-                format!("{}_{}", label.wire(), self.key.tag(original)),
-                Action::Hash,
-            ),
+            // A name or an email address in any case is one value: one hash (`Whitfield`
+            // and `WHITFIELD` were two people).
+            Action::Hash => {
+                let value = if is_name_label(label) || label == Label::Email {
+                    original.to_lowercase()
+                } else {
+                    original.to_owned()
+                };
+                (
+                    format!("{}_{}", label.wire(), self.key.tag(&value)),
+                    Action::Hash,
+                )
+            }
             // A surrogate that came out as the original (a value no generator could vary)
             // is no surrogate: masked rather than sent back.
             Action::Replace => match self.surrogate(label, original, cue) {
@@ -695,11 +704,17 @@ impl<R: Rng> Deidentifier<R> {
     /// nothing in `Patient.name`, nothing in another file of the same export), and the
     /// surrogate must not.
     fn surrogate(&mut self, label: Label, original: &str, cue: Gender) -> String {
-        if let Some(s) = self.memo.get(original) {
-            return s.clone();
-        }
-        // Spellings of one value (`Dr. John Smith`, `john smith`) may share a surrogate.
+        // One name in any case (`Whitfield`, `WHITFIELD`) is one person: one surrogate,
+        // written in the case of each occurrence.
         let is_name = is_name_label(label);
+        let memo_key = if is_name {
+            original.to_lowercase()
+        } else {
+            original.to_owned()
+        };
+        if let Some(s) = self.memo.get(&memo_key) {
+            return in_case_of(original, s);
+        }
         let cue = match &self.opts.subject {
             Some(_) if matches!(label, Label::FirstName | Label::Person) => {
                 let (_, rest) = split_title(original);
@@ -748,8 +763,23 @@ impl<R: Rng> Deidentifier<R> {
             }
         }
         self.used.insert(candidate.clone(), group);
-        self.memo.insert(original.to_owned(), candidate.clone());
-        candidate
+        self.memo.insert(memo_key, candidate.clone());
+        in_case_of(original, &candidate)
+    }
+}
+
+/// `surrogate` in capitals where `original` is all capitals (`WHITFIELD`), in lower case
+/// where it is all lower case, as drawn otherwise.
+fn in_case_of(original: &str, surrogate: &str) -> String {
+    let letters = || original.chars().filter(|c| c.is_alphabetic());
+    if letters().count() < 2 {
+        surrogate.to_owned()
+    } else if letters().all(char::is_uppercase) {
+        surrogate.to_uppercase()
+    } else if letters().all(char::is_lowercase) {
+        surrogate.to_lowercase()
+    } else {
+        surrogate.to_owned()
     }
 }
 

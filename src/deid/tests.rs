@@ -56,6 +56,28 @@ fn remove_keeps_surrounding_whitespace() {
     assert_eq!(out.text, "  born  email ");
 }
 
+/// One name in two cases is one person under `hash` and under `replace`, the surrogate
+/// written in each occurrence's case (`Whitfield … WHITFIELD` were two people).
+#[test]
+fn a_name_in_another_case_gets_the_same_hash_and_surrogate() {
+    let text = "Rosalind Whitfield seen. WHITFIELD, ROSALIND signed.";
+    let spans = [
+        sp(0, 8, Label::FirstName),
+        sp(9, 18, Label::LastName),
+        sp(25, 34, Label::LastName),
+        sp(36, 44, Label::FirstName),
+    ];
+    let hashed = run(method(Method::Hash), text, &spans);
+    let r = &hashed.replacements;
+    assert_eq!(r[1].replacement, r[2].replacement);
+    assert_eq!(r[0].replacement, r[3].replacement);
+    let replaced = run(method(Method::Replace), text, &spans);
+    let r = &replaced.replacements;
+    assert_eq!(r[1].replacement.to_uppercase(), r[2].replacement);
+    assert_eq!(r[0].replacement.to_uppercase(), r[3].replacement);
+    assert_ne!(r[2].replacement, "WHITFIELD");
+}
+
 #[test]
 fn hash_is_keyed_and_stable() {
     let a = run(method(Method::Hash), TEXT, &spans());

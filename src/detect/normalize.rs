@@ -42,12 +42,43 @@ fn is_invisible(c: char) -> bool {
 }
 
 /// Unicode hyphens (after NFKC) that stand for an ASCII hyphen inside identifiers. En and
-/// em dashes are left alone: they separate ranges and clauses, not digits of one number.
+/// em dashes are left alone (they separate ranges and clauses), except between the digit
+/// groups of one number ([`chain_dashes`]).
 fn fold(c: char) -> char {
     match c {
         '\u{2010}' | '\u{2012}' | '\u{2212}' | '\u{FE63}' => '-',
         c => c,
     }
+}
+
+/// The code-point indices of the en and em dashes that join three or more digit groups
+/// (`617–555–0142`, `03–05–2024`, `123—45—6789`): such a chain is one number or one
+/// date, never a range (`10–12 days`, `2019–2021` have one dash), so these dashes are read
+/// as hyphens. Before, the whole date, and the last four digits of the phone, were kept.
+fn chain_dashes(text: &str) -> Vec<usize> {
+    let chars: Vec<char> = text.chars().collect();
+    let dash = |c: char| matches!(c, '\u{2013}' | '\u{2014}');
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].is_numeric() {
+            i += 1;
+            continue;
+        }
+        // A chain: digits, then (dash, digits) repeated.
+        let mut dashes = Vec::new();
+        while i < chars.len() && chars[i].is_numeric() {
+            i += 1;
+            if i + 1 < chars.len() && dash(chars[i]) && chars[i + 1].is_numeric() {
+                dashes.push(i);
+                i += 1;
+            }
+        }
+        if dashes.len() >= 2 {
+            out.extend(dashes);
+        }
+    }
+    out
 }
 
 /// A text as recognizers read it (see the module docs).
@@ -77,6 +108,7 @@ impl<'t> View<'t> {
         let mut segment = String::new();
         let mut seg_start = 0usize;
         let mut seg_len = 0usize;
+        let chained = chain_dashes(text);
         let mut flush = |segment: &mut String, start: usize, len: usize| {
             if len == 0 {
                 return;
@@ -86,7 +118,8 @@ impl<'t> View<'t> {
                 if is_invisible(c) {
                     continue;
                 }
-                out.push(fold(c));
+                let joins_digits = len == 1 && chained.binary_search(&start).is_ok();
+                out.push(if joins_digits { '-' } else { fold(c) });
                 origin.push((start, start + len));
             }
             if out[before..] != **segment {
@@ -178,6 +211,22 @@ mod tests {
             chars(text, &found[0]),
             "１２３\u{2011}４５\u{200B}-６７８９"
         );
+    }
+
+    /// En and em dashes between three digit groups are one number's hyphens; one dash
+    /// between two numbers is a range and stays.
+    #[test]
+    fn dashes_chaining_digit_groups_read_as_hyphens_and_ranges_stay() {
+        let v = View::new("Phone 617\u{2013}555\u{2013}0142, seen 03\u{2014}05\u{2014}2024");
+        assert_eq!(v.text(), "Phone 617-555-0142, seen 03-05-2024");
+        for text in [
+            "for 10\u{2013}12 days",
+            "2019\u{2013}2021 \u{2013} 5",
+            "a \u{2013} b",
+        ] {
+            let v = View::new(text);
+            assert!(!v.is_changed(), "{text}");
+        }
     }
 
     #[test]

@@ -138,7 +138,7 @@ impl Finder {
     /// `spans` plus a span for every occurrence of a needle in `text` on word boundaries,
     /// resolved.
     fn mark(&self, text: &str, idx: &CharIndex, spans: Vec<Span>) -> Vec<Span> {
-        let mut out = spans;
+        let mut found: Vec<(usize, usize, Label)> = Vec::new();
         for m in self.automaton.find_overlapping_iter(text) {
             let (b, e) = (m.start(), m.end());
             // Hyphens and apostrophes join words: `Wolff-Parkinson-White` is not `White`.
@@ -151,11 +151,26 @@ impl Finder {
             // `Dr. Foley` found once does not make `Foley catheter` a person.
             let term = followed_by_head(&text[e..]);
             if before_ok && after_ok && !term {
-                let (start, end) = (idx.char_at_byte(b), idx.char_at_byte(e));
-                if start < end {
-                    let label = self.labels[m.pattern().as_usize()];
-                    out.push(Span::new(start, end, label, SWEEP, Source::Rule));
-                }
+                found.push((b, e, self.labels[m.pattern().as_usize()]));
+            }
+        }
+        let mut out = spans;
+        for &(b, e, label) in &found {
+            // A name in lower case (`whitfield rosalind in portal`, a file name
+            // `whitfield_rosalind.pdf`) counts only beside another of the note's names:
+            // alone it is as likely the word (`brown stool` in Mr Brown's note).
+            let m = &text[b..e];
+            let lower = m.chars().any(char::is_lowercase) && !m.chars().any(char::is_uppercase);
+            if lower
+                && !found
+                    .iter()
+                    .any(|&(ob, oe, _)| beside(text, (b, e), (ob, oe)))
+            {
+                continue;
+            }
+            let (start, end) = (idx.char_at_byte(b), idx.char_at_byte(e));
+            if start < end {
+                out.push(Span::new(start, end, label, SWEEP, Source::Rule));
             }
         }
         merge::resolve(out)
@@ -239,7 +254,22 @@ fn given_after_comma(rest: &str) -> Option<(usize, usize)> {
     (capitalised && word.chars().count() >= 2 && known && !calendar).then_some((b, b + word_len))
 }
 
-/// The spelling, its all-caps form and its title-case form.
+/// True when the byte ranges `a` and `b` are neighbouring words: only a space, comma,
+/// underscore or full stop (at most three of them) between them.
+fn beside(text: &str, a: (usize, usize), b: (usize, usize)) -> bool {
+    let gap = if a.1 <= b.0 {
+        &text[a.1..b.0]
+    } else if b.1 <= a.0 {
+        &text[b.1..a.0]
+    } else {
+        return false;
+    };
+    (1..=3).contains(&gap.chars().count())
+        && gap.chars().all(|c| matches!(c, ' ' | ',' | '_' | '.'))
+}
+
+/// A swept value's spellings: as found, in capitals, in title case and in lower case (the
+/// last counts only beside another name, see [`Finder::mark`]).
 fn forms(value: &str) -> Vec<String> {
     let upper = value.to_uppercase();
     let title: String = value
@@ -256,7 +286,7 @@ fn forms(value: &str) -> Vec<String> {
         })
         .collect::<Vec<String>>()
         .join(" ");
-    let mut v = vec![value.to_string(), upper, title];
+    let mut v = vec![value.to_string(), upper, title, value.to_lowercase()];
     v.sort();
     v.dedup();
     v
@@ -265,6 +295,33 @@ fn forms(value: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A found name written again in lower case is masked beside another of the note's
+    /// names (a reversed name, a file or user name); alone it is read as a word.
+    #[test]
+    fn a_lower_case_name_is_swept_only_beside_another_name() {
+        let text = "Rosalind Whitfield seen. whitfield rosalind in portal; file \
+                    whitfield_rosalind.pdf. Mr Brown has brown stool.";
+        let spans = vec![
+            Span::new(0, 8, Label::FirstName, 0.9, Source::Model),
+            Span::new(9, 18, Label::LastName, 0.9, Source::Model),
+            Span::new(87, 92, Label::LastName, 0.9, Source::Model),
+        ];
+        let out = sweep(text, spans);
+        let masked: Vec<&str> = out.iter().map(|s| &text[s.start..s.end]).collect();
+        assert_eq!(
+            masked,
+            [
+                "Rosalind",
+                "Whitfield",
+                "whitfield",
+                "rosalind",
+                "whitfield",
+                "rosalind",
+                "Brown"
+            ]
+        );
+    }
 
     #[test]
     fn a_name_found_once_is_masked_everywhere() {
