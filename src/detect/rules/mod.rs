@@ -25,6 +25,7 @@
 
 pub(crate) mod checks;
 pub(crate) mod dates;
+mod hl7;
 mod patterns;
 #[cfg(test)]
 mod tests;
@@ -127,6 +128,12 @@ impl RuleRecognizer {
                 if start < end {
                     spans.push(Span::new(start, end, label, p.score, Source::Rule));
                 }
+            }
+        }
+        for (b, e, label, score) in hl7::find(text) {
+            let (start, end) = (idx.char_at_byte(b), idx.char_at_byte(e));
+            if start < end {
+                spans.push(Span::new(start, end, label, score, Source::Rule));
             }
         }
         merge::resolve(spans)
