@@ -8,7 +8,8 @@
 //!
 //! A term is a literal (matched case-insensitively, on word boundaries) or, written
 //! `/…/`, a regular expression (Rust `regex` syntax, case-sensitive unless it says `(?i)`).
-//! An allowed term removes a detected span whose whole text it matches; a denied term adds
+//! An allowed term removes a detected span whose whole text it matches, and is cut out of a
+//! longer one (the rest of it stays masked); a denied term adds
 //! a span (`OTHER`) wherever it occurs and replaces the detected spans it overlaps. Deny
 //! wins over allow: a term in both lists is masked, the safe side for a de-identifier.
 //!
@@ -149,6 +150,7 @@ impl Terms {
                 let covered = idx.slice(text, s.start, s.end).trim();
                 !self.allow.iter().any(|t| t.whole.is_match(covered))
             })
+            .flat_map(|s| self.cut_allowed(text, &idx, s))
             .filter(|s| !denied.iter().any(|d| d.start < s.end && s.start < d.end))
             .collect();
         denied.sort_by_key(|d| (d.start, std::cmp::Reverse(d.end)));
@@ -163,6 +165,60 @@ impl Terms {
         out.extend(merged);
         out.sort_by_key(|s| (s.start, s.end));
         out
+    }
+}
+
+impl Terms {
+    /// `s` without the allowed terms inside it: a span the model drew over an allowed
+    /// term and its neighbours (`Lasix. Hgb 10.4`) keeps the neighbours and loses the
+    /// term, which is never masked, as the settings promise (the whole span used to be
+    /// masked, term and all). Each remaining part is trimmed of the separators around it
+    /// and kept if it still holds a letter or digit.
+    fn cut_allowed(&self, text: &str, idx: &CharIndex, s: Span) -> Vec<Span> {
+        if self.allow.is_empty() {
+            return vec![s];
+        }
+        let covered = idx.slice(text, s.start, s.end);
+        let base = idx.byte(s.start);
+        let mut cuts: Vec<(usize, usize)> = self
+            .allow
+            .iter()
+            .flat_map(|t| t.find.find_iter(covered).map(|m| (m.start(), m.end())))
+            .filter(|(b, e)| b < e)
+            .collect();
+        if cuts.is_empty() {
+            return vec![s];
+        }
+        cuts.sort_unstable();
+        let mut parts = Vec::new();
+        let mut from = 0;
+        for (b, e) in cuts {
+            if b > from {
+                parts.push((from, b));
+            }
+            from = from.max(e);
+        }
+        parts.push((from, covered.len()));
+        parts
+            .into_iter()
+            .filter_map(|(b, e)| {
+                let part = &covered[b..e];
+                let lead = part.len()
+                    - part
+                        .trim_start_matches(|c: char| !c.is_alphanumeric())
+                        .len();
+                let kept =
+                    part[lead..].trim_end_matches(|c: char| c.is_whitespace() || ",;:".contains(c));
+                if !kept.chars().any(char::is_alphanumeric) {
+                    return None;
+                }
+                let (pb, pe) = (base + b + lead, base + b + lead + kept.len());
+                let mut piece = s.clone();
+                piece.start = idx.char_at_byte(pb);
+                piece.end = idx.char_at_byte(pe);
+                (piece.start < piece.end).then_some(piece)
+            })
+            .collect()
     }
 }
 
@@ -191,6 +247,16 @@ mod tests {
             .iter()
             .map(|s| idx.slice(text, s.start, s.end).to_string())
             .collect()
+    }
+
+    /// An allowed term inside a longer span is cut out of it; the rest stays masked.
+    #[test]
+    fn an_allowed_term_inside_a_span_is_cut_out_of_it() {
+        let text = "Started on Lasix. Hgb 10.4, Plt 210.";
+        let spans = vec![sp(11, 26, Label::StreetAddress), sp(28, 35, Label::Zipcode)];
+        let terms = Terms::parse(&["lasix", "/Plt [0-9]+/"], &[] as &[&str]).expect("terms");
+        let out = terms.apply(text, spans);
+        assert_eq!(texts(text, &out), ["Hgb 10.4"]);
     }
 
     #[test]
