@@ -6,9 +6,15 @@
 //! such as "Keppra" or "Coumadin" look like capitalised names; masking them destroys the
 //! clinical meaning of a note without protecting anyone. A small committed list
 //! (`lists/protected_terms.txt`, our own, CC0) vetoes *name* labels on spans whose every
-//! word is a protected term. It never removes dates, numbers or places, so it cannot open
-//! a leak outside names, and a rule span (a title before the word: "Dr. Parkinson") keeps
-//! the name because only model spans and unanchored heuristics are filtered.
+//! word is a protected term. It never removes dates or numbers, so it cannot open a leak
+//! outside names, and a rule span (a title before the word: "Dr. Parkinson") keeps the name
+//! because only model spans and unanchored heuristics are filtered.
+//!
+//! A second list (`lists/clinical_terms.txt`: analytes, scales, diagnoses' abbreviations,
+//! units of a hospital, drugs, genes; none a town's or a person's name) vetoes model spans
+//! of places, organisations and names made only of its terms, numbers and connectors: on
+//! short texts a model read `Na 140, K 4.0` as a street address, `the ICU` as an
+//! organisation and `methimazole` as a country ([`is_clinical`]).
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -92,7 +98,102 @@ const HEADS: &[&str] = &[
     "flap",
     "traction",
     "collar",
+    // `Glasgow Coma Scale`, `Achilles tendon`, `Hoehn and Yahr stage`
+    "coma",
+    "tendon",
+    "stage",
 ];
+
+const CLINICAL_RAW: &str = include_str!("lists/clinical_terms.txt");
+
+/// The clinical vocabulary (`lists/clinical_terms.txt`), lowercased.
+fn clinical() -> &'static HashSet<String> {
+    static CLINICAL: OnceLock<HashSet<String>> = OnceLock::new();
+    CLINICAL.get_or_init(|| {
+        CLINICAL_RAW
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_lowercase)
+            .collect()
+    })
+}
+
+/// Words that join clinical terms and numbers in a span (`NYHA class II`, `the ICU`).
+const CONNECTORS: &[&str] = &[
+    "the", "a", "an", "and", "or", "of", "to", "from", "on", "in", "at", "with", "per", "for",
+    "class", "stage", "grade", "score", "i", "ii", "iii", "iiia", "iiib", "iv", "v",
+];
+
+/// True when `value` reads as clinical content and nothing else: every word a term of
+/// `lists/clinical_terms.txt`, a number (`140`, `4.0`, `25/100`, `7.2%`) or a connector, and
+/// at least one a clinical term. `Na 140, K 4.0` (taken for a street address), `the ICU`
+/// (an organisation) and `NYHA` (a given name) are; `Mayo Clinic`, `Unit 4B` and `Wells`
+/// are not.
+pub(crate) fn is_clinical(value: &str) -> bool {
+    let terms = clinical();
+    let number = |w: &str| {
+        w.chars().any(|c| c.is_ascii_digit())
+            && w.chars()
+                .all(|c| c.is_ascii_digit() || ".,/%-+=:x".contains(c))
+    };
+    let mut any = false;
+    for word in value
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')'))
+        .map(|w| w.trim_end_matches(['.', ':']))
+        .filter(|w| !w.is_empty())
+    {
+        let lower = word.to_lowercase();
+        if terms.contains(&lower) {
+            any = true;
+        } else if lower.contains('/') && lower.split('/').all(|p| terms.contains(p) || number(p)) {
+            any |= lower.split('/').any(|p| terms.contains(p));
+        } else if !(number(&lower) || CONNECTORS.contains(&lower.as_str())) {
+            return false;
+        }
+    }
+    any
+}
+
+/// True when span `s` is a number alone and the word just before it is a clinical term
+/// (`Plt 210`, `Cl 101`, `KPS 80`).
+fn value_of_clinical_word(text: &str, idx: &CharIndex, s: &Span) -> bool {
+    let value = idx.slice(text, s.start, s.end).trim();
+    if value.is_empty() || !value.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return false;
+    }
+    let before = text[..idx.byte(s.start)].trim_end_matches([' ', ':', '=']);
+    let word = before
+        .rsplit(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '('))
+        .next()
+        .unwrap_or("");
+    let word = word.to_lowercase();
+    // `Unit 12`, `Floor 3`, `Ward 7` number a place.
+    let places = [
+        "unit",
+        "floor",
+        "ward",
+        "clinic",
+        "department",
+        "dept",
+        "facility",
+    ];
+    !word.is_empty() && clinical().contains(&word) && !places.contains(&word.as_str())
+}
+
+/// Labels of places and organisations, which clinical content is never.
+fn place_label(label: Label) -> bool {
+    matches!(
+        label,
+        Label::StreetAddress
+            | Label::City
+            | Label::State
+            | Label::Country
+            | Label::Location
+            | Label::Organization
+            | Label::Zipcode
+    )
+}
 
 /// The parsed list, lowercased: `(always, ambiguous)`.
 fn terms() -> &'static (HashSet<String>, HashSet<String>) {
@@ -232,6 +333,20 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
     for s in spans.drain(..) {
         if s.source != Source::Model || s.end > idx.char_len() {
             out.push(s);
+            continue;
+        }
+        // Clinical content taken for a place, an organisation or a name (`Na 140, K 4.0`,
+        // `the ICU`, `carbidopa/levodopa 25/100 TID`, `NYHA`), and an eponym's place name
+        // (`Glasgow Coma Scale`, `Romberg sign`), are no one's.
+        let value = idx.slice(text, s.start, s.end);
+        if (place_label(s.label) || is_name_label(s.label)) && is_clinical(value) {
+            continue;
+        }
+        if place_label(s.label) && followed_by_head(&text[idx.byte(s.end)..]) {
+            continue;
+        }
+        // A number right after an analyte or a scale (`Plt 210`, `KPS 80`) is its value.
+        if place_label(s.label) && value_of_clinical_word(text, &idx, &s) {
             continue;
         }
         // A span with no letter and no digit (`😀😀`, a dash, a bullet) holds nothing that
@@ -469,6 +584,13 @@ pub fn clean_rule_spans(text: &str, spans: &mut Vec<Span>) {
             || s.end > idx.char_len()
             || !tnm_stage(idx.slice(text, s.start, s.end))
     });
+    // A context word's organisation or place that is a unit of the hospital (`transferred
+    // from the ED`, `discharged to SNF`) is no one's.
+    spans.retain(|s| {
+        !matches!(s.label, Label::Organization | Label::Location)
+            || s.end > idx.char_len()
+            || !is_clinical(idx.slice(text, s.start, s.end))
+    });
     for s in spans.iter_mut().filter(|s| {
         s.end <= idx.char_len()
             && matches!(
@@ -696,6 +818,47 @@ mod tests {
         drop_protected(text, &mut spans);
         let kept: Vec<usize> = spans.iter().map(|s| s.start).collect();
         assert_eq!(kept, [31]);
+    }
+
+    /// Clinical content a model took for a place, organisation or name is dropped; real
+    /// places and names beside clinical words are kept.
+    #[test]
+    fn clinical_content_is_no_place_organisation_or_name() {
+        for v in [
+            "Na 140, K 4.0",
+            "Hgb 10.4, Plt 210",
+            "the ICU",
+            "cardiology clinic",
+            "carbidopa/levodopa 25/100 TID",
+            "NYHA class II",
+            "methimazole",
+            "HFrEF",
+        ] {
+            assert!(is_clinical(v), "{v}");
+        }
+        for v in [
+            "Mayo Clinic",
+            "Unit 4B",
+            "Wells",
+            "Toledo",
+            "140",
+            "Portland, OR",
+            "the",
+        ] {
+            assert!(!is_clinical(v), "{v}");
+        }
+        let text =
+            "Na 140, K 4.0. Moved to Toledo. Glasgow Coma Scale 15. Lives in Glasgow. Plt 210";
+        let mut spans = vec![
+            Span::new(0, 13, Label::StreetAddress, 0.9, Source::Model),
+            Span::new(77, 80, Label::Zipcode, 0.9, Source::Model),
+            Span::new(24, 30, Label::City, 0.9, Source::Model),
+            Span::new(32, 39, Label::City, 0.9, Source::Model),
+            Span::new(64, 71, Label::City, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<usize> = spans.iter().map(|s| s.start).collect();
+        assert_eq!(kept, [24, 64]);
     }
 
     #[test]

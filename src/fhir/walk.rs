@@ -567,9 +567,50 @@ fn string_site(key: &str, s: &str, shape: &Shape, path: &str) -> Option<Site> {
     if !CODE_KEYS.contains(&key) && dates::is_date(s) {
         return Some(Site::Date(INSTANT_KEYS.contains(&key)));
     }
+    // An element of a complex type written as a string (`"identifier": "SSN …"`,
+    // `"telecom": "617-…"`, `"resource": "…"`) is no FHIR, but it is what the client sent:
+    // an identifier is taken as one, anything else read as free text. Both came back
+    // verbatim with a `200`.
+    if key == "identifier" || key.ends_with("Identifier") {
+        return Some(Site::IdentifierString);
+    }
+    if COMPLEX_KEYS.contains(&key) {
+        return Some(Site::Text(TextKind::Plain));
+    }
     // A key R4 does not define: nothing says what it holds, so the engine reads it.
     (!is_r4_element(key)).then_some(Site::Text(TextKind::Plain))
 }
+
+/// Elements R4 defines as objects (or arrays of them) that hold a person's details or a
+/// whole resource: a string there is read as free text ([`string_site`]).
+const COMPLEX_KEYS: &[&str] = &[
+    "telecom",
+    "address",
+    "contact",
+    "photo",
+    "resource",
+    "entry",
+    "contained",
+    "extension",
+    "modifierExtension",
+    "link",
+    "generalPractitioner",
+    "managingOrganization",
+    "subject",
+    "patient",
+    "performer",
+    "author",
+    "participant",
+    "individual",
+    "qualification",
+    "attachment",
+    "content",
+    "valueHumanName",
+    "valueAddress",
+    "valueContactPoint",
+    "valueAttachment",
+    "valueReference",
+];
 
 /// The visitor: the site (`None` for any other string or object), the element, the patient
 /// whose it is, and the element's path (`Patient.name.family`: the resource type, then the

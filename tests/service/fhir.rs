@@ -456,3 +456,32 @@ async fn identifiers_outside_identifier_elements_and_extension_values_do_not_com
     assert_eq!(out["entry"][1]["resource"]["status"], "active", "{out}");
     t.shutdown().await;
 }
+
+/// An element of a complex type written as a string (`identifier`, `telecom`, `address`, a
+/// Bundle entry's `resource`) is de-identified, not sent back: each came back verbatim
+/// with a `200` (found by an outside operations tester).
+#[tokio::test]
+async fn complex_elements_written_as_strings_do_not_come_back() {
+    let t = TestServer::start(&rules_server()).await;
+    let bodies = [
+        r#"{"resourceType":"Patient","id":"p1","identifier":"SSN 123-45-6789 Quorzelda Vintbrook"}"#,
+        r#"{"resourceType":"Bundle","type":"collection","entry":[{"resource":"Dr. Quorzelda Vintbrook SSN 123-45-6789"}]}"#,
+        r#"{"resourceType":"Bundle","type":"collection","entry":["Dr. Quorzelda Vintbrook SSN 123-45-6789"]}"#,
+        r#"{"resourceType":"Patient","id":"p1","telecom":"617-555-0142","address":"12 Elm St, Boston MA 02115"}"#,
+    ];
+    for body in bodies {
+        let r = post_fhir(
+            &t,
+            "/fhir/deidentify",
+            "application/fhir+json",
+            body.to_owned(),
+        )
+        .await;
+        assert_eq!(r.status(), 200, "{body}");
+        let out = r.text().await.expect("body");
+        for phi in ["Vintbrook", "123-45-6789", "617-555-0142", "12 Elm St"] {
+            assert!(!out.contains(phi), "{phi} in {out}");
+        }
+    }
+    t.shutdown().await;
+}
