@@ -106,17 +106,35 @@ const HEADS: &[&str] = &[
 
 const CLINICAL_RAW: &str = include_str!("lists/clinical_terms.txt");
 
-/// The clinical vocabulary (`lists/clinical_terms.txt`), lowercased.
-fn clinical() -> &'static HashSet<String> {
-    static CLINICAL: OnceLock<HashSet<String>> = OnceLock::new();
+/// The clinical vocabulary (`lists/clinical_terms.txt`): `(words, abbreviations)`. A word
+/// (`Cardiology`, `Na`, `daily`) matches in any case; an abbreviation, a term with a
+/// capital after its first letter (`AKI`, `HFrEF`, `mRS`), only as written or in capitals,
+/// so that `AKI` is no `Aki Maruyama`.
+fn clinical() -> &'static (HashSet<String>, HashSet<String>) {
+    static CLINICAL: OnceLock<(HashSet<String>, HashSet<String>)> = OnceLock::new();
     CLINICAL.get_or_init(|| {
-        CLINICAL_RAW
+        let mut words = HashSet::new();
+        let mut abbreviations = HashSet::new();
+        for l in CLINICAL_RAW
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(str::to_lowercase)
-            .collect()
+        {
+            if l.chars().skip(1).any(char::is_uppercase) {
+                abbreviations.insert(l.to_owned());
+                abbreviations.insert(l.to_uppercase());
+            } else {
+                words.insert(l.to_lowercase());
+            }
+        }
+        (words, abbreviations)
     })
+}
+
+/// True when `word` is a term of the clinical vocabulary ([`clinical`]).
+fn is_clinical_term(word: &str) -> bool {
+    let (words, abbreviations) = clinical();
+    abbreviations.contains(word) || words.contains(&word.to_lowercase())
 }
 
 /// Words that join clinical terms and numbers in a span (`NYHA class II`, `the ICU`).
@@ -131,7 +149,6 @@ const CONNECTORS: &[&str] = &[
 /// (an organisation) and `NYHA` (a given name) are; `Mayo Clinic`, `Unit 4B` and `Wells`
 /// are not.
 pub(crate) fn is_clinical(value: &str) -> bool {
-    let terms = clinical();
     let number = |w: &str| {
         w.chars().any(|c| c.is_ascii_digit())
             && w.chars()
@@ -144,10 +161,10 @@ pub(crate) fn is_clinical(value: &str) -> bool {
         .filter(|w| !w.is_empty())
     {
         let lower = word.to_lowercase();
-        if terms.contains(&lower) {
+        if is_clinical_term(word) {
             any = true;
-        } else if lower.contains('/') && lower.split('/').all(|p| terms.contains(p) || number(p)) {
-            any |= lower.split('/').any(|p| terms.contains(p));
+        } else if word.contains('/') && word.split('/').all(|p| is_clinical_term(p) || number(p)) {
+            any |= word.split('/').any(is_clinical_term);
         } else if !(number(&lower) || CONNECTORS.contains(&lower.as_str())) {
             return false;
         }
@@ -178,10 +195,11 @@ fn value_of_clinical_word(text: &str, idx: &CharIndex, s: &Span) -> bool {
         "dept",
         "facility",
     ];
-    !word.is_empty() && clinical().contains(&word) && !places.contains(&word.as_str())
+    !word.is_empty() && is_clinical_term(&word) && !places.contains(&word.as_str())
 }
 
-/// Labels of places and organisations, which clinical content is never.
+/// Labels of places and organisations, which clinical content is never. A postcode is
+/// left out: its letters may read as an analyte (`1077 HB`).
 fn place_label(label: Label) -> bool {
     matches!(
         label,
@@ -191,7 +209,6 @@ fn place_label(label: Label) -> bool {
             | Label::Country
             | Label::Location
             | Label::Organization
-            | Label::Zipcode
     )
 }
 
@@ -338,15 +355,19 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         // Clinical content taken for a place, an organisation or a name (`Na 140, K 4.0`,
         // `the ICU`, `carbidopa/levodopa 25/100 TID`, `NYHA`), and an eponym's place name
         // (`Glasgow Coma Scale`, `Romberg sign`), are no one's.
+        // A name of one or two letters is an initial (`Silke K. Loewe`), not potassium.
         let value = idx.slice(text, s.start, s.end);
-        if (place_label(s.label) || is_name_label(s.label)) && is_clinical(value) {
+        let name = is_name_label(s.label) && value.trim().chars().count() > 2;
+        if (place_label(s.label) || name) && is_clinical(value) {
             continue;
         }
         if place_label(s.label) && followed_by_head(&text[idx.byte(s.end)..]) {
             continue;
         }
         // A number right after an analyte or a scale (`Plt 210`, `KPS 80`) is its value.
-        if place_label(s.label) && value_of_clinical_word(text, &idx, &s) {
+        if (place_label(s.label) || s.label == Label::Zipcode)
+            && value_of_clinical_word(text, &idx, &s)
+        {
             continue;
         }
         // A span with no letter and no digit (`😀😀`, a dash, a bullet) holds nothing that
@@ -844,6 +865,8 @@ mod tests {
             "140",
             "Portland, OR",
             "the",
+            "Aki",
+            "Pomáz, PE",
         ] {
             assert!(!is_clinical(v), "{v}");
         }
