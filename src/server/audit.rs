@@ -231,6 +231,20 @@ impl AuditLog {
         }
     }
 
+    /// Whether a record could be appended now: the file opens for appending (created
+    /// with its folder where missing). Asked before an admin change, which is refused
+    /// where it could not be recorded.
+    ///
+    /// # Errors
+    /// Any I/O error.
+    pub fn writable(&self) -> std::io::Result<()> {
+        let _g = self.lock.lock();
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        open_append(&self.path).map(drop)
+    }
+
     /// The rotated file: `audit.jsonl.1`.
     fn rotated(&self) -> PathBuf {
         let mut name = self.path.file_name().unwrap_or_default().to_os_string();

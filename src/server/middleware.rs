@@ -177,9 +177,23 @@ pub async fn context(State(front): State<Front>, mut req: Request, next: Next) -
             .map_or_else(|| Arc::from(""), |c| Arc::clone(&c.token_id));
         (st.clone(), token)
     });
+    // An admin change goes ahead only where its audit record can be written: a hospital's
+    // trail must not miss one (a settings change, a forced breaker and a new admin token
+    // were applied unrecorded while the log could not be written).
+    let audited =
+        (changes_state(&method) && required_scope(route) == Some(Scope::Admin)).then(|| st.clone());
     let handled = async move {
         match gate {
             Ok(caller) => {
+                if let Some(st) = audited {
+                    let ready = tokio::task::spawn_blocking(move || st.audit.writable()).await;
+                    if !matches!(ready, Ok(Ok(()))) {
+                        tracing::error!(
+                            "an admin change was refused: the audit log cannot be written"
+                        );
+                        return ApiError::Internal.into_response();
+                    }
+                }
                 if let Some(caller) = caller {
                     req.extensions_mut().insert(caller);
                 }

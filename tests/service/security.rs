@@ -166,6 +166,42 @@ async fn a_token_with_an_expiry_is_refused_once_it_passes() {
     t.shutdown().await;
 }
 
+/// An admin change that could not be recorded is not made: `500 internal_error` and
+/// nothing changed, while reading stays possible (a settings change, a forced breaker and
+/// a new admin token were applied unrecorded; found by an outside operations tester).
+#[tokio::test]
+async fn an_admin_change_is_refused_while_the_audit_log_cannot_be_written() {
+    let t = TestServer::start(&[("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0")]).await;
+    let path = t._dir.path().join("data/audit.jsonl");
+    let _ = std::fs::remove_file(&path);
+    std::fs::create_dir_all(&path).expect("a folder where the file goes");
+    let r = t
+        .admin_put("/admin/settings", json!({"retry.max_attempts": 5}))
+        .await;
+    expect_error(r, 500, "internal_error").await;
+    let r = t
+        .admin_post("/admin/breakers/scripted/force-open", json!({}))
+        .await;
+    expect_error(r, 500, "internal_error").await;
+    let settings: Value = t.admin_json("/admin/settings").await;
+    assert_eq!(
+        crate::support::setting_row(&settings, "retry.max_attempts")["value"],
+        3,
+        "not applied"
+    );
+    let status: Value = t.admin_json("/admin/status").await;
+    assert!(!status.to_string().contains("forced_open"), "{status}");
+    // Writable again: the change goes ahead and is recorded.
+    std::fs::remove_dir(&path).expect("remove the folder");
+    let r = t
+        .admin_put("/admin/settings", json!({"retry.max_attempts": 5}))
+        .await;
+    assert_eq!(r.status(), 200);
+    let text = std::fs::read_to_string(&path).expect("audit file");
+    assert!(text.contains("settings.update"), "{text}");
+    t.shutdown().await;
+}
+
 #[tokio::test]
 async fn admin_actions_are_audited_with_who_what_and_the_values() {
     let t = TestServer::start(&[("PHIGUARD_REQUEST_TIMEOUT_SECONDS", "0")]).await;
