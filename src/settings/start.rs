@@ -86,6 +86,18 @@ pub enum StartRefusal {
         /// The name (configuration, never a request's).
         model: String,
     },
+    /// Returned when a name of `models.preload` is neither an installed model nor an alias:
+    /// the model would be skipped with a warning while `/readyz` said ready, a typo
+    /// unnoticed until the first request paid for the load that was meant to come first.
+    #[error("models.preload ({by}): {model} is not an installed model or an alias (models.aliases): list installed models (phiguard models list) or aliases, or install that one (phiguard models pull)")]
+    PreloadNotInstalled {
+        /// Where the setting was set.
+        by: String,
+        /// The 1-based position of the name in the list.
+        entry: usize,
+        /// The name (configuration, never a request's).
+        model: String,
+    },
     /// Returned when a change leaves `models.default` naming no installed model (nor an
     /// alias of one): every request that names no model would be refused. (Start-up has its
     /// own error for this, which lets the bundled model's id through with a warning.)
@@ -116,6 +128,7 @@ impl StartRefusal {
                 keys::MODELS_ALIASES.name()
             }
             StartRefusal::ServedNotInstalled { .. } => keys::MODELS_SERVED.name(),
+            StartRefusal::PreloadNotInstalled { .. } => keys::MODELS_PRELOAD.name(),
             StartRefusal::DefaultNotInstalled { .. } => keys::MODELS_DEFAULT.name(),
             StartRefusal::Cluster { key, .. } => key,
         }
@@ -129,6 +142,9 @@ impl StartRefusal {
                 "entry {entry} maps to a model that is not installed; map each alias to an installed model (GET /admin/models), to default or to rules"
             ),
             StartRefusal::ServedNotInstalled { entry, .. } => format!(
+                "entry {entry} is not an installed model or an alias (models.aliases); GET /admin/models lists the installed models"
+            ),
+            StartRefusal::PreloadNotInstalled { entry, .. } => format!(
                 "entry {entry} is not an installed model or an alias (models.aliases); GET /admin/models lists the installed models"
             ),
             StartRefusal::AliasMalformed { entry, .. } => format!(
@@ -162,7 +178,7 @@ fn aliases(settings: &Settings) -> Result<Vec<(usize, &str, &str)>, StartRefusal
     Ok(out)
 }
 
-/// The first name of `models.aliases` or `models.served` that names no model `installed`
+/// The first name of `models.aliases`, `models.served` or `models.preload` that names no model `installed`
 /// knows, or `None`. The settings cannot see the model store, so the caller says what is
 /// installed: `Server::start` (exit 2) and `PUT /admin/settings` (422) ask the same
 /// question of the engine. An alias to `default` is left to the rule of `models.default`.
@@ -189,6 +205,16 @@ pub fn models_refusal(
         if !installed(name) && !aliases.iter().any(|&(_, a, _)| a == name) {
             return Some(StartRefusal::ServedNotInstalled {
                 by: settings.source_name(keys::MODELS_SERVED.name()),
+                entry: i + 1,
+                model: name.to_string(),
+            });
+        }
+    }
+    for (i, name) in settings.get(keys::MODELS_PRELOAD).iter().enumerate() {
+        let name = name.trim();
+        if name != "default" && !installed(name) && !aliases.iter().any(|&(_, a, _)| a == name) {
+            return Some(StartRefusal::PreloadNotInstalled {
+                by: settings.source_name(keys::MODELS_PRELOAD.name()),
                 entry: i + 1,
                 model: name.to_string(),
             });
@@ -422,6 +448,11 @@ mod tests {
             "{r}"
         );
         assert!(r.rule().starts_with("entry 2 ") && !r.rule().contains("nonexistent"));
+        let r =
+            check(&[("PHIGUARD_PRELOAD_MODELS", "phiguard-deid,phiguard-deidd")]).expect("refused");
+        assert_eq!(r.key(), "models.preload");
+        assert!(r.rule().starts_with("entry 2 ") && !r.rule().contains("deidd"));
+        assert!(check(&[("PHIGUARD_PRELOAD_MODELS", "default,rules,phiguard-deid")]).is_none());
         for ok in [
             &[(
                 "PHIGUARD_MODEL_ALIASES",

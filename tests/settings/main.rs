@@ -534,6 +534,15 @@ fn aliases_and_served_names_of_no_installed_model_stop_start_up() {
                 "not an installed model",
             ],
         ),
+        // A preload typo too: it was skipped with a warning while /readyz said ready.
+        (
+            ("PHIGUARD_PRELOAD_MODELS", "phiguard-deidd"),
+            &[
+                "models.preload (PHIGUARD_PRELOAD_MODELS)",
+                "phiguard-deidd",
+                "not an installed model",
+            ],
+        ),
     ] {
         let (code, err) = serve_refused(dir.path(), &[], &[env]);
         assert_eq!(code, Some(2), "{env:?}: {err}");
