@@ -90,12 +90,26 @@ pub fn stderr_is_a_colour_terminal() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// Set once JSON logs are installed: a fatal error is then one more JSON line
+/// ([`json_logs`]).
+static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// True once [`init`] installed JSON logs. The command line then reports a fatal error (a
+/// port in use, a bad setting met after logging started) as a JSON event, not a plain
+/// `phiguard: …` line that a log pipeline parsing JSON would drop or misread.
+pub fn json_logs() -> bool {
+    JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Installs the global subscriber writing to `writer`, and to [`recent`] (a second call does
 /// nothing).
 pub fn init<W>(cfg: &LogConfig<'_>, writer: W)
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
+    if cfg.json {
+        JSON_LOGS.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = if cfg.json {
         // The log and the ring hold the same JSON line: format each event once, for both.
         vec![json_layer(writer.and(RecentWriter::new))

@@ -451,7 +451,13 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("phiguard: {}", f.message);
+            // Start-up and configuration failures name settings, files and ports, never
+            // request text.
+            if crate::logging::json_logs() {
+                tracing::error!(error = %f.message, exit_code = f.code, "phiguard stopped");
+            } else {
+                eprintln!("phiguard: {}", f.message);
+            }
             ExitCode::from(f.code)
         }
     }

@@ -88,8 +88,9 @@ pub enum ServerError {
     /// Returned when the `cluster.*` settings are invalid.
     #[error(transparent)]
     Cluster(#[from] crate::cluster::ClusterError),
-    /// Returned when secrets or tokens cannot be read or created.
-    #[error(transparent)]
+    /// Returned when secrets or tokens cannot be read or created. The message says where
+    /// they live: a read-only or missing home was reported as a bare `Read-only file system`.
+    #[error("{0} (the secrets, tokens and state live in the home folder, PHIGUARD_HOME, which must be a writable folder even when every secret comes from the environment)")]
     Secrets(#[from] crate::secrets::SecretsError),
     /// Returned when `models.default` names no installed model (a typo, a model not pulled
     /// yet): every request that names no model would be refused as if the client had asked
