@@ -365,6 +365,7 @@ impl From<crate::settings::SettingsError> for Failure {
 /// Entry point used by `src/main.rs`.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let serve = matches!(cli.command, Command::Serve { .. });
     // Parallelism comes from the inference worker threads, each running whole batches with
     // single-threaded candle ops; set before any other thread exists.
     crate::inference::init_cpu_threads(1);
@@ -453,14 +454,49 @@ pub fn main() -> ExitCode {
         Err(f) => {
             // Start-up and configuration failures name settings, files and ports, never
             // request text.
-            if crate::logging::json_logs() {
-                tracing::error!(error = %f.message, exit_code = f.code, "phiguard stopped");
+            if serve && serve_logs_json() {
+                if crate::logging::json_logs() {
+                    tracing::error!(error = %f.message, exit_code = f.code, "phiguard stopped");
+                } else {
+                    eprintln!("{}", fatal_json(&f.message, f.code));
+                }
             } else {
                 eprintln!("phiguard: {}", f.message);
             }
             ExitCode::from(f.code)
         }
     }
+}
+
+/// Whether `serve`'s fatal error is a JSON log line: the service logs JSON by default, and a
+/// headless service's log pipeline parses JSON, so its last words must be JSON too (a port
+/// in use or a bad setting was a plain `phiguard: …` line it dropped). Once logging runs,
+/// its format decides; before (a setting that does not parse stops start-up before
+/// logging can start), the log format's variable does, JSON where it is unset. The other
+/// commands talk to a person at a terminal and stay plain.
+fn serve_logs_json() -> bool {
+    if crate::logging::json_logs() {
+        return true;
+    }
+    if tracing::dispatcher::has_been_set() {
+        return false;
+    }
+    let env = keys::SERVER_LOG_FORMAT;
+    std::iter::once(env.env())
+        .chain(env.def().alias)
+        .find_map(|v| std::env::var(v).ok().filter(|v| !v.is_empty()))
+        .is_none_or(|v| v.trim().eq_ignore_ascii_case("json"))
+}
+
+/// A fatal error as one line in the shape of the JSON logs, for when they have not started.
+fn fatal_json(message: &str, code: u8) -> String {
+    serde_json::json!({
+        "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        "level": "ERROR",
+        "fields": {"message": "phiguard stopped", "error": message, "exit_code": code},
+        "target": "phiguard::cli",
+    })
+    .to_string()
 }
 
 /// Sets up logging from the settings (JSON or plain, level) on stderr. Logs never carry

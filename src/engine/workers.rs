@@ -260,8 +260,16 @@ fn worker_loop(shared: &Shared, faults: &Faults) {
     let mut pending: VecDeque<Job> = VecDeque::new();
     loop {
         let cfg = *shared.batch.read();
-        {
-            let rx = shared.rx.lock();
+        // With jobs of its own still to run (another model's, left from the last batch), a
+        // worker must not wait for the queue: the worker holding it may be waiting in
+        // `recv` for a job that never comes, and those jobs' callers would wait with it (a
+        // folder of tables hung so, every worker idle).
+        let rx = if pending.is_empty() {
+            Some(shared.rx.lock())
+        } else {
+            shared.rx.try_lock()
+        };
+        if let Some(rx) = rx {
             let take = |pending: &mut VecDeque<Job>, job| {
                 shared.queued.fetch_sub(1, Ordering::SeqCst);
                 pending.push_back(job);
@@ -615,6 +623,51 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(1));
             }
             Ok(vec![Vec::new(); texts.len()])
+        }
+    }
+
+    /// Sleeps as long as each text says (`x` 100 ms, `y` 200 ms, `a` 300 ms, `b` none).
+    struct Timed;
+
+    impl Recognizer for Timed {
+        fn detect_batch(&self, texts: &[&str]) -> Result<Vec<Vec<Span>>, RecognizerError> {
+            for t in texts {
+                let ms = match *t {
+                    "x" => 100,
+                    "y" => 200,
+                    "a" => 300,
+                    _ => 0,
+                };
+                std::thread::sleep(Duration::from_millis(ms));
+            }
+            Ok(vec![Vec::new(); texts.len()])
+        }
+    }
+
+    /// A worker left with another model's job after its batch runs it without waiting for
+    /// the queue. Before, it waited for the queue's lock while the other worker held it in
+    /// `recv`, and that job's caller waited for ever (`phiguard deid` over a folder of
+    /// tables hung so): here the worker that finishes `x` takes `a` and `b` while the other
+    /// still runs `y`, runs `a`, and must then run `b` though the other now waits in `recv`.
+    #[tokio::test]
+    async fn a_job_left_over_from_a_batch_runs_while_another_worker_waits_for_the_queue() {
+        let pool = WorkerPool::new(2, 16, BatchConfig::default(), Arc::new(Faults::default()));
+        let rec: Arc<dyn Recognizer> = Arc::new(Timed);
+        let run = |key: &'static str, text: &'static str| {
+            let (pool, rec) = (pool.clone(), Arc::clone(&rec));
+            tokio::spawn(async move { pool.run(Arc::from(key), rec, Arc::from(text)).await })
+        };
+        let x = run("slow", "x");
+        let y = run("slow", "y");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let a = run("a", "a");
+        let b = run("b", "b");
+        for (name, job) in [("x", x), ("y", y), ("a", a), ("b", b)] {
+            let answered = tokio::time::timeout(Duration::from_secs(10), job).await;
+            assert!(
+                matches!(answered, Ok(Ok(Ok(_)))),
+                "job {name} was not answered"
+            );
         }
     }
 

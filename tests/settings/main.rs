@@ -223,7 +223,7 @@ fn a_device_that_cannot_be_opened_stops_serve_and_deid_at_start() {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         let out = child.wait_with_output().expect("output");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = fatal_message(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(
             err.contains("models.device (PHIGUARD_DEVICE) is metal")
@@ -416,10 +416,22 @@ fn serve_refused(home: &Path, args: &[&str], env: &[(&str, &str)]) -> (Option<i3
     }
     let out = child.wait_with_output().expect("output");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("listening on"));
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.code(), fatal_message(&out.stderr))
+}
+
+/// `serve`'s fatal error: with JSON logs (the default) one JSON line whose `fields.error`
+/// is the message (a log pipeline parses it); plain otherwise. The message either way.
+fn fatal_message(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v["fields"]["error"].as_str().map(str::to_owned))
+                .unwrap_or_else(|| line.to_owned())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The same client and admin token (every client an admin), or a placeholder of the deploy
