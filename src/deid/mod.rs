@@ -457,6 +457,15 @@ impl<R: Rng> Deidentifier<R> {
         &self.mapping
     }
 
+    /// Names of the same record met elsewhere (a FHIR document's other names): no name
+    /// surrogate may be one of them, as none may be a name of the same note. Without this,
+    /// a patient's `Peter` could become `Jim`, the nickname the same resource gives later.
+    pub fn know_names<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
+        for name in names {
+            self.note_names.extend(name_words(name));
+        }
+    }
+
     /// De-identifies `text` given spans in its code-point offsets. Spans are resolved
     /// first (overlaps fused), and spans past the end of the text are dropped.
     pub fn apply(&mut self, text: &str, spans: &[Span]) -> DeidOutput {

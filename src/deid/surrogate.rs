@@ -23,6 +23,7 @@ use unicode_normalization::UnicodeNormalization;
 
 use super::gender::Gender;
 use crate::detect::census;
+use crate::detect::normalize::decimal_value;
 use crate::detect::rules::dates::{self, DateParts};
 use crate::detect::Label;
 
@@ -512,7 +513,7 @@ pub(crate) fn generate<R: Rng + ?Sized>(
             .nfkc()
             .map(|c| {
                 c.to_digit(10)
-                    .or_else(|| other_digit(c))
+                    .or_else(|| decimal_value(c))
                     .map_or(c, digit_char)
             })
             .collect();
@@ -614,21 +615,6 @@ pub(crate) fn generate<R: Rng + ?Sized>(
         | Label::Password
         | Label::Other => shape(original, rng),
     }
-}
-
-/// The value of a decimal digit of a script other than ASCII whose ten digits are
-/// consecutive code points (Arabic-Indic, Devanagari, Bengali, Thai ...): found by
-/// walking back to the block's zero, which `char::to_digit` does not do.
-fn other_digit(c: char) -> Option<u32> {
-    let numeric = |code: u32| char::from_u32(code).is_some_and(char::is_numeric);
-    let code = u32::from(c);
-    if !c.is_numeric() || c.is_ascii_digit() {
-        return None;
-    }
-    (0..10).find(|&k| {
-        let zero = code - k.min(code);
-        zero > 0 && !numeric(zero - 1) && (0..10).all(|d| numeric(zero + d))
-    })
 }
 
 fn digit_char(d: u32) -> char {
@@ -1273,9 +1259,9 @@ mod tests {
                 assert!(out.chars().any(|c| c.is_ascii_digit()), "{label:?}: {out}");
             }
         }
-        assert_eq!(other_digit('٣'), Some(3));
-        assert_eq!(other_digit('३'), Some(3));
-        assert_eq!(other_digit('3'), None);
+        assert_eq!(decimal_value('٣'), Some(3));
+        assert_eq!(decimal_value('३'), Some(3));
+        assert_eq!(decimal_value('3'), None);
     }
 
     /// An age stays within three years, in its life stage: a 3-year-old is 1–6, a

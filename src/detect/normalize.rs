@@ -66,6 +66,7 @@ fn chain_dashes(text: &str) -> Vec<usize> {
             continue;
         }
         // A chain: digits, then (dash, digits) repeated.
+        let first = i;
         let mut dashes = Vec::new();
         while i < chars.len() && chars[i].is_numeric() {
             i += 1;
@@ -74,11 +75,38 @@ fn chain_dashes(text: &str) -> Vec<usize> {
                 i += 1;
             }
         }
-        if dashes.len() >= 2 {
+        // One dash in a phone number after its area code, `(303) 555–0123`: three digits,
+        // the dash, four digits, after a closing parenthesis.
+        let after_area = |d: usize| {
+            d - first == 3
+                && i - d - 1 == 4
+                && chars[..first]
+                    .iter()
+                    .rev()
+                    .find(|c| **c != ' ')
+                    .is_some_and(|c| *c == ')')
+        };
+        if dashes.len() >= 2 || (dashes.len() == 1 && after_area(dashes[0])) {
             out.extend(dashes);
         }
     }
     out
+}
+
+/// The value of a decimal digit of a script other than ASCII whose ten digits are
+/// consecutive code points (Arabic-Indic, Devanagari, Bengali, Thai …): found by walking
+/// back to the block's zero, which `char::to_digit` does not do. `None` for ASCII digits
+/// and anything else.
+pub(crate) fn decimal_value(c: char) -> Option<u32> {
+    let numeric = |code: u32| char::from_u32(code).is_some_and(char::is_numeric);
+    let code = u32::from(c);
+    if !c.is_numeric() || c.is_ascii_digit() || c.is_ascii() {
+        return None;
+    }
+    (0..10).find(|&k| {
+        let zero = code - k.min(code);
+        zero > 0 && !numeric(zero - 1) && (0..10).all(|d| numeric(zero + d))
+    })
 }
 
 /// A text as recognizers read it (see the module docs).
@@ -119,6 +147,12 @@ impl<'t> View<'t> {
                     continue;
                 }
                 let joins_digits = len == 1 && chained.binary_search(&start).is_ok();
+                // Digits of other scripts (Arabic-Indic, Devanagari …) read as ASCII, as
+                // NFKC reads full-width ones: an MRN in them was taken for a surname.
+                let c = match decimal_value(c) {
+                    Some(d) => char::from_digit(d, 10).unwrap_or(c),
+                    None => c,
+                };
                 out.push(if joins_digits { '-' } else { fold(c) });
                 origin.push((start, start + len));
             }
@@ -219,6 +253,8 @@ mod tests {
     fn dashes_chaining_digit_groups_read_as_hyphens_and_ranges_stay() {
         let v = View::new("Phone 617\u{2013}555\u{2013}0142, seen 03\u{2014}05\u{2014}2024");
         assert_eq!(v.text(), "Phone 617-555-0142, seen 03-05-2024");
+        let v = View::new("or (303) 555\u{2013}0123; MRN \u{0664}\u{0665}\u{0666}\u{0667}");
+        assert_eq!(v.text(), "or (303) 555-0123; MRN 4567");
         for text in [
             "for 10\u{2013}12 days",
             "2019\u{2013}2021 \u{2013} 5",

@@ -185,18 +185,22 @@ fn value_of_clinical_word(text: &str, idx: &CharIndex, s: &Span) -> bool {
         .next()
         .unwrap_or("");
     let word = word.to_lowercase();
-    // `Unit 12`, `Floor 3`, `Ward 7` number a place.
-    let places = [
-        "unit",
-        "floor",
-        "ward",
-        "clinic",
-        "department",
-        "dept",
-        "facility",
-    ];
-    !word.is_empty() && is_clinical_term(&word) && !places.contains(&word.as_str())
+    !word.is_empty() && is_clinical_term(&word) && !PLACE_WORDS.contains(&word.as_str())
 }
+
+/// Words of the clinical list that name parts of a hospital (lower case): a number after
+/// one numbers a place (`Unit 12`, `Ward 7`), and a name with one is a person's (`Kerry
+/// Ward`).
+const PLACE_WORDS: &[&str] = &[
+    "unit",
+    "floor",
+    "ward",
+    "clinic",
+    "department",
+    "dept",
+    "facility",
+    "service",
+];
 
 /// Labels of places and organisations, which clinical content is never. A postcode is
 /// left out: its letters may read as an analyte (`1077 HB`).
@@ -355,9 +359,19 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         // Clinical content taken for a place, an organisation or a name (`Na 140, K 4.0`,
         // `the ICU`, `carbidopa/levodopa 25/100 TID`, `NYHA`), and an eponym's place name
         // (`Glasgow Coma Scale`, `Romberg sign`), are no one's.
+        // An HL7 segment's id (`MSH|`, `ORC|`) is nobody's name or town.
+        let after = &text[idx.byte(s.end)..];
+        if crate::detect::rules::hl7::is_segment_id(idx.slice(text, s.start, s.end).trim(), after) {
+            continue;
+        }
         // A name of one or two letters is an initial (`Silke K. Loewe`), not potassium.
         let value = idx.slice(text, s.start, s.end);
-        let name = is_name_label(s.label) && value.trim().chars().count() > 2;
+        // A surname that is a ward's word (`Kerry Ward`) stays a name.
+        let name = is_name_label(s.label)
+            && value.trim().chars().count() > 2
+            && !value
+                .split_whitespace()
+                .any(|w| PLACE_WORDS.contains(&w.to_lowercase().as_str()));
         if (place_label(s.label) || name) && is_clinical(value) {
             continue;
         }

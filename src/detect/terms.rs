@@ -144,12 +144,22 @@ impl Terms {
                 }
             }
         }
+        // Where an allowed term occurs: a span inside one (`Wound Care` of an allowed
+        // `Wound Care Team`) is part of the term, never masked.
+        let allowed: Vec<(usize, usize)> = self
+            .allow
+            .iter()
+            .flat_map(|t| t.find.find_iter(text))
+            .filter(|m| !m.is_empty())
+            .map(|m| (idx.char_at_byte(m.start()), idx.char_at_byte(m.end())))
+            .collect();
         let mut out: Vec<Span> = spans
             .into_iter()
             .filter(|s| {
                 let covered = idx.slice(text, s.start, s.end).trim();
                 !self.allow.iter().any(|t| t.whole.is_match(covered))
             })
+            .filter(|s| !allowed.iter().any(|&(b, e)| b <= s.start && s.end <= e))
             .flat_map(|s| self.cut_allowed(text, &idx, s))
             .filter(|s| !denied.iter().any(|d| d.start < s.end && s.start < d.end))
             .collect();
@@ -257,6 +267,12 @@ mod tests {
         let terms = Terms::parse(&["lasix", "/Plt [0-9]+/"], &[] as &[&str]).expect("terms");
         let out = terms.apply(text, spans);
         assert_eq!(texts(text, &out), ["Hgb 10.4"]);
+        // And a span inside an allowed term is part of it.
+        let text = "Seen by the Wound Care Team today.";
+        let terms = Terms::parse(&["Wound Care Team"], &[] as &[&str]).expect("terms");
+        assert!(terms
+            .apply(text, vec![sp(12, 22, Label::Organization)])
+            .is_empty());
     }
 
     #[test]

@@ -286,9 +286,24 @@ impl Document {
             (None, Some(k)) => k.0,
             (None, None) => IdKey::random().0,
         };
+        // Every name of the document, structured and found in its texts: no surrogate may
+        // be one of them.
+        let mut names = Vec::new();
+        self.values.iter().for_each(|v| human_names(v, &mut names));
+        for (text, found) in texts.iter().zip(spans) {
+            let idx = crate::detect::CharIndex::new(&text.text);
+            names.extend(
+                found
+                    .iter()
+                    .filter(|s| crate::detect::protected::is_name_label(s.label))
+                    .filter(|s| s.end <= idx.char_len())
+                    .map(|s| idx.slice(&text.text, s.start, s.end).to_owned()),
+            );
+        }
         let mut state = State {
             key,
             opts,
+            names,
             ids: ids::IdMap::new(id_key),
             deids: HashMap::new(),
             stats: Stats {
@@ -529,6 +544,28 @@ fn cap_value(per_year: f64) -> Value {
     Value::from((90.0 * per_year).round() as i64)
 }
 
+/// The strings of every `HumanName` in `v` (its `family`, `given`, `text`).
+fn human_names(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if m.contains_key("family") || m.contains_key("given") {
+                for key in ["family", "given", "text"] {
+                    match m.get(key) {
+                        Some(Value::String(s)) => out.push(s.clone()),
+                        Some(Value::Array(a)) => {
+                            out.extend(a.iter().filter_map(Value::as_str).map(str::to_owned));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            m.values().for_each(|c| human_names(c, out));
+        }
+        Value::Array(a) => a.iter().for_each(|c| human_names(c, out)),
+        _ => {}
+    }
+}
+
 /// An `Age` over 89 (Safe Harbor's aggregated ages, as free text's `90+`): the value 90 in
 /// its own unit, with the comparator `>=`. An age with no unit is read as years.
 fn age_cap(node: &mut Value) -> bool {
@@ -557,6 +594,8 @@ struct State<'a> {
     ids: ids::IdMap,
     /// One transformer per patient (`None`: resources of no patient).
     deids: HashMap<Option<String>, Deidentifier<rand::rngs::StdRng>>,
+    /// The document's names ([`Deidentifier::know_names`]).
+    names: Vec<String>,
     stats: Stats,
     /// The path of the element being handled, so a field with an action of its own (by
     /// path) is left to that action.
@@ -565,7 +604,7 @@ struct State<'a> {
 
 impl State<'_> {
     fn deid(&mut self, patient: Option<&str>) -> &mut Deidentifier<rand::rngs::StdRng> {
-        let (key, opts) = (self.key, self.opts);
+        let (key, opts, names) = (self.key, self.opts, &self.names);
         self.deids
             .entry(patient.map(str::to_owned))
             .or_insert_with(|| {
@@ -588,7 +627,9 @@ impl State<'_> {
                     dates: Some(opts.profile.text_dates()),
                     ..DeidOptions::default()
                 };
-                Deidentifier::new(dopts, key, rand::rngs::StdRng::from_os_rng())
+                let mut d = Deidentifier::new(dopts, key, rand::rngs::StdRng::from_os_rng());
+                d.know_names(names.iter().map(String::as_str));
+                d
             })
     }
 

@@ -104,6 +104,7 @@ const FIELDS: &[(&str, usize, Field)] = &[
     ("ORC", 10, Provider),
     ("ORC", 11, Provider),
     ("ORC", 12, Provider),
+    ("ORC", 13, Place),
     ("OBR", 2, Id(Label::IdNum)),
     ("OBR", 3, Id(Label::IdNum)),
     ("OBR", 6, Date(Label::Date)),
@@ -148,6 +149,12 @@ pub(crate) fn find(text: &str) -> Vec<(usize, usize, Label, f32)> {
     out
 }
 
+/// True for a segment's id (`PID`, `MSH`) right before its `|`: a model took such ids for
+/// names, towns and countries.
+pub(crate) fn is_segment_id(word: &str, after: &str) -> bool {
+    after.starts_with('|') && FIELDS.iter().any(|(s, _, _)| *s == word)
+}
+
 /// Where segments of [`FIELDS`] start: `(id, byte offset)`, in order.
 fn segment_starts(text: &str) -> Vec<(&'static str, usize)> {
     let mut out = Vec::new();
@@ -176,6 +183,18 @@ fn read_segment(
     end: usize,
     out: &mut Vec<(usize, usize, Label, f32)>,
 ) {
+    // A segment pasted into a sentence ends where the prose resumes: at the first space
+    // before a lower-case word in its last field (`…^Fontenot^Remy which was attached`).
+    let last_bar = text[start..end].rfind('|').map_or(start, |i| start + i);
+    let end = text[last_bar..end]
+        .match_indices(' ')
+        .find(|(i, _)| {
+            text[last_bar + i + 1..end]
+                .chars()
+                .next()
+                .is_some_and(char::is_lowercase)
+        })
+        .map_or(end, |(i, _)| last_bar + i);
     let segment = &text[start..end];
     // Field n of the split is field n of the segment, except in MSH, whose first `|` is
     // its field 1.
@@ -304,6 +323,11 @@ mod tests {
                 ("43615", Label::Zipcode),
             ]
         );
+        // Prose after a segment pasted into a sentence is no part of its last field.
+        let text =
+            "The feed showed PV1|1|O|ER^^^MERCY|||||091122^Fontenot^Remy which was attached.";
+        let got = found(text);
+        assert_eq!(got.last(), Some(&("Remy", Label::FirstName)), "{got:?}");
         // A table in prose is no segment.
         assert!(found("| PID | 5 | x |\nXPID|1||123").is_empty());
     }

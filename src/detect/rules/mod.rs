@@ -25,7 +25,7 @@
 
 pub(crate) mod checks;
 pub(crate) mod dates;
-mod hl7;
+pub(crate) mod hl7;
 mod patterns;
 #[cfg(test)]
 mod tests;
