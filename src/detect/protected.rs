@@ -356,6 +356,21 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
             out.push(s);
             continue;
         }
+        // A model span that starts on the stop and space before its entity (`. Ingrid`
+        // taken whole) starts at the entity: the stop was masked with it and two sentences
+        // ran together (`in index[first_name] called`).
+        let mut s = s;
+        while s.start < s.end
+            && idx
+                .slice(text, s.start, s.start + 1)
+                .chars()
+                .all(|c| c.is_whitespace() || matches!(c, '.' | ',' | ';' | ':' | '!' | '?'))
+        {
+            s.start += 1;
+        }
+        if s.start == s.end {
+            continue;
+        }
         // Clinical content taken for a place, an organisation or a name (`Na 140, K 4.0`,
         // `the ICU`, `carbidopa/levodopa 25/100 TID`, `NYHA`), and an eponym's place name
         // (`Glasgow Coma Scale`, `Romberg sign`), are no one's.
@@ -896,6 +911,20 @@ mod tests {
         drop_protected(text, &mut spans);
         let kept: Vec<usize> = spans.iter().map(|s| s.start).collect();
         assert_eq!(kept, [24, 64]);
+    }
+
+    /// A model span starting on the stop before its entity starts at the entity, and an
+    /// HL7 segment's id is nobody's.
+    #[test]
+    fn a_leading_stop_is_no_part_of_an_entity_and_a_segment_id_is_nobody() {
+        let text = "in index. Ingrid called.\nMSH|^~\\&|EPIC";
+        let mut spans = vec![
+            Span::new(8, 16, Label::Organization, 0.9, Source::Model),
+            Span::new(25, 28, Label::LastName, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(kept, [(10, 16)]);
     }
 
     #[test]

@@ -142,7 +142,14 @@ impl Finder {
         for m in self.automaton.find_overlapping_iter(text) {
             let (b, e) = (m.start(), m.end());
             // Hyphens and apostrophes join words: `Wolff-Parkinson-White` is not `White`.
-            let joined = |c: char| c.is_alphanumeric() || c == '-' || c == '\'' || c == '’';
+            // A name in lower case may sit between hyphens (`castellano-dmitri-labs.txt`):
+            // it needs another name beside it anyway ([`beside`]).
+            let lower_case = {
+                let m = &text[b..e];
+                m.chars().any(char::is_lowercase) && !m.chars().any(char::is_uppercase)
+            };
+            let joined =
+                |c: char| c.is_alphanumeric() || (c == '-' && !lower_case) || c == '\'' || c == '’';
             let before_ok = text[..b].chars().next_back().is_none_or(|c| !joined(c));
             let after_ok = text[e..]
                 .chars()
@@ -255,7 +262,7 @@ fn given_after_comma(rest: &str) -> Option<(usize, usize)> {
 }
 
 /// True when the byte ranges `a` and `b` are neighbouring words: only a space, comma,
-/// underscore or full stop (at most three of them) between them.
+/// underscore, hyphen or full stop (at most three of them) between them.
 fn beside(text: &str, a: (usize, usize), b: (usize, usize)) -> bool {
     let gap = if a.1 <= b.0 {
         &text[a.1..b.0]
@@ -265,7 +272,9 @@ fn beside(text: &str, a: (usize, usize), b: (usize, usize)) -> bool {
         return false;
     };
     (1..=3).contains(&gap.chars().count())
-        && gap.chars().all(|c| matches!(c, ' ' | ',' | '_' | '.'))
+        && gap
+            .chars()
+            .all(|c| matches!(c, ' ' | ',' | '_' | '.' | '-'))
 }
 
 /// A swept value's spellings: as found, in capitals, in title case and in lower case (the
@@ -301,7 +310,7 @@ mod tests {
     #[test]
     fn a_lower_case_name_is_swept_only_beside_another_name() {
         let text = "Rosalind Whitfield seen. whitfield rosalind in portal; file \
-                    whitfield_rosalind.pdf. Mr Brown has brown stool.";
+                    whitfield_rosalind.pdf. Mr Brown has brown stool. rosalind-whitfield.txt";
         let spans = vec![
             Span::new(0, 8, Label::FirstName, 0.9, Source::Model),
             Span::new(9, 18, Label::LastName, 0.9, Source::Model),
@@ -318,7 +327,9 @@ mod tests {
                 "rosalind",
                 "whitfield",
                 "rosalind",
-                "Brown"
+                "Brown",
+                "rosalind",
+                "whitfield"
             ]
         );
     }
