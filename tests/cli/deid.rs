@@ -264,6 +264,32 @@ fn a_json_file_that_is_not_fhir_is_named_and_not_written() {
     assert_eq!(tree(&t.path().join("out")), ["note.txt"]);
 }
 
+/// Table files without `--columns` are read as text, and the run says so (a row id was
+/// masked as an age and a JSON line broken, without a word); with `--columns`, nothing.
+#[test]
+fn tables_read_as_text_are_named_in_a_warning() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(
+        &t.path().join("in/a.csv"),
+        "id,note\n17,Call 617-555-0142\n",
+    );
+    write(
+        &t.path().join("in/b.jsonl"),
+        "{\"note\": \"Call 617-555-0142\"}\n",
+    );
+    write(&t.path().join("in/c.txt"), "Call 617-555-0142\n");
+    let o = deid(t.path(), &["in", "--out", "out"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("2 table file(s) (.csv, .tsv, .jsonl) read as plain text"),
+        "{}",
+        stderr(&o)
+    );
+    let o = deid(t.path(), &["in", "--out", "out2", "--columns", "note=text"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("read as plain text"), "{}", stderr(&o));
+}
+
 #[test]
 fn csv_and_jsonl_columns_keep_the_file_shape() {
     let t = tempfile::tempdir().expect("tempdir");

@@ -424,6 +424,21 @@ pub(super) fn run(args: Args) -> Result<(), Failure> {
                 io_reason(&e)
             ))
         })?;
+        // A table read as text may lose its shape (a row id masked as an age, a JSON line
+        // no longer JSON): documented, and said here where it happens, without names.
+        if columns.is_none() {
+            let tables = plan
+                .jobs
+                .iter()
+                .filter_map(|j| j.input.extension()?.to_str())
+                .filter(|ext| crate::tables::Format::of_extension(ext).is_some())
+                .count();
+            if tables > 0 {
+                eprintln!(
+                    "phiguard deid: {tables} table file(s) (.csv, .tsv, .jsonl) read as plain text, so their structure may change; --columns NAME=KIND,... keeps it (phiguard deid --help)"
+                );
+            }
+        }
         let bar = ProgressBar::new(plan.jobs.len() as u64);
         bar.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed_precise} eta {eta}")
