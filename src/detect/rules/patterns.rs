@@ -132,7 +132,14 @@ const LICENSE_WORDS: &[&str] = &[
     "board certification",
 ];
 const NPI_WORDS: &[&str] = &["npi", "national provider"];
-const PLATE_WORDS: &[&str] = &["plate", "plates", "tag number", "tag #", "registration"];
+const PLATE_WORDS: &[&str] = &[
+    "plate",
+    "plates",
+    "tag",
+    "tag number",
+    "tag #",
+    "registration",
+];
 const DEVICE_WORDS: &[&str] = &[
     "serial",
     "serial number",
@@ -289,7 +296,7 @@ fn specs() -> Vec<Spec> {
             .group(1)
             .whole(checks::cued_month_day),
         // A year alone after a birth cue (`DOB 1928`, `born in 1931`): a birth year.
-        spec("dob_year", r"(?i)\b(?:dob|d\.o\.b\.?|date[ \t]+of[ \t]+birth|born(?:[ \t]+in)?|birth[ \t]*year|yob)[ \t]*[:#]?[ \t]*((?:18|19|20)\d{2})\b", Label::DateOfBirth, 0.85, checks::any).group(1),
+        spec("dob_year", r"(?i)\b(?:dob|d\.o\.b\.?|date[ \t]+of[ \t]+birth|born(?:[ \t]+in)?(?:[ \t]+(?:the[ \t]+)?(?:spring|summer|autumn|fall|winter|early|late|mid|middle)(?:[ \t]+of)?)?|birth[ \t]*year|yob)[ \t]*[:#]?[ \t]*((?:18|19|20)\d{2})\b", Label::DateOfBirth, 0.85, checks::any).group(1),
         // A month and a two-digit year after an apostrophe (`Jan '19`, `Oct. ’20`).
         spec("date_mon_yy", &format!(r"(?i)\b{m}\.?[ \t]*['’]\d{{2}}\b"), Label::Date, 0.85, checks::any),
         // A weekday and the day of its month (`Sunday the 7th`).
@@ -336,7 +343,8 @@ fn specs() -> Vec<Spec> {
         spec("npi_ctx", r"\b\d{10}\b", Label::LicenseNumber, 0.9, checks::npi).needs(NPI_WORDS),
         // --- vehicles and devices
         spec("vin", r"(?i)\b[A-HJ-NPR-Z0-9]{17}\b", Label::VehicleId, 0.9, checks::vin),
-        spec("plate_ctx", r"\b[A-Z0-9][A-Z0-9-]{1,7}[A-Z0-9]\b", Label::VehicleId, 0.85, checks::plate).needs(PLATE_WORDS),
+        // One space may split a plate (`HJK 4471`, `DOC 4U`): both halves are the plate.
+        spec("plate_ctx", r"\b[A-Z0-9][A-Z0-9-]{0,6}(?: [A-Z0-9]{1,4})?[A-Z0-9]\b", Label::VehicleId, 0.85, checks::plate).needs(PLATE_WORDS),
         spec("device_ctx", r"\b[A-Za-z]{0,6}\d[A-Za-z0-9-]{3,30}\b", Label::DeviceId, 0.8, checks::id_token).needs(DEVICE_WORDS),
         // A MAC address written with colons (the dash form is a device id after its cue).
         spec("mac_colon", r"(?i)\b(?:[0-9a-f]{2}:){5}[0-9a-f]{2}\b", Label::DeviceId, 0.85, checks::any),
@@ -393,7 +401,7 @@ fn specs() -> Vec<Spec> {
         // before the words of an age, or after `aged`/`age:` or a person's `is`/`was`
         // where the number ends the clause.
         spec("age_words_yo", &format!(r"(?i)\b({AGE_WORDS})[ \t-]*(?:years?[ \t-]+old|yrs?[ \t-]+old|y/o|yo|y\.o\.|year)\b"), Label::Age, 0.85, checks::any).group(1),
-        spec("age_words_is", &format!(r"(?i)\b(?:age|aged|age:|is|was|turned|turns)[ \t]+({AGE_WORDS})(?:[ \t]*[,;.)!]|[ \t]*$|[ \t]+(?:and|but|who|now|today)\b)"), Label::Age, 0.85, checks::any).group(1),
+        spec("age_words_is", &format!(r"(?i)\b(?:age|aged|age:|is|was|turn|turned|turns|turning)[ \t]+({AGE_WORDS})(?:[ \t]*[,;.)!]|[ \t]*$|[ \t]+(?:and|but|who|now|today|next|this|soon|tomorrow|in|on)\b)"), Label::Age, 0.85, checks::any).group(1),
     ]
 }
 

@@ -71,6 +71,9 @@ rows! {
     date_weekday_ordinal: "Discharged Sunday the 7th" => [("Sunday the 7th", Date)];
     age_words_over_89: "Patient is ninety-one. Ninety two yo male. age: one hundred and two" => [("ninety-one", Age), ("Ninety two", Age), ("one hundred and two", Age)];
     age_words_not_an_age: "Waited ninety minutes; is ninety percent sure" => [];
+    age_words_turning: "She will turn ninety-one next week; turning ninety two soon" => [("ninety-one", Age), ("ninety two", Age)];
+    plate_split_by_a_space: "Drove his truck (Ohio tag HJK 4471). License plate \"DOC 4U\"" => [("HJK 4471", VehicleId), ("DOC 4U", VehicleId)];
+    dob_year_in_a_season: "Born in the spring of 1931. born in late 1929" => [("1931", DateOfBirth), ("1929", DateOfBirth)];
     date_year_alone: "diagnosed in 2019 with T2DM" => [];
     date_bp_not_date: "BP 120/80 mmHg" => [];
     date_time_not_date: "at 10:30 today" => [];
