@@ -252,6 +252,8 @@ key, a `PHIGUARD_*` environment variable and, where OpenMed 3.1 has the same set
   dashboard, `PUT /admin/settings` and `phiguard settings set` refuse to change it, naming
   the variable (its OpenMed name where that is the one set) or the flag. A variable overrides
   the file's value without removing it: saving any setting keeps every value the file holds.
+  A variable set to the empty string counts as unset, whatever its rule (`PHIGUARD_PORT=`
+  is the default port, as a blank value in a container's environment file means not set).
 - **`settings.toml`** lives in the config directory (`<PHIGUARD_HOME>/config/`, or
   `~/.config/phiguard/` on Linux), written by the dashboard, the admin API and
   `phiguard settings set`; keys are grouped by their first segment (`[retry]`
