@@ -161,6 +161,10 @@ impl Finder {
                 found.push((b, e, self.labels[m.pattern().as_usize()]));
             }
         }
+        // Where matches start and end, so that each lower-case match finds its neighbours at
+        // once (a table's thousands of matches were compared pair by pair).
+        let starts: std::collections::HashSet<usize> = found.iter().map(|m| m.0).collect();
+        let ends: std::collections::HashSet<usize> = found.iter().map(|m| m.1).collect();
         let mut out = spans;
         for &(b, e, label) in &found {
             // A name in lower case (`whitfield rosalind in portal`, a file name
@@ -168,11 +172,7 @@ impl Finder {
             // alone it is as likely the word (`brown stool` in Mr Brown's note).
             let m = &text[b..e];
             let lower = m.chars().any(char::is_lowercase) && !m.chars().any(char::is_uppercase);
-            if lower
-                && !found
-                    .iter()
-                    .any(|&(ob, oe, _)| beside(text, (b, e), (ob, oe)))
-            {
+            if lower && !beside(text, (b, e), &starts, &ends) {
                 continue;
             }
             let (start, end) = (idx.char_at_byte(b), idx.char_at_byte(e));
@@ -261,20 +261,29 @@ fn given_after_comma(rest: &str) -> Option<(usize, usize)> {
     (capitalised && word.chars().count() >= 2 && known && !calendar).then_some((b, b + word_len))
 }
 
-/// True when the byte ranges `a` and `b` are neighbouring words: only a space, comma,
-/// underscore, hyphen or full stop (at most three of them) between them.
-fn beside(text: &str, a: (usize, usize), b: (usize, usize)) -> bool {
-    let gap = if a.1 <= b.0 {
-        &text[a.1..b.0]
-    } else if b.1 <= a.0 {
-        &text[b.1..a.0]
-    } else {
-        return false;
+/// True when another match (by its `starts` and `ends`) is the neighbouring word of the
+/// match `m`: only a space, comma, underscore, hyphen or full stop (at most three of them)
+/// between them. The separators are ASCII, so three of them are three bytes.
+fn beside(
+    text: &str,
+    m: (usize, usize),
+    starts: &std::collections::HashSet<usize>,
+    ends: &std::collections::HashSet<usize>,
+) -> bool {
+    let separator = |g: &str| {
+        g.bytes()
+            .all(|c| matches!(c, b' ' | b',' | b'_' | b'.' | b'-'))
     };
-    (1..=3).contains(&gap.chars().count())
-        && gap
-            .chars()
-            .all(|c| matches!(c, ' ' | ',' | '_' | '.' | '-'))
+    (1..=3).any(|n| {
+        let after = text
+            .get(m.1..m.1 + n)
+            .is_some_and(|g| separator(g) && starts.contains(&(m.1 + n)));
+        let before =
+            m.0.checked_sub(n)
+                .and_then(|b| text.get(b..m.0))
+                .is_some_and(|g| separator(g) && ends.contains(&(m.0 - n)));
+        after || before
+    })
 }
 
 /// A swept value's spellings: as found, in capitals, in title case and in lower case (the
