@@ -158,7 +158,7 @@ fn f32_gives_transformers_spans_and_token_labels() -> TestResult {
 #[test]
 fn int8_stays_within_a_few_near_ties_of_transformers() -> TestResult {
     if !Int8Weights::supported() {
-        // Without VNNI int8 falls back to f32, which the test above covers.
+        // Without VNNI or AVX2 int8 falls back to f32, which the test above covers.
         return Ok(());
     }
     let want = expected()?;

@@ -1,9 +1,9 @@
 //! int8 against f32 on the real bundled model (`models/phiguard-deid`) and the corpus sample notes.
 //!
-//! On a CPU with AVX-512 VNNI, `Precision::Int8` really runs the int8 kernels (the logits
-//! differ from f32) and stays close: the top label of nearly every token is the same, and
-//! the characters f32 marks as an entity are marked by int8 too. Elsewhere
-//! `Precision::Int8` falls back to f32 and the logits are identical: on a CPU without VNNI,
+//! On a CPU with AVX-512 VNNI or AVX2, `Precision::Int8` really runs the int8 kernels (the
+//! logits differ from f32) and stays close: the top label of nearly every token is the same,
+//! and the characters f32 marks as an entity are marked by int8 too. Elsewhere
+//! `Precision::Int8` falls back to f32 and the logits are identical: on a CPU with neither,
 //! and on the GPU that `PHIGUARD_DEVICE` names (`cuda` or `metal`, in a build with that
 //! feature; docs/architecture.md, "Devices", runs the model tests that way).
 
@@ -83,7 +83,7 @@ fn int8_tracks_f32_on_the_bundled_model() -> TestResult {
     if !Int8Weights::supported() || !device.is_cpu() {
         assert_eq!(
             max_delta, 0.0,
-            "where int8 does not run (no VNNI, or a GPU), it must fall back to f32 exactly"
+            "where int8 does not run (neither VNNI nor AVX2, or a GPU), it must fall back to f32 exactly"
         );
         return Ok(());
     }

@@ -27,9 +27,14 @@ use crate::detect::{BackendError, CharIndex, Label, Recognizer, RecognizerError,
 pub struct ClassifierOptions {
     /// Sub-word aggregation (default [`Strategy::First`]).
     pub strategy: Strategy,
-    /// Windows per forward pass (default 2); where the model runs packed sequences (BERT
+    /// Windows per forward pass (default 1); where the model runs packed sequences (BERT
     /// on the CPU), each pass takes as many windows as fit the tokens of this many full
-    /// windows (1,024 tokens by default), with no padding. Measured with `phiguard deid`
+    /// windows (512 tokens by default), with no padding. Since one long note's passes run
+    /// on every idle core ([`crate::detect::lend`]), 2 held two passes' activations at once
+    /// in one call as in a folder run: on an AVX2 EPYC, 2 → 1 took `deid` of one 100 KB note
+    /// from 197–200 MB peak RSS to 169–173, of 62 files of ten notes from 195–198 to
+    /// 171–174 and of 20 files from 202–205 to 183–184, at the same speed (6.1–6.5 s, 4.1–5.0
+    /// s and 5.7–6.8 s either way) and with identical output. Earlier, with `phiguard deid`
     /// over 62 outside notes of ~350 tokens on two workers: 4 → 3.25 s and 197 MB peak RSS,
     /// 2 → 2.95 s and 162 MB (larger passes fall out of cache and hold more activations);
     /// 615 short notes: no difference. Padded, before packing (`tools/bench_peers.py`, 300
@@ -54,7 +59,8 @@ pub enum Precision {
     F32,
     /// int8 dense layers (weights per column, activations per row) and attention products
     /// (K per key, V per column, the softmax's weights in u8) on CPUs with AVX-512 VNNI,
-    /// BERT family only; f32 wherever that is not available ([`phiguard_kernels::int8`],
+    /// the dense layers alone on CPUs with AVX2, BERT family only; f32 wherever that is
+    /// not available ([`phiguard_kernels::int8`],
     /// [`phiguard_kernels::attention`]).
     Int8,
 }
@@ -63,7 +69,7 @@ impl Default for ClassifierOptions {
     fn default() -> Self {
         ClassifierOptions {
             strategy: Strategy::First,
-            batch_size: 2,
+            batch_size: 1,
             window_tokens: None,
             window_overlap: 64,
             min_score: 0.0,

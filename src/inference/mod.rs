@@ -9,7 +9,8 @@
 //! element-wise kernels ([`phiguard_kernels`]: bias+GELU, bias+residual+LayerNorm, mask+softmax) that
 //! replace five to seven passes over memory each. With [`Precision::Int8`] (the service's
 //! default `models.precision`) the encoder's dense layers and attention's two products run
-//! as int8 on CPUs with AVX-512 VNNI ([`phiguard_kernels::int8`]; the model alone and whole
+//! as int8 on CPUs with AVX-512 VNNI, the dense layers alone on AVX2
+//! ([`phiguard_kernels::int8`]; the model alone and whole
 //! `phiguard deid` beside onnxruntime in `docs/bench-peers.md`). The other families reuse candle-transformers' encoders with our
 //! own classification heads.
 //!

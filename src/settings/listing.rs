@@ -141,9 +141,11 @@ fn resolved_word(key: &str, value: &str) -> Option<String> {
             }
             .to_string(),
         ),
-        ("models.precision", "int8") if !phiguard_kernels::Int8Weights::supported() => {
-            Some("int8 (f32 here: this CPU has no AVX-512 VNNI)".into())
-        }
+        ("models.precision", "int8") => Some(match phiguard_kernels::Int8Weights::kernel() {
+            Some("AVX2") => "int8 (AVX2 here: dense layers in int8, attention in f32)".into(),
+            Some(kernel) => format!("int8 ({kernel} here)"),
+            None => "int8 (f32 here: this CPU has neither AVX-512 VNNI nor AVX2)".into(),
+        }),
         _ => None,
     }
 }

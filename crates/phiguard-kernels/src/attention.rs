@@ -206,14 +206,14 @@ mod int8_head {
     };
 
     use crate::int8::vnni::{dequantize, exp16, load, quantize, tile_rows};
-    use crate::int8::{Int8Weights, Lane, BLOCK_K, BLOCK_N, TILE_M, TILE_V};
+    use crate::int8::{Lane, BLOCK_K, BLOCK_N, TILE_M, TILE_V};
 
     /// Head dimensions per register tile of `E·V` (two registers of sixteen columns).
     const V_TILE: usize = 2 * BLOCK_N;
 
     /// Whether the int8 path runs heads of width `d`.
     pub(super) fn usable(d: usize) -> bool {
-        d.is_multiple_of(V_TILE) && Int8Weights::supported()
+        d.is_multiple_of(V_TILE) && crate::int8::vnni_supported()
     }
 
     /// Buffers reused from one (sequence, head) to the next.

@@ -15,8 +15,20 @@
 //! - `Σ_k x·w ≈ s_w[n] · (s_x[m] · Σ_k q_x·q_w + min_x[m] · Σ_k q_w[k, n])`, the integer sum
 //!   exact in i32 (at most 255 · 127 · K, below 2³¹ for K ≤ 65,000).
 //!
-//! Only x86-64 with `avx512f`, `avx512bw`, `avx512vnni` and `fma` has this path;
+//! x86-64 with `avx512f`, `avx512bw`, `avx512vnni` and `fma` runs this path; x86-64 with
+//! only `avx2` and `fma` (most laptops and desktops: Intel's client cores from Alder Lake
+//! on, AMD's before Zen 4) runs the same integer sums through `vpmaddwd` (module `avx2`);
 //! [`Int8Weights::new`] returns `None` elsewhere and the caller keeps f32.
+//!
+//! # AVX2
+//! AVX2 has no `vpdpbusd`. `vpmaddubsw` (u8 × i8 pairs to i16) would be the fast
+//! replacement, but its i16 sums saturate (255 · 127 · 2 > 2¹⁵), so it needs 7-bit operands
+//! and other numerics than the VNNI path. Here each 16 packed weights are widened to i16
+//! (`vpmovsxbw`) and the row's four u8 of a K-step broadcast as i16, so one `vpmaddwd`
+//! multiplies 16 pairs and sums adjacent ones into exact i32: the integer sums are the VNNI
+//! path's, and so is the dequantizing epilogue (the same fused multiply-adds, eight lanes at
+//! a time). Only the GELU's reciprocal differs (`vrcpps` instead of `vrcp14ps`, each with
+//! one Newton step), within 1e-6 of the scalar GELU either way.
 //!
 //! # AMX
 //! Where the CPU also has AMX-INT8 (Sapphire Rapids and later) and Linux grants the process
@@ -84,24 +96,57 @@ fn round_half_away(x: f32) -> f32 {
     r.copysign(x)
 }
 
+/// Whether this CPU runs the AVX-512 VNNI path (and the int8 attention products, which
+/// only it has).
+pub(crate) fn vnni_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
+            // The fused GELU's multiply-adds (every AVX-512 CPU has FMA; checked anyway).
+            && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this CPU runs the AVX2 path (module `avx2`).
+fn avx2_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 impl Int8Weights {
-    /// Whether this CPU runs the int8 path.
+    /// Whether this CPU runs the int8 path (AVX-512 VNNI or AVX2).
     pub fn supported() -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512bw")
-                && std::arch::is_x86_feature_detected!("avx512vnni")
-                // The fused GELU's multiply-adds (every AVX-512 CPU has FMA; checked anyway).
-                && std::arch::is_x86_feature_detected!("fma")
+        vnni_supported() || avx2_supported()
+    }
+
+    /// The int8 kernel this CPU runs: `"AMX"`, `"AVX-512 VNNI"`, `"AVX2"`, or `None` (f32).
+    pub fn kernel() -> Option<&'static str> {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if amx::usable(amx::TILE_K) {
+            return Some("AMX");
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
+        if vnni_supported() {
+            Some("AVX-512 VNNI")
+        } else if avx2_supported() {
+            Some("AVX2")
+        } else {
+            None
         }
     }
 
-    /// Quantizes `w_t: [k, n]` (row-major, i.e. `Wᵀ`). `None` when the CPU lacks VNNI, `k`
+    /// Quantizes `w_t: [k, n]` (row-major, i.e. `Wᵀ`). `None` when the CPU lacks both, `k`
     /// is not a multiple of 4, or `n` is not a multiple of 16 (narrow heads stay f32).
     pub fn new(w_t: &[f32], k: usize, n: usize) -> Option<Int8Weights> {
         if w_t.len() != k * n {
@@ -230,7 +275,36 @@ impl Int8Weights {
                 }
             });
         }
-        self.product_vnni(x, m, gelu_bias)
+        if vnni_supported() {
+            return self.product_vnni(x, m, gelu_bias);
+        }
+        self.product_avx2(x, m, gelu_bias)
+    }
+
+    /// [`product`](Self::product) on the AVX2 path.
+    fn product_avx2(&self, x: &[f32], m: usize, gelu_bias: Option<&[f32]>) -> Vec<f32> {
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (x, gelu_bias);
+            vec![0.0; m * self.n]
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let steps = self.k / BLOCK_K;
+            let mut a = vec![[0i64; avx2::TILE_M]; m.div_ceil(avx2::TILE_M) * steps];
+            let mut row_scale = vec![0f32; m];
+            let mut row_min = vec![0f32; m];
+            let mut out = vec![0f32; m * self.n];
+            #[allow(unsafe_code)]
+            // SAFETY: an `Int8Weights` exists only when `supported()` held at construction,
+            // and this path is taken only without VNNI: the CPU has AVX2 and FMA, all that
+            // `avx2::quantize` and `avx2::gemm` are compiled for.
+            unsafe {
+                avx2::quantize(x, self.k, &mut a, &mut row_scale, &mut row_min);
+                avx2::gemm(self, &a, &row_scale, &row_min, gelu_bias, &mut out);
+            }
+            out
+        }
     }
 
     /// [`product`](Self::product) on the AVX-512 VNNI path alone (the AMX path's
@@ -603,6 +677,284 @@ pub(crate) mod vnni {
     }
 }
 
+/// The int8 path on AVX2 (see the module's doc): the VNNI path's integer sums and epilogue
+/// in eight-lane registers.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::{
+        __m128i, __m256, __m256i, _mm256_add_epi32, _mm256_add_ps, _mm256_and_ps, _mm256_andnot_ps,
+        _mm256_cvtepi32_ps, _mm256_cvtepi8_epi16, _mm256_cvtps_epi32, _mm256_cvttps_epi32,
+        _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_hadd_epi32, _mm256_madd_epi16, _mm256_max_ps,
+        _mm256_min_ps, _mm256_mul_ps, _mm256_or_ps, _mm256_permute4x64_epi64, _mm256_rcp_ps,
+        _mm256_round_ps, _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_set1_ps, _mm256_setzero_ps,
+        _mm256_setzero_si256, _mm256_slli_epi32, _mm256_sub_ps, _MM_FROUND_NO_EXC,
+        _MM_FROUND_TO_NEAREST_INT,
+    };
+
+    use super::{Int8Weights, Lane, BLOCK_K, BLOCK_N, TILE_V};
+
+    /// Lanes of one register.
+    const LANES: usize = 8;
+    /// Registers of i32 sums per row: 16 columns, two partial sums each.
+    const REGS: usize = 4;
+    /// Rows per register tile: 3 rows × 4 registers = 12 accumulators, the 3 rows' broadcast
+    /// activations and one widened weight register: AVX2's 16 (with 4 rows, or the 4 weight
+    /// registers of a step kept at once, accumulators spilled to the stack at every step).
+    pub(super) const TILE_M: usize = 3;
+    /// Rows of a block whose activations stay in cache while every column strip of the
+    /// weights passes over them (24 rows × 1,536 K as i16: 72 KiB).
+    const BLOCK_M: usize = 8 * TILE_M;
+
+    /// Quantizes each row of `x: [m, k]` as `vnni::quantize` does (the same scale, minimum
+    /// and bytes), into row tiles of 3, K-step-major: row `r`'s four values of K-step `kk`,
+    /// as i16, at `a[(r / 3) * (k / 4) + kk][r % 3]`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn quantize(
+        x: &[f32],
+        k: usize,
+        a: &mut [[i64; TILE_M]],
+        scale: &mut [f32],
+        min: &mut [f32],
+    ) {
+        let steps = k / BLOCK_K;
+        let mut q = vec![0u8; k];
+        for (r, (xr, (s, mn))) in x
+            .chunks_exact(k)
+            .zip(scale.iter_mut().zip(min.iter_mut()))
+            .enumerate()
+        {
+            (*s, *mn) = quantize_row(xr, &mut q);
+            let tile = &mut a[(r / TILE_M) * steps..][..steps];
+            for (slot, b) in tile.iter_mut().zip(q.chunks_exact(BLOCK_K)) {
+                slot[r % TILE_M] = i64::from(b[0])
+                    | (i64::from(b[1]) << 16)
+                    | (i64::from(b[2]) << 32)
+                    | (i64::from(b[3]) << 48);
+            }
+        }
+    }
+
+    /// One row to u8 in `q`; returns its `(scale, min)`: `vnni::quantize_row` (the range
+    /// includes 0; `(x − min) · (1 / step) + 0.5` in one fused multiply-add, truncated).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn quantize_row(xr: &[f32], q: &mut [u8]) -> (f32, f32) {
+        let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let mut chunks = xr.chunks_exact(LANES);
+        for c in &mut chunks {
+            let v = load(c);
+            lo = _mm256_min_ps(lo, v);
+            hi = _mm256_max_ps(hi, v);
+        }
+        let lo: [f32; LANES] = bytemuck::cast(lo);
+        let hi: [f32; LANES] = bytemuck::cast(hi);
+        let mut l = lo.iter().fold(0f32, |m, &v| m.min(v));
+        let mut h = hi.iter().fold(0f32, |m, &v| m.max(v));
+        for &v in chunks.remainder() {
+            l = l.min(v);
+            h = h.max(v);
+        }
+        let step = (h - l) / 255.0;
+        if step > 0.0 && step.is_finite() {
+            let inv = 1.0 / step;
+            let (lv, iv) = (_mm256_set1_ps(l), _mm256_set1_ps(inv));
+            let (half, top) = (_mm256_set1_ps(0.5), _mm256_set1_ps(255.0));
+            let mut out = q.chunks_exact_mut(LANES);
+            let mut ins = xr.chunks_exact(LANES);
+            for (o, c) in (&mut out).zip(&mut ins) {
+                let t = _mm256_fmadd_ps(_mm256_sub_ps(load(c), lv), iv, half);
+                // `t` is in [0, 255.5]: capping it at 255 before truncating is the VNNI
+                // path's saturating conversion.
+                let t: [i32; LANES] = bytemuck::cast(_mm256_cvttps_epi32(_mm256_min_ps(t, top)));
+                for (b, v) in o.iter_mut().zip(t) {
+                    *b = v as u8;
+                }
+            }
+            for (o, &v) in out.into_remainder().iter_mut().zip(ins.remainder()) {
+                *o = ((v - l) * inv + 0.5) as u8;
+            }
+            (step, l)
+        } else {
+            q.fill(0);
+            (0.0, 0.0)
+        }
+    }
+
+    /// `out[m, n] = s_w · (s_x · Σ q_x·q_w + min_x · Σ q_w)` (then `gelu(· + bias)` where
+    /// `gelu_bias` is given), by blocks of rows, then 16-column strips of the weights (one
+    /// lane of each K-step: at most 6 KiB per 384 K, in L1 while a block's rows pass), then
+    /// tiles of three rows.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn gemm(
+        w: &Int8Weights,
+        a: &[[i64; TILE_M]],
+        s_x: &[f32],
+        min_x: &[f32],
+        gelu_bias: Option<&[f32]>,
+        out: &mut [f32],
+    ) {
+        let (n, m) = (w.n, s_x.len());
+        let steps = w.k / BLOCK_K;
+        for b0 in (0..m).step_by(BLOCK_M) {
+            let block = (m - b0).min(BLOCK_M);
+            for (t, strips) in w.packed.chunks_exact(steps).enumerate() {
+                for v in 0..TILE_V {
+                    let c0 = (t * TILE_V + v) * BLOCK_N;
+                    if c0 >= n {
+                        break;
+                    }
+                    for r0 in (b0..b0 + block).step_by(TILE_M) {
+                        let a_tile = &a[(r0 / TILE_M) * steps..][..steps];
+                        let mut put = |i: usize, acc: [__m256i; REGS]| {
+                            let row = r0 + i;
+                            let dst = &mut out[row * n + c0..][..BLOCK_N];
+                            let sums = column_sums(acc);
+                            epilogue(w, c0, sums, s_x[row], min_x[row], gelu_bias, dst);
+                        };
+                        match (b0 + block - r0).min(TILE_M) {
+                            3 => tile::<3>(a_tile, strips, v)
+                                .into_iter()
+                                .enumerate()
+                                .for_each(|(i, acc)| put(i, acc)),
+                            2 => tile::<2>(a_tile, strips, v)
+                                .into_iter()
+                                .enumerate()
+                                .for_each(|(i, acc)| put(i, acc)),
+                            _ => tile::<1>(a_tile, strips, v)
+                                .into_iter()
+                                .enumerate()
+                                .for_each(|(i, acc)| put(i, acc)),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The first `R` rows' sums of one row tile against the 16 columns of lane `v` in every
+    /// K-step of `strips`: per row, four registers of i32 pairs (columns 4j..4j+4, two
+    /// partial sums each). A function of its own, as `vnni::tile` is, so that its
+    /// accumulators stay in registers.
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma")]
+    fn tile<const R: usize>(
+        a_tile: &[[i64; TILE_M]],
+        strips: &[[Lane; TILE_V]],
+        v: usize,
+    ) -> [[__m256i; REGS]; R] {
+        let mut acc = [[_mm256_setzero_si256(); REGS]; R];
+        for (ak, wk) in a_tile.iter().zip(strips) {
+            let av: [__m256i; R] = std::array::from_fn(|i| _mm256_set1_epi64x(ak[i]));
+            for (j, chunk) in wk[v].chunks_exact(16).enumerate() {
+                let b: [i8; 16] = chunk.try_into().expect("16 weights");
+                let wj = _mm256_cvtepi8_epi16(bytemuck::cast::<_, __m128i>(b));
+                for (acc_i, &a_i) in acc.iter_mut().zip(&av) {
+                    acc_i[j] = _mm256_add_epi32(acc_i[j], _mm256_madd_epi16(a_i, wj));
+                }
+            }
+        }
+        acc
+    }
+
+    /// The 16 column sums of one row from its four registers of pairs: `vphaddd` adds each
+    /// pair within 128-bit halves (columns 0, 1, 4, 5 | 2, 3, 6, 7), `vpermq` restores the
+    /// order.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn column_sums(acc: [__m256i; REGS]) -> [__m256i; 2] {
+        const ORDER: i32 = 0b11_01_10_00;
+        [
+            _mm256_permute4x64_epi64::<ORDER>(_mm256_hadd_epi32(acc[0], acc[1])),
+            _mm256_permute4x64_epi64::<ORDER>(_mm256_hadd_epi32(acc[2], acc[3])),
+        ]
+    }
+
+    /// `vnni::dequantize` (the same operations in the same order, so the same bits) and the
+    /// GELU, eight columns at a time, into `dst` (16 columns from `c0`).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn epilogue(
+        w: &Int8Weights,
+        c0: usize,
+        sums: [__m256i; 2],
+        s_x: f32,
+        min_x: f32,
+        gelu_bias: Option<&[f32]>,
+        dst: &mut [f32],
+    ) {
+        for (h, acc) in sums.into_iter().enumerate() {
+            let c = c0 + h * LANES;
+            let (sw, cs) = (load(&w.scale[c..c + LANES]), load(&w.col_sum[c..c + LANES]));
+            let y = _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(acc),
+                _mm256_set1_ps(s_x),
+                _mm256_mul_ps(cs, _mm256_set1_ps(min_x)),
+            );
+            let y = _mm256_mul_ps(y, sw);
+            let y = match gelu_bias {
+                Some(bias) => gelu8(_mm256_add_ps(y, load(&bias[c..c + LANES]))),
+                None => y,
+            };
+            let y: [f32; LANES] = bytemuck::cast(y);
+            dst[h * LANES..][..LANES].copy_from_slice(&y);
+        }
+    }
+
+    /// `vnni::gelu16` in eight lanes: the reciprocal from `vrcpps` (12 bits) and one Newton
+    /// step, 2^k built in the exponent bits (k is in [−126, 0], a normal number, so the
+    /// product is `vscalefps`'s), the sign by masks.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn gelu8(x: __m256) -> __m256 {
+        let one = _mm256_set1_ps(1.0);
+        let sign = _mm256_set1_ps(-0.0);
+        let xs = _mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::FRAC_1_SQRT_2));
+        let a = _mm256_min_ps(_mm256_andnot_ps(sign, xs), _mm256_set1_ps(8.0));
+        let d = _mm256_fmadd_ps(a, _mm256_set1_ps(0.327_591_1), one);
+        let r = _mm256_rcp_ps(d);
+        let t = _mm256_mul_ps(r, _mm256_fnmadd_ps(d, r, _mm256_set1_ps(2.0)));
+        let mut poly = _mm256_set1_ps(1.061_405_4);
+        for c in [-1.453_152_1, 1.421_413_7, -0.284_496_74, 0.254_829_6] {
+            poly = _mm256_fmadd_ps(poly, t, _mm256_set1_ps(c));
+        }
+        poly = _mm256_mul_ps(poly, t);
+        let e = exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), a), a));
+        // 1 − poly·e is in [0, 1]: its sign bit is clear, so OR-ing in x's gives erf(x/√2).
+        let y = _mm256_fnmadd_ps(poly, e, one);
+        let erf = _mm256_or_ps(y, _mm256_and_ps(sign, xs));
+        let half = _mm256_mul_ps(x, _mm256_set1_ps(0.5));
+        _mm256_fmadd_ps(half, erf, half)
+    }
+
+    /// `vnni::exp16` in eight lanes (z ≤ 0).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn exp8(z: __m256) -> __m256 {
+        let z = _mm256_max_ps(z, _mm256_set1_ps(-87.0));
+        let k = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+            _mm256_mul_ps(z, _mm256_set1_ps(std::f32::consts::LOG2_E)),
+        );
+        let r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693_359_4), z);
+        let r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.121_944_4e-4), r);
+        let mut p = _mm256_set1_ps(0.001_388_888_9);
+        for c in [0.008_333_334, 0.041_666_668, 0.166_666_67, 0.5, 1.0, 1.0] {
+            p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+        }
+        let bits = _mm256_slli_epi32::<23>(_mm256_add_epi32(
+            _mm256_cvtps_epi32(k),
+            _mm256_set1_epi32(127),
+        ));
+        _mm256_mul_ps(p, bytemuck::cast::<__m256i, __m256>(bits))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx")]
+    fn load(xs: &[f32]) -> __m256 {
+        let a: [f32; LANES] = xs.try_into().expect("8 lanes");
+        bytemuck::cast(a)
+    }
+}
+
 /// The integer products on AMX tiles (see the module's doc). Linux only: it is where the
 /// process must ask for the tile state, and where this has been run.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -615,7 +967,7 @@ mod amx {
     use super::{Int8Weights, Sink, BLOCK_K, BLOCK_N, TILE_V};
 
     /// K values in one tile row of activations, and in one tile of weights (16 rows of 4).
-    const TILE_K: usize = 64;
+    pub(super) const TILE_K: usize = 64;
     /// Rows of a tile: the activations are padded to whole tiles.
     pub(super) const TILE_ROWS: usize = 16;
     /// Rows multiplied together: two tiles of activations against each tile of weights
@@ -641,7 +993,7 @@ mod amx {
                 // CPUID leaf 7: EDX bit 24 is AMX-TILE, bit 25 AMX-INT8.
                 let leaf = std::arch::x86_64::__cpuid_count(7, 0);
                 let has = leaf.edx & (1 << 24) != 0 && leaf.edx & (1 << 25) != 0;
-                has && Int8Weights::supported() && {
+                has && super::vnni_supported() && {
                     #[allow(unsafe_code)]
                     // SAFETY: a plain system call with integer arguments; it changes only
                     // which state components this process may use.
@@ -929,7 +1281,7 @@ mod tests {
     #[test]
     fn int8_matmul_tracks_f32() {
         if !Int8Weights::supported() {
-            eprintln!("skipped: this CPU has no AVX-512 VNNI");
+            eprintln!("skipped: this CPU has neither AVX-512 VNNI nor AVX2");
             return;
         }
         let mut seed = 7;
@@ -978,7 +1330,7 @@ mod tests {
     /// without the GELU.
     #[test]
     fn each_row_gets_the_bits_it_gets_alone_whatever_the_tile_height() {
-        if !Int8Weights::supported() {
+        if !vnni_supported() {
             eprintln!("skipped: this CPU has no AVX-512 VNNI");
             return;
         }
@@ -1022,7 +1374,7 @@ mod tests {
     #[test]
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn amx_gives_the_vnni_path_bits() {
-        if !Int8Weights::supported() || !amx::usable(64) {
+        if !vnni_supported() || !amx::usable(64) {
             eprintln!("skipped: this CPU or kernel has no AMX-INT8");
             return;
         }
@@ -1051,7 +1403,7 @@ mod tests {
     /// The vector GELU of `v` (16 lanes), for the tests.
     fn gelu_lanes(v: &[f32]) -> Vec<f32> {
         #[allow(unsafe_code)]
-        // SAFETY: the callers run only where `Int8Weights::supported()` (AVX-512F, FMA).
+        // SAFETY: the callers run only where `vnni_supported()` (AVX-512F, FMA).
         let y = unsafe { vnni::gelu16(vnni::load(v)) };
         bytemuck::cast::<_, [f32; BLOCK_N]>(y).to_vec()
     }
@@ -1061,7 +1413,7 @@ mod tests {
     /// takes VNNI).
     #[test]
     fn the_fused_gelu_is_gelu_of_the_product() {
-        if !Int8Weights::supported() {
+        if !vnni_supported() {
             eprintln!("skipped: this CPU has no AVX-512 VNNI");
             return;
         }
@@ -1103,7 +1455,7 @@ mod tests {
     /// (x − max ≤ 0), and gives 1 at 0 exactly (the row maximum's weight is then 255).
     #[test]
     fn the_vector_exp_is_the_scalar_one() {
-        if !Int8Weights::supported() {
+        if !vnni_supported() {
             eprintln!("skipped: this CPU has no AVX-512");
             return;
         }
@@ -1112,7 +1464,7 @@ mod tests {
         xs.resize(xs.len().next_multiple_of(BLOCK_N), 0.0);
         for chunk in xs.chunks_exact(BLOCK_N) {
             #[allow(unsafe_code)]
-            // SAFETY: `supported()` held: the CPU has AVX-512F and FMA.
+            // SAFETY: `vnni_supported()` held: the CPU has AVX-512F and FMA.
             let got: [f32; BLOCK_N] = bytemuck::cast(unsafe { vnni::exp16(vnni::load(chunk)) });
             for (&x, y) in chunk.iter().zip(got) {
                 let want = crate::fast_exp(x);
@@ -1134,7 +1486,7 @@ mod tests {
     /// sign, the clamp of e^x, large and infinite inputs.
     #[test]
     fn the_vector_gelu_is_the_scalar_one() {
-        if !Int8Weights::supported() {
+        if !vnni_supported() {
             eprintln!("skipped: this CPU has no AVX-512");
             return;
         }
@@ -1157,6 +1509,133 @@ mod tests {
                 assert!(
                     (y - want).abs() <= 1e-6 * x.abs().max(1.0),
                     "{x}: {y} vs {want}"
+                );
+            }
+        }
+    }
+
+    /// The AVX2 path's product, computed by hand: each row quantized to u8 over its range
+    /// (0 included) with one fused multiply-add, exact integer sums against the packed
+    /// weights, the epilogue's fused multiply-add and product. Bit for bit, on every tile
+    /// height (1 to 3 rows, blocks of 24) and an odd number of 16-column blocks.
+    #[test]
+    fn the_avx2_path_is_the_integer_arithmetic_bit_for_bit() {
+        if !avx2_supported() {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        let mut seed = 17;
+        for (m, k, n) in [(1, 4, 16), (2, 8, 48), (26, 384, 112), (49, 1536, 32)] {
+            let w = random(&mut seed, k * n, 0.1);
+            let mut x = random(&mut seed, m * k, 3.0);
+            x[0] = 40.0; // an outlier: the first row's range is skewed
+            let q = Int8Weights::new(&w, k, n).expect("supported shape");
+            let got: Vec<u32> = q
+                .product_avx2(&x, m, None)
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            let mut want = Vec::with_capacity(m * n);
+            for xr in x.chunks_exact(k) {
+                let l = xr.iter().fold(0f32, |a, &v| a.min(v));
+                let h = xr.iter().fold(0f32, |a, &v| a.max(v));
+                let step = (h - l) / 255.0;
+                let inv = 1.0 / step;
+                let qx: Vec<i32> = xr
+                    .iter()
+                    .map(|&v| (v - l).mul_add(inv, 0.5).min(255.0) as i32)
+                    .collect();
+                for col in 0..n {
+                    let (t, v, c) = (
+                        col / (BLOCK_N * TILE_V),
+                        (col / BLOCK_N) % TILE_V,
+                        col % BLOCK_N,
+                    );
+                    let acc: i32 = (0..k)
+                        .map(|row| {
+                            let lane = &q.packed[t * (k / BLOCK_K) + row / BLOCK_K][v];
+                            qx[row] * i32::from(lane[c * BLOCK_K + row % BLOCK_K])
+                        })
+                        .sum();
+                    let y = (acc as f32).mul_add(step, q.col_sum[col] * l) * q.scale[col];
+                    want.push(y.to_bits());
+                }
+            }
+            assert_eq!(got, want, "m{m} k{k} n{n}");
+        }
+    }
+
+    /// Where the CPU has both, the AVX2 path gives the VNNI path's bits (the GELU aside,
+    /// whose reciprocal differs: see the next test).
+    #[test]
+    fn the_avx2_path_gives_the_vnni_bits() {
+        if !vnni_supported() {
+            eprintln!("skipped: this CPU has no AVX-512 VNNI");
+            return;
+        }
+        let mut seed = 19;
+        for (m, k, n) in [(1, 4, 16), (17, 384, 112), (33, 1536, 384)] {
+            let w = random(&mut seed, k * n, 0.1);
+            let x = random(&mut seed, m * k, 3.0);
+            let q = Int8Weights::new(&w, k, n).expect("supported shape");
+            let bits = |v: Vec<f32>| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(q.product_avx2(&x, m, None)),
+                bits(q.product_vnni(&x, m, None)),
+                "m{m} k{k} n{n}"
+            );
+        }
+    }
+
+    /// The AVX2 path's fused GELU is the scalar GELU of the product plus the bias to within
+    /// 1e-6 of max(1, |x|) (as the VNNI path's), over a sweep of inputs and the edges.
+    #[test]
+    fn the_avx2_gelu_is_the_scalar_one() {
+        if !avx2_supported() {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        let mut xs: Vec<f32> = (-12_000..=12_000).map(|i| i as f32 * 1e-3).collect();
+        xs.extend([
+            0.0, -0.0, 13.2, -13.2, 100.0, -100.0, 1e30, -1e30, 1e-30, -1e-30,
+        ]);
+        xs.extend([f32::INFINITY, f32::NEG_INFINITY]);
+        xs.resize(xs.len().next_multiple_of(8), 0.5);
+        for chunk in xs.chunks_exact(8) {
+            let v: [f32; 8] = chunk.try_into().expect("8");
+            #[allow(unsafe_code)]
+            // SAFETY: `avx2_supported()` held: the CPU has AVX2 and FMA.
+            let y: [f32; 8] = bytemuck::cast(unsafe { avx2::gelu8(bytemuck::cast(v)) });
+            for (&x, y) in chunk.iter().zip(y) {
+                let want = crate::gelu(x);
+                if want.is_infinite() || want.is_nan() {
+                    assert!(
+                        y == want || (y.is_nan() && want.is_nan()),
+                        "{x}: {y} vs {want}"
+                    );
+                    continue;
+                }
+                assert!(
+                    (y - want).abs() <= 1e-6 * x.abs().max(1.0),
+                    "{x}: {y} vs {want}"
+                );
+            }
+        }
+        // And through the product: the fused GELU is gelu8 of the plain product + bias.
+        let mut seed = 23;
+        let (m, k, n) = (7, 384, 48);
+        let w = random(&mut seed, k * n, 0.1);
+        let x = random(&mut seed, m * k, 2.0);
+        let bias = random(&mut seed, n, 1.0);
+        let q = Int8Weights::new(&w, k, n).expect("supported shape");
+        let plain = q.product_avx2(&x, m, None);
+        let fused = q.product_avx2(&x, m, Some(&bias));
+        for (r, (p, f)) in plain.chunks_exact(n).zip(fused.chunks_exact(n)).enumerate() {
+            for c in 0..n {
+                let want = crate::gelu(p[c] + bias[c]);
+                assert!(
+                    (f[c] - want).abs() <= 1e-6 * want.abs().max(1.0),
+                    "[{r},{c}]"
                 );
             }
         }
