@@ -31,7 +31,7 @@ Every engine runs one model: `--model DIR`, by default phiguard's bundled defaul
    of every answer, and the server's peak RSS (`VmHWM`) at the end; `--runs` passes per
    client count, the best reported (as for `deid`), each pass's rate beside it. The clients share the
    machine with the server. The first line names the CPU and the int8 kernel it runs (AMX
-   tiles or AVX-512 VNNI): the ratios differ between the two. With `--wrk SECONDS` the same
+   tiles, AVX-512 VNNI or AVX2): the ratios differ between them. With `--wrk SECONDS` the same
    server is also loaded by `wrk` (Debian package `wrk`: one C thread, `-cN` connections,
    the bodies in turn from a Lua table, SECONDS a pass), which leaves the CPUs to the
    server: what the server does when its clients cost nothing.
@@ -279,15 +279,17 @@ def gpu() -> str:
 
 def cpu() -> str:
     """The CPU's model and which int8 kernel phiguard's default precision runs on it: the figures
-    move with both (AMX tiles where the CPU has AMX-INT8, AVX-512 VNNI otherwise; onnxruntime's
-    int8 makes the same choice), so a run says which it was."""
+    move with both (AMX tiles where the CPU has AMX-INT8, AVX-512 VNNI otherwise, else AVX2;
+    onnxruntime's int8 makes the same choice), so a run says which it was."""
     model = ff.lscpu("Model name") or "?"
     flags = ff.lscpu("Flags").split()
     if "amx_int8" in flags:
         return f"{model} (int8 products on AMX-INT8 tiles)"
     if "avx512_vnni" in flags:
         return f"{model} (int8 products on AVX-512 VNNI, no AMX)"
-    return f"{model} (no AVX-512 VNNI: the int8 setting runs f32)"
+    if "avx2" in flags and "fma" in flags:
+        return f"{model} (int8 dense layers on AVX2 `vpmaddwd`, attention in f32; no AVX-512 VNNI)"
+    return f"{model} (neither AVX-512 VNNI nor AVX2: the int8 setting runs f32)"
 
 
 def vm_hwm_mb(pid: int) -> float:
