@@ -697,17 +697,20 @@ mod avx2 {
     const LANES: usize = 8;
     /// Registers of i32 sums per row: 16 columns, two partial sums each.
     const REGS: usize = 4;
-    /// Rows per register tile: 3 rows × 4 registers = 12 accumulators, the 3 rows' broadcast
-    /// activations and one widened weight register: AVX2's 16 (with 4 rows, or the 4 weight
-    /// registers of a step kept at once, accumulators spilled to the stack at every step).
-    pub(super) const TILE_M: usize = 3;
+    /// Rows per register tile: 2 rows × 4 registers = 8 accumulators beside the 2 rows'
+    /// broadcast activations and the widened weights, in AVX2's 16 registers. With 3 rows
+    /// (12 accumulators) one spilled to the stack at every K-step: 39 GMAC/s against 50 on
+    /// one core of this project's EPYC (512 × 384 × 1,536 with the GELU). Weights kept
+    /// widened to i16 at load, to save the `vpmovsxbw`s, ran at 36: twice the bytes per strip.
+    pub(super) const TILE_M: usize = 2;
     /// Rows of a block whose activations stay in cache while every column strip of the
-    /// weights passes over them (24 rows × 1,536 K as i16: 72 KiB).
+    /// weights passes over them (16 rows × 1,536 K as i16: 48 KiB; 8 rows ran at 35 GMAC/s,
+    /// 16 and 32 at 50).
     const BLOCK_M: usize = 8 * TILE_M;
 
     /// Quantizes each row of `x: [m, k]` as `vnni::quantize` does (the same scale, minimum
-    /// and bytes), into row tiles of 3, K-step-major: row `r`'s four values of K-step `kk`,
-    /// as i16, at `a[(r / 3) * (k / 4) + kk][r % 3]`.
+    /// and bytes), into row tiles of 2, K-step-major: row `r`'s four values of K-step `kk`,
+    /// as i16, at `a[(r / 2) * (k / 4) + kk][r % 2]`.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn quantize(
         x: &[f32],
@@ -783,7 +786,7 @@ mod avx2 {
     /// `out[m, n] = s_w · (s_x · Σ q_x·q_w + min_x · Σ q_w)` (then `gelu(· + bias)` where
     /// `gelu_bias` is given), by blocks of rows, then 16-column strips of the weights (one
     /// lane of each K-step: at most 6 KiB per 384 K, in L1 while a block's rows pass), then
-    /// tiles of three rows.
+    /// tiles of two rows.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn gemm(
         w: &Int8Weights,
@@ -812,10 +815,6 @@ mod avx2 {
                             epilogue(w, c0, sums, s_x[row], min_x[row], gelu_bias, dst);
                         };
                         match (b0 + block - r0).min(TILE_M) {
-                            3 => tile::<3>(a_tile, strips, v)
-                                .into_iter()
-                                .enumerate()
-                                .for_each(|(i, acc)| put(i, acc)),
                             2 => tile::<2>(a_tile, strips, v)
                                 .into_iter()
                                 .enumerate()
@@ -1517,7 +1516,7 @@ mod tests {
     /// The AVX2 path's product, computed by hand: each row quantized to u8 over its range
     /// (0 included) with one fused multiply-add, exact integer sums against the packed
     /// weights, the epilogue's fused multiply-add and product. Bit for bit, on every tile
-    /// height (1 to 3 rows, blocks of 24) and an odd number of 16-column blocks.
+    /// height (1 or 2 rows, blocks of 16) and an odd number of 16-column blocks.
     #[test]
     fn the_avx2_path_is_the_integer_arithmetic_bit_for_bit() {
         if !avx2_supported() {
