@@ -381,6 +381,9 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         }
         // A name of one or two letters is an initial (`Silke K. Loewe`), not potassium.
         let value = idx.slice(text, s.start, s.end);
+        if in_value_chain(text, &idx, &s) {
+            continue;
+        }
         // A surname that is a ward's word (`Kerry Ward`) stays a name.
         let name = is_name_label(s.label)
             && value.trim().chars().count() > 2
@@ -416,7 +419,7 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
                 .count();
             // A tumour's stage (`T2N1M0`, `pT3N0M1`) has a postcode's letters and digits.
             let value = idx.slice(text, s.start, s.end).trim();
-            if digits >= 3 && !year_not_postcode(text, &idx, &s) && !tnm_stage(value) {
+            if digits >= 3 && !year_not_postcode(text, &idx, &s) && !stage_or_score(value) {
                 out.push(s);
             }
             continue;
@@ -516,6 +519,55 @@ fn date_list(text: &str, idx: &CharIndex, s: &Span) -> Option<Vec<Span>> {
         at += len;
     }
     (parts.len() > 1).then_some(parts)
+}
+
+/// True for a TNM cancer stage or a Glasgow Coma Scale score: both have a postcode's
+/// letters and digits.
+fn stage_or_score(value: &str) -> bool {
+    let value = value.trim();
+    tnm_stage(value) || gcs_score(value)
+}
+
+/// True for a Glasgow Coma Scale score by component (`E4V5M6`, `GCS E3VTM5`, `E2 V2 M4`):
+/// eye 1–4, verbal 1–5 or T (intubated), motor 1–6. Written without spaces it is a
+/// Canadian postcode's shape (`E4V 5M6` is one, in New Brunswick).
+fn gcs_score(value: &str) -> bool {
+    static GCS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)^(?:GCS[\s:=]*)?E[1-4][\s,]*V(?:[1-5]|T)[\s,]*M[1-6]$")
+            .expect("a valid pattern")
+    });
+    GCS.is_match(value)
+}
+
+/// True for a chain of clinical values joined by slashes that no date is written as: four
+/// or more fields (`7.38/42/88/24`, a blood gas's pH, pCO₂, pO₂ and HCO₃), or a decimal
+/// point beside a slash (`7.38/42`).
+pub(crate) fn value_chain(value: &str) -> bool {
+    static CHAIN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^(?:\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?){3,}|\d+\.\d+(?:/\d+(?:\.\d+)?)+|\d+(?:/\d+)*/\d+\.\d+(?:/\d+(?:\.\d+)?)*)$")
+            .expect("a valid pattern")
+    });
+    CHAIN.is_match(value.trim())
+}
+
+/// True for a date span inside a [`value_chain`]: the whole run of non-space characters
+/// around it (less a closing stop or comma) is one, so any part of it (`42/88/24` of
+/// `7.38/42/88/24`) is a value, not a date.
+fn in_value_chain(text: &str, idx: &CharIndex, s: &Span) -> bool {
+    if !matches!(s.label, Label::Date | Label::DateOfBirth) {
+        return false;
+    }
+    let (b, e) = (idx.byte(s.start), idx.byte(s.end));
+    let start = text[..b]
+        .char_indices()
+        .rev()
+        .find(|(_, c)| c.is_whitespace())
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let end = text[e..]
+        .find(char::is_whitespace)
+        .map_or(text.len(), |i| e + i);
+    let token = text[start.min(b)..end.max(e)].trim_end_matches(['.', ',', ';', ':', ')']);
+    value_chain(token.trim_start_matches('('))
 }
 
 /// True for a TNM cancer stage (`T2N1M0`, `pT3aN0M1`, `ypT1N0MX`).
@@ -632,8 +684,9 @@ pub fn clean_rule_spans(text: &str, spans: &mut Vec<Span>) {
     spans.retain(|s| {
         s.label != Label::Zipcode
             || s.end > idx.char_len()
-            || !tnm_stage(idx.slice(text, s.start, s.end))
+            || !stage_or_score(idx.slice(text, s.start, s.end))
     });
+    spans.retain(|s| s.end > idx.char_len() || !in_value_chain(text, &idx, s));
     // A context word's organisation or place that is a unit of the hospital (`transferred
     // from the ED`, `discharged to SNF`) is no one's.
     spans.retain(|s| {
@@ -1125,6 +1178,72 @@ mod tests {
         assert_eq!(got, ["Abdul-\nrahman Al-Farsi"]);
         let text = "f/u 6/14 in clinic";
         assert_eq!(cleaned(text, &[("/u 6/14", Label::Date)]), ["6/14"]);
+    }
+
+    /// A Glasgow Coma Scale score is no Canadian postcode, whoever found it; a postcode
+    /// with its space, or with letters a score cannot have, stays one.
+    #[test]
+    fn a_coma_score_is_no_postcode() {
+        for v in ["E4V5M6", "GCS E4V5M6", "E3VTM5", "GCS: E2 V2 M4", "e4v5m6"] {
+            assert!(stage_or_score(v), "{v}");
+        }
+        for v in ["E4V 5M6", "M5V2T6", "T2N 1M0", "E5V5M6", "K1A0B1"] {
+            assert!(!gcs_score(v), "{v}");
+        }
+        let text = "GCS E4V5M6 on arrival; mail to Toronto M5V 2T6.";
+        let got = cleaned(
+            text,
+            &[("GCS E4V5M6", Label::Zipcode), ("M5V 2T6", Label::Zipcode)],
+        );
+        assert_eq!(got, ["M5V 2T6"]);
+        let postcode = text.find("M5V").expect("in the text");
+        let mut spans = vec![
+            Span::new(0, 10, Label::Zipcode, 0.9, Source::Model),
+            Span::new(postcode, postcode + 7, Label::Zipcode, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        assert_eq!(
+            spans.iter().map(|s| s.start).collect::<Vec<_>>(),
+            [postcode]
+        );
+    }
+
+    /// A blood gas or another chain of values joined by slashes is no date; dates with
+    /// slashes stay dates.
+    #[test]
+    fn a_chain_of_values_is_no_date() {
+        for v in [
+            "7.38/42/88/24",
+            "7.38/42",
+            "120/80/72/18",
+            "12/4.5/30",
+            " 7.4/40/90 ",
+        ] {
+            assert!(value_chain(v), "{v}");
+        }
+        for v in ["3/4/2024", "12/25", "2024/03/04", "3.4.2024", "7.38", "3/4"] {
+            assert!(!value_chain(v), "{v}");
+        }
+        let text = "ABG 7.38/42/88/24 on RA; seen 3/4/2024.";
+        let mut spans = vec![
+            Span::new(4, 17, Label::Date, 0.8, Source::Model),
+            Span::new(30, 38, Label::Date, 0.8, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        assert_eq!(spans.iter().map(|s| s.start).collect::<Vec<_>>(), [30]);
+        // A part of the chain, found by a model or a rule, is no date either.
+        let got = cleaned(
+            text,
+            &[("42/88/24", Label::Date), ("3/4/2024", Label::Date)],
+        );
+        assert_eq!(got, ["3/4/2024"]);
+        let mut spans = vec![Span::new(9, 17, Label::Date, 0.8, Source::Model)];
+        drop_protected(text, &mut spans);
+        assert!(spans.is_empty());
+        // Whatever the spaces around it (a no-break space is two bytes).
+        let text = "ABG\u{a0}7.38/42/88/24\u{2003}on RA";
+        let got = cleaned(text, &[("7.38/42/88/24", Label::Date)]);
+        assert!(got.is_empty());
     }
 
     #[test]

@@ -39,6 +39,24 @@ const MONTHS: [&str; 12] = [
     "december",
 ];
 
+/// French month names, index 0 = janvier: a note written in French (`le 5 mars 2024`) dates
+/// its visits as surely as an English one, and a moved date keeps its language. Full names
+/// only (the abbreviations `mar`, `sept`, `oct` are the English ones' or ambiguous).
+const FRENCH_MONTHS: [&str; 12] = [
+    "janvier",
+    "février",
+    "mars",
+    "avril",
+    "mai",
+    "juin",
+    "juillet",
+    "août",
+    "septembre",
+    "octobre",
+    "novembre",
+    "décembre",
+];
+
 /// Weekday names, index 0 = Monday (chrono's `num_days_from_monday`).
 const WEEKDAYS: [&str; 7] = [
     "monday",
@@ -81,6 +99,8 @@ const YEARLESS_ANCHOR_YEAR: i32 = 2000;
 enum NameStyle {
     Full,
     Abbrev,
+    /// A French month's full name.
+    French,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,9 +112,9 @@ enum Case {
 
 impl Case {
     fn of(word: &str) -> Case {
-        if word.chars().all(|c| c.is_ascii_uppercase()) && word.len() > 1 {
+        if word.chars().all(char::is_uppercase) && word.chars().count() > 1 {
             Case::Upper
-        } else if word.chars().all(|c| c.is_ascii_lowercase()) {
+        } else if word.chars().all(char::is_lowercase) {
             Case::Lower
         } else {
             Case::Title
@@ -103,15 +123,15 @@ impl Case {
 
     fn apply(self, word: &str) -> String {
         match self {
-            Case::Upper => word.to_ascii_uppercase(),
-            Case::Lower => word.to_ascii_lowercase(),
+            Case::Upper => word.to_uppercase(),
+            Case::Lower => word.to_lowercase(),
             Case::Title => {
                 let mut out = String::with_capacity(word.len());
                 for (i, c) in word.chars().enumerate() {
                     if i == 0 {
-                        out.push(c.to_ascii_uppercase());
+                        out.extend(c.to_uppercase());
                     } else {
-                        out.push(c.to_ascii_lowercase());
+                        out.extend(c.to_lowercase());
                     }
                 }
                 out
@@ -155,17 +175,33 @@ fn lex(s: &str) -> Vec<Lexeme> {
     for c in s.chars() {
         match (out.last_mut(), c) {
             (Some(Lexeme::Num(n)), d) if d.is_ascii_digit() => n.push(d),
-            (Some(Lexeme::Word(w)), a) if a.is_ascii_alphabetic() => w.push(a),
+            (Some(Lexeme::Word(w)), a) if a.is_alphabetic() => w.push(a),
             (_, d) if d.is_ascii_digit() => out.push(Lexeme::Num(d.to_string())),
-            (_, a) if a.is_ascii_alphabetic() => out.push(Lexeme::Word(a.to_string())),
+            (_, a) if a.is_alphabetic() => out.push(Lexeme::Word(a.to_string())),
             (_, o) => out.push(Lexeme::Other(o)),
         }
     }
     out
 }
 
-/// Month index (1–12) and style of a month word (`Jan`, `january`, `Sept`).
+/// Month index (1–12) and style of a month word (`Jan`, `january`, `Sept`, `février`).
 fn month_word(word: &str) -> Option<(u32, NameStyle)> {
+    english_month_word(word).or_else(|| {
+        let lower = word.to_lowercase();
+        let lower = match lower.as_str() {
+            // Written without its accents.
+            "fevrier" => "février",
+            "aout" => "août",
+            "decembre" => "décembre",
+            other => other,
+        };
+        let i = FRENCH_MONTHS.iter().position(|m| *m == lower)?;
+        Some((u32::try_from(i + 1).ok()?, NameStyle::French))
+    })
+}
+
+/// [`month_word`] for the English names.
+fn english_month_word(word: &str) -> Option<(u32, NameStyle)> {
     let lower = word.to_ascii_lowercase();
     for (i, full) in MONTHS.iter().enumerate() {
         let n = u32::try_from(i + 1).ok()?;
@@ -193,9 +229,10 @@ fn weekday_word(word: &str) -> Option<NameStyle> {
     })
 }
 
-/// True for a month's or a weekday's name or abbreviation (lower case).
+/// True for an English month's or weekday's name or abbreviation (lower case). Not the
+/// French months: `Mai` is a given name too.
 pub(crate) fn is_month_or_weekday(lower: &str) -> bool {
-    weekday_word(lower).is_some() || month_word(lower).is_some()
+    weekday_word(lower).is_some() || english_month_word(lower).is_some()
 }
 
 /// A weekday alone (`Thursday`, `thu`), moved by `days` in its own style and case: a
@@ -208,7 +245,7 @@ pub(crate) fn shifted_weekday(word: &str, days: i64) -> Option<String> {
     let moved = (i64::try_from(n).ok()? + days).rem_euclid(7);
     let full = WEEKDAYS[usize::try_from(moved).ok()?];
     let moved = match style {
-        NameStyle::Full => full,
+        NameStyle::Full | NameStyle::French => full,
         NameStyle::Abbrev => &full[..3],
     };
     Some(Case::of(word).apply(moved))
@@ -485,6 +522,7 @@ impl DateParts {
                     let word = match style {
                         NameStyle::Full => full,
                         NameStyle::Abbrev => &full[..3],
+                        NameStyle::French => FRENCH_MONTHS[idx],
                     };
                     out.push_str(&case.apply(word));
                 }
@@ -493,7 +531,7 @@ impl DateParts {
                         .map_or(0, |d| d.weekday().num_days_from_monday());
                     let full = WEEKDAYS[usize::try_from(n).unwrap_or(0).min(6)];
                     let word = match style {
-                        NameStyle::Full => full,
+                        NameStyle::Full | NameStyle::French => full,
                         NameStyle::Abbrev => &full[..3],
                     };
                     out.push_str(&case.apply(word));
@@ -575,6 +613,13 @@ mod tests {
 
     shift_rows! {
         us_padded: "01/02/1980", 10, false => Some("01/12/1980");
+        french_month: "5 mars 2024", 30, false => Some("4 avril 2024");
+        french_month_accented: "28 février 2023", 1, false => Some("1 mars 2023");
+        french_month_into_an_accent: "31 juillet 2024", 1, false => Some("1 août 2024");
+        french_month_unaccented: "15 aout 2024", 0, false => Some("15 août 2024");
+        french_month_upper: "5 FÉVRIER 2024", 30, false => Some("6 MARS 2024");
+        french_month_year: "décembre 2023", 31, false => Some("janvier 2024");
+        short_dotted_day_first: "3.5.24", 1, false => Some("4.5.24");
         us_unpadded_two_digit_year: "1/2/80", 31, false => Some("2/2/80");
         iso: "1980-01-02", -3, false => Some("1979-12-30");
         dotted_day_first: "02.01.1980", 1, false => Some("03.01.1980");

@@ -38,7 +38,7 @@ use super::checks;
 use super::{Context, Pattern};
 use crate::detect::Label;
 
-const MONTH: &str = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?";
+const MONTH: &str = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|janvier|f[ée]vrier|mars|avril|mai|juin|juillet|ao[ûu]t|septembre|octobre|novembre|d[ée]cembre)\.?";
 
 /// An identifier token that follows a context word.
 const ID_TOKEN: &str = r"\b[A-Za-z]{0,3}\d[A-Za-z0-9-]{3,24}\b";
@@ -275,6 +275,9 @@ fn specs() -> Vec<Spec> {
         spec("date_slash", r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b", Label::Date, 0.9, checks::date),
         spec("date_dash", r"\b\d{1,2}-\d{1,2}-(?:\d{4}|\d{2})\b", Label::Date, 0.9, checks::date),
         spec("date_dot", r"\b(?:\d{1,2}\.\d{1,2}\.\d{4}|\d{2}\.\d{2}\.\d{2})\b", Label::Date, 0.85, checks::date),
+        // A one-digit day or month with a two-digit year (`3.5.24`), not inside a longer
+        // dotted number (`1.3.5.24`, `v2.1.24`) nor before a decimal (`3.5.24.1`).
+        spec("date_dot_short", r"(?:^|[^\w.])(\d{1,2}\.\d{1,2}\.\d{2})(?:[^\w.]|\.(?:\s|$)|$)", Label::Date, 0.8, checks::date).group(1),
         spec("date_iso", r"\b(\d{4}-\d{1,2}-\d{1,2})(?:\b|T)", Label::Date, 0.9, checks::date).group(1),
         spec("date_iso_slash", r"\b\d{4}/\d{1,2}/\d{1,2}\b", Label::Date, 0.9, checks::date),
         spec("date_month_day_year", &format!(r"(?i)\b{m}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"), Label::Date, 0.9, checks::date),

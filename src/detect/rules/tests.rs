@@ -52,6 +52,10 @@ rows! {
     date_short: "seen 1/2/80 in clinic" => [("1/2/80", Date)];
     date_iso: "admitted 1980-01-02T10:30" => [("1980-01-02", Date)];
     date_dotted: "geboren 02.01.1980" => [("02.01.1980", Date)];
+    date_french: "Vu le 5 mars 2024 et le 12 février 2023; revu en août 2024." => [("5 mars 2024", Date), ("12 février 2023", Date), ("août 2024", Date)];
+    date_french_mai_is_a_name_without_a_year: "Mai Nguyen, seen by Dr. Mai." => [];
+    date_dot_short: "Follow-up 3.5.24 in clinic, again on 12.1.25." => [("3.5.24", Date), ("12.1.25", Date)];
+    date_dot_short_not_a_version: "build v2.1.24; item 1.3.5.24; 3.5.24.1; 3.5.245; 13.13.24" => [("1.3.5.24", IpAddress), ("3.5.24.1", IpAddress)];
     date_abbrev: "on Jan 2, 1980 she" => [("Jan 2, 1980", Date)];
     date_day_month: "on 2 January 1980" => [("2 January 1980", Date)];
     date_ordinal: "January 2nd, 1980 visit" => [("January 2nd, 1980", Date)];

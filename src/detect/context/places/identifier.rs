@@ -254,6 +254,7 @@ fn shaped_like_id(token: &str) -> bool {
         && !is_decimal(token)
         && !is_year_range(token)
         && !is_numeric_date(token)
+        && !crate::detect::protected::value_chain(token)
 }
 
 /// Three numbers joined by `-`, `.` or `/` with a plausible year and day and month
@@ -352,6 +353,8 @@ mod tests {
         long_decimal_is_not_an_id: "pi is 3.14159265 here", "3.14159265" => None;
         lowercase_word_with_digits_is_not_an_id: "see abc1234567 here", "abc1234567" => None;
         date_is_left_to_the_date_rules: "Call scheduled for 2024-03-01 with", "2024-03-01" => None;
+        blood_gas_is_not_an_id: "ABG 7.38/42/88/24 on room air", "7.38/42/88/24" => None;
+        vitals_chain_is_not_an_id: "VS 120/80/72/18/98 stable", "120/80/72/18/98" => None;
         snomed_code_is_not_an_id: "Coded as SNOMED 44054006 and I10", "44054006" => None;
         ndc_code_is_not_an_id: "NDC code: 0002-8215-01 dispensed", "0002-8215-01" => None;
         snomed_ct_code_is_not_an_id: "SNOMED CT 1234567890 recorded", "1234567890" => None;
