@@ -463,12 +463,14 @@ pub fn render(st: &AppState) -> String {
     counter_vec(
         &scrape,
         "phiguard_breaker_transitions_total",
-        "breaker state transitions by target state",
+        "breaker state transitions by target state (an admin's force-open and disable too)",
         "to",
         &[
             BreakerState::Closed,
             BreakerState::Open,
             BreakerState::HalfOpen,
+            BreakerState::ForcedOpen,
+            BreakerState::Disabled,
         ]
         .iter()
         .map(|s| (s.as_str(), stats.transitions_to(*s)))

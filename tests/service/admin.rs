@@ -145,6 +145,19 @@ async fn breaker_admin_actions() {
             .status(),
         200
     );
+    // An admin's force-open is a transition like any other, and so is a disable.
+    let r: Value = action("disable")
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(r["state"], "disabled");
+    let metrics = t.metrics_text().await;
+    for to in ["forced_open", "disabled"] {
+        let line = format!("phiguard_breaker_transitions_total{{to=\"{to}\"}} 1");
+        assert!(metrics.lines().any(|l| l == line), "{line} not in:\n{metrics}");
+    }
     let r = t
         .http
         .post(t.url("/admin/breakers/not-a-model/reset"))
