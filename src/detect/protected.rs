@@ -137,6 +137,11 @@ fn is_clinical_term(word: &str) -> bool {
     abbreviations.contains(word) || words.contains(&word.to_lowercase())
 }
 
+/// Field names of a record, in capitals as forms write them: never a name, though a model
+/// sometimes takes one for the name before its value. Not clinical vocabulary: a number
+/// after them is an identifier or a date, not a value to keep.
+const RECORD_FIELDS: &[&str] = &["DOB", "MRN", "SSN", "DOS", "DOD", "EMR", "EHR", "PCP"];
+
 /// Words that join clinical terms and numbers in a span (`NYHA class II`, `the ICU`).
 const CONNECTORS: &[&str] = &[
     "the", "a", "an", "and", "or", "of", "to", "from", "on", "in", "at", "with", "per", "for",
@@ -391,6 +396,11 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
                 .split_whitespace()
                 .any(|w| PLACE_WORDS.contains(&w.to_lowercase().as_str()));
         if (place_label(s.label) || name) && is_clinical(value) {
+            continue;
+        }
+        // A record's field name taken for the name beside it (`Initials: RW. DOB 3/4/1950`
+        // gave `DOB` as a surname) is nobody's name.
+        if is_name_label(s.label) && RECORD_FIELDS.contains(&value.trim()) {
             continue;
         }
         if place_label(s.label) && followed_by_head(&text[idx.byte(s.end)..]) {
@@ -1206,6 +1216,20 @@ mod tests {
             spans.iter().map(|s| s.start).collect::<Vec<_>>(),
             [postcode]
         );
+    }
+
+    /// A record's field name is no name; a name beside it stays one.
+    #[test]
+    fn a_record_field_is_no_name() {
+        let text = "Initials: RW. DOB 3/4/1950. Dob Smith seen.";
+        let dob = text.find("DOB").expect("in the text");
+        let smith = text.find("Dob Smith").expect("in the text");
+        let mut spans = vec![
+            Span::new(dob, dob + 3, Label::LastName, 0.9, Source::Model),
+            Span::new(smith, smith + 9, Label::Person, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        assert_eq!(spans.iter().map(|s| s.start).collect::<Vec<_>>(), [smith]);
     }
 
     /// A blood gas or another chain of values joined by slashes is no date; dates with

@@ -156,7 +156,10 @@ async fn breaker_admin_actions() {
     let metrics = t.metrics_text().await;
     for to in ["forced_open", "disabled"] {
         let line = format!("phiguard_breaker_transitions_total{{to=\"{to}\"}} 1");
-        assert!(metrics.lines().any(|l| l == line), "{line} not in:\n{metrics}");
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "{line} not in:\n{metrics}"
+        );
     }
     let r = t
         .http
