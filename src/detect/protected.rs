@@ -400,7 +400,7 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         }
         // A record's field name taken for the name beside it (`Initials: RW. DOB 3/4/1950`
         // gave `DOB` as a surname) is nobody's name.
-        if is_name_label(s.label) && RECORD_FIELDS.contains(&value.trim()) {
+        if is_name_label(s.label) && in_record_field(text, &idx, &s) {
             continue;
         }
         if place_label(s.label) && followed_by_head(&text[idx.byte(s.end)..]) {
@@ -427,9 +427,10 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
                 .chars()
                 .filter(char::is_ascii_digit)
                 .count();
-            // A tumour's stage (`T2N1M0`, `pT3N0M1`) has a postcode's letters and digits.
-            let value = idx.slice(text, s.start, s.end).trim();
-            if digits >= 3 && !year_not_postcode(text, &idx, &s) && !stage_or_score(value) {
+            // A tumour's stage (`T2N1M0`, `pT3N0M1`) or a coma score has a postcode's
+            // letters and digits.
+            if digits >= 3 && !year_not_postcode(text, &idx, &s) && !stage_or_score(text, &idx, &s)
+            {
                 out.push(s);
             }
             continue;
@@ -531,11 +532,24 @@ fn date_list(text: &str, idx: &CharIndex, s: &Span) -> Option<Vec<Span>> {
     (parts.len() > 1).then_some(parts)
 }
 
-/// True for a TNM cancer stage or a Glasgow Coma Scale score: both have a postcode's
-/// letters and digits.
-fn stage_or_score(value: &str) -> bool {
-    let value = value.trim();
-    tnm_stage(value) || gcs_score(value)
+/// True for a TNM cancer stage, or a Glasgow Coma Scale score where the text says it is
+/// one (`GCS E4V5M6`, `Glasgow … E3VTM5`): both have a postcode's letters and digits, and
+/// a postcode of the score's shape after a town (`Moncton, NB E4V5M6`) stays a postcode.
+fn stage_or_score(text: &str, idx: &CharIndex, s: &Span) -> bool {
+    let value = idx.slice(text, s.start, s.end).trim();
+    if tnm_stage(value) {
+        return true;
+    }
+    if !gcs_score(value) {
+        return false;
+    }
+    let before = &text[..idx.byte(s.start)];
+    let from = before.char_indices().rev().nth(23).map_or(0, |(i, _)| i);
+    let before = before[from..].to_lowercase();
+    value.to_lowercase().starts_with("gcs")
+        || ["gcs", "glasgow", "coma"]
+            .iter()
+            .any(|w| before.contains(w))
 }
 
 /// True for a Glasgow Coma Scale score by component (`E4V5M6`, `GCS E3VTM5`, `E2 V2 M4`):
@@ -567,6 +581,13 @@ fn in_value_chain(text: &str, idx: &CharIndex, s: &Span) -> bool {
     if !matches!(s.label, Label::Date | Label::DateOfBirth) {
         return false;
     }
+    let token = token_around(text, idx, s).trim_end_matches(['.', ',', ';', ':', ')']);
+    value_chain(token.trim_start_matches('('))
+}
+
+/// The run of non-space characters that holds span `s` (any whitespace, multi-byte
+/// included, ends it).
+fn token_around<'t>(text: &'t str, idx: &CharIndex, s: &Span) -> &'t str {
     let (b, e) = (idx.byte(s.start), idx.byte(s.end));
     let start = text[..b]
         .char_indices()
@@ -576,8 +597,17 @@ fn in_value_chain(text: &str, idx: &CharIndex, s: &Span) -> bool {
     let end = text[e..]
         .find(char::is_whitespace)
         .map_or(text.len(), |i| e + i);
-    let token = text[start.min(b)..end.max(e)].trim_end_matches(['.', ',', ';', ':', ')']);
-    value_chain(token.trim_start_matches('('))
+    &text[start.min(b)..end.max(e)]
+}
+
+/// True for a name span that is a record's field name, or part of one written with stops
+/// (`D.O.B.`, `M.R.N.:`).
+fn in_record_field(text: &str, idx: &CharIndex, s: &Span) -> bool {
+    let field: String = token_around(text, idx, s)
+        .chars()
+        .filter(|c| !matches!(c, '.' | ':' | ',' | ';'))
+        .collect();
+    RECORD_FIELDS.contains(&field.as_str())
 }
 
 /// True for a TNM cancer stage (`T2N1M0`, `pT3aN0M1`, `ypT1N0MX`).
@@ -692,9 +722,7 @@ const MONTH_ABBREVIATIONS: &[&str] = &[
 pub fn clean_rule_spans(text: &str, spans: &mut Vec<Span>) {
     let idx = CharIndex::new(text);
     spans.retain(|s| {
-        s.label != Label::Zipcode
-            || s.end > idx.char_len()
-            || !stage_or_score(idx.slice(text, s.start, s.end))
+        s.label != Label::Zipcode || s.end > idx.char_len() || !stage_or_score(text, &idx, s)
     });
     spans.retain(|s| s.end > idx.char_len() || !in_value_chain(text, &idx, s));
     // A context word's organisation or place that is a unit of the hospital (`transferred
@@ -1195,7 +1223,7 @@ mod tests {
     #[test]
     fn a_coma_score_is_no_postcode() {
         for v in ["E4V5M6", "GCS E4V5M6", "E3VTM5", "GCS: E2 V2 M4", "e4v5m6"] {
-            assert!(stage_or_score(v), "{v}");
+            assert!(gcs_score(v), "{v}");
         }
         for v in ["E4V 5M6", "M5V2T6", "T2N 1M0", "E5V5M6", "K1A0B1"] {
             assert!(!gcs_score(v), "{v}");
@@ -1216,17 +1244,27 @@ mod tests {
             spans.iter().map(|s| s.start).collect::<Vec<_>>(),
             [postcode]
         );
+        // Without a word that says it is a score, the shape is a postcode's.
+        let text = "Lives in Moncton, NB E4V5M6. Neuro: GCS 14 (E4V4M6).";
+        let got = cleaned(
+            text,
+            &[("E4V5M6", Label::Zipcode), ("E4V4M6", Label::Zipcode)],
+        );
+        assert_eq!(got, ["E4V5M6"]);
     }
 
     /// A record's field name is no name; a name beside it stays one.
     #[test]
     fn a_record_field_is_no_name() {
-        let text = "Initials: RW. DOB 3/4/1950. Dob Smith seen.";
+        let text = "Initials: RW. DOB 3/4/1950. Dob Smith seen. D.O.B. 3/4/1950";
         let dob = text.find("DOB").expect("in the text");
         let smith = text.find("Dob Smith").expect("in the text");
+        let dotted = text.find("D.O.B.").expect("in the text");
         let mut spans = vec![
             Span::new(dob, dob + 3, Label::LastName, 0.9, Source::Model),
             Span::new(smith, smith + 9, Label::Person, 0.9, Source::Model),
+            Span::new(dotted, dotted + 1, Label::FirstName, 0.9, Source::Model),
+            Span::new(dotted + 2, dotted + 3, Label::LastName, 0.9, Source::Model),
         ];
         drop_protected(text, &mut spans);
         assert_eq!(spans.iter().map(|s| s.start).collect::<Vec<_>>(), [smith]);

@@ -46,6 +46,13 @@ pub(crate) fn date(s: &str) -> Option<&str> {
     }
 }
 
+/// A date with a day and a month that may lack its year (`5 mars`, `2 avril`): a rule
+/// whose pattern names the month in full.
+pub(crate) fn day_month(s: &str) -> Option<&str> {
+    let parts = DateParts::parse(s)?;
+    (parts.day.is_some() && parts.year.is_none_or(|y| (1850..=2150).contains(&y))).then_some(s)
+}
+
 /// An SSN the SSA could have issued: area not 000, 666 or 9xx; group not 00; serial not
 /// 0000.
 pub(crate) fn ssn(s: &str) -> Option<&str> {

@@ -144,12 +144,30 @@ impl Case {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Tok {
     Lit(String),
-    Year { digits: usize },
-    MonthNum { pad: bool },
-    MonthName { style: NameStyle, case: Case },
-    Weekday { style: NameStyle, case: Case },
-    Day { pad: bool },
-    Ordinal { upper: bool },
+    Year {
+        digits: usize,
+    },
+    MonthNum {
+        pad: bool,
+    },
+    MonthName {
+        style: NameStyle,
+        case: Case,
+    },
+    Weekday {
+        style: NameStyle,
+        case: Case,
+    },
+    Day {
+        pad: bool,
+    },
+    Ordinal {
+        upper: bool,
+    },
+    /// French `1er` (`1ᵉʳ`): written back only on the first of a month.
+    Premier {
+        upper: bool,
+    },
 }
 
 /// A parsed date and the format it was written in.
@@ -377,6 +395,10 @@ impl DateParts {
                             style,
                             case: Case::of(&w),
                         });
+                    } else if after_num && matches!(lower.as_str(), "er" | "ᵉʳ") {
+                        tokens.push(Tok::Premier {
+                            upper: w.chars().all(char::is_uppercase),
+                        });
                     } else if after_num && matches!(lower.as_str(), "st" | "nd" | "rd" | "th") {
                         tokens.push(Tok::Ordinal {
                             upper: w.chars().all(|c| c.is_ascii_uppercase()),
@@ -536,6 +558,11 @@ impl DateParts {
                     };
                     out.push_str(&case.apply(word));
                 }
+                Tok::Premier { upper } => {
+                    if day == 1 {
+                        out.push_str(if *upper { "ER" } else { "er" });
+                    }
+                }
                 Tok::Ordinal { upper } => {
                     let suffix = ordinal_suffix(day);
                     if *upper {
@@ -619,6 +646,13 @@ mod tests {
         french_month_unaccented: "15 aout 2024", 0, false => Some("15 août 2024");
         french_month_upper: "5 FÉVRIER 2024", 30, false => Some("6 MARS 2024");
         french_month_year: "décembre 2023", 31, false => Some("janvier 2024");
+        french_premier: "1er avril 2024", 30, false => Some("1er mai 2024");
+        french_premier_moved_off_the_first: "1er mars 2024", 3, false => Some("4 mars 2024");
+        french_onto_the_first: "28 février 2023", 1, false => Some("1 mars 2023");
+        french_premier_upper: "1ER MARS 2024", 31, false => Some("1ER AVRIL 2024");
+        french_premier_superscript: "1ᵉʳ mars 2024", 31, false => Some("1er avril 2024");
+        french_day_month: "5 mars", 1, false => Some("6 mars");
+        french_two_digit_year: "15 mars 24", 1, false => Some("16 mars 24");
         short_dotted_day_first: "3.5.24", 1, false => Some("4.5.24");
         us_unpadded_two_digit_year: "1/2/80", 31, false => Some("2/2/80");
         iso: "1980-01-02", -3, false => Some("1979-12-30");

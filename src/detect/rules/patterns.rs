@@ -40,6 +40,14 @@ use crate::detect::Label;
 
 const MONTH: &str = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|janvier|f[ée]vrier|mars|avril|mai|juin|juillet|ao[ûu]t|septembre|octobre|novembre|d[ée]cembre)\.?";
 
+/// The French months' full names (in [`MONTH`] too).
+const FR_MONTH: &str = r"(?:janvier|f[ée]vrier|mars|avril|mai|juin|juillet|ao[ûu]t|septembre|octobre|novembre|d[ée]cembre)";
+
+/// Words before a dotted number that make it a version, not a date (`version 2.1.24`).
+const VERSION_WORDS: &[&str] = &[
+    "version", "ver.", "release", "firmware", "software", "build", "rev.", "revision",
+];
+
 /// An identifier token that follows a context word.
 const ID_TOKEN: &str = r"\b[A-Za-z]{0,3}\d[A-Za-z0-9-]{3,24}\b";
 
@@ -277,11 +285,17 @@ fn specs() -> Vec<Spec> {
         spec("date_dot", r"\b(?:\d{1,2}\.\d{1,2}\.\d{4}|\d{2}\.\d{2}\.\d{2})\b", Label::Date, 0.85, checks::date),
         // A one-digit day or month with a two-digit year (`3.5.24`), not inside a longer
         // dotted number (`1.3.5.24`, `v2.1.24`) nor before a decimal (`3.5.24.1`).
-        spec("date_dot_short", r"(?:^|[^\w.])(\d{1,2}\.\d{1,2}\.\d{2})(?:[^\w.]|\.(?:\s|$)|$)", Label::Date, 0.8, checks::date).group(1),
+        spec("date_dot_short", r"(?:^|[^\w.])(\d{1,2}\.\d{1,2}\.\d{2})(?:[^\w.]|\.(?:\s|$)|$)", Label::Date, 0.8, checks::date)
+            .group(1)
+            .unless(VERSION_WORDS),
         spec("date_iso", r"\b(\d{4}-\d{1,2}-\d{1,2})(?:\b|T)", Label::Date, 0.9, checks::date).group(1),
         spec("date_iso_slash", r"\b\d{4}/\d{1,2}/\d{1,2}\b", Label::Date, 0.9, checks::date),
         spec("date_month_day_year", &format!(r"(?i)\b{m}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"), Label::Date, 0.9, checks::date),
-        spec("date_day_month_year", &format!(r"(?i)\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{m},?\s+\d{{4}}\b"), Label::Date, 0.9, checks::date),
+        spec("date_day_month_year", &format!(r"(?i)\b\d{{1,2}}(?:st|nd|rd|th|er|ᵉʳ)?\s+(?:of\s+)?{m},?\s+\d{{4}}\b"), Label::Date, 0.9, checks::date),
+        // French: a two-digit year (`15 mars 24`), or none (`le 5 mars`, `2 avril`): the
+        // month's full name says it is a date.
+        spec("date_fr_day_month_yy", &format!(r"(?i)\b\d{{1,2}}(?:er|ᵉʳ)?\s+{FR_MONTH}\s+\d{{2}}\b"), Label::Date, 0.85, checks::date),
+        spec("date_fr_day_month", &format!(r"(?i)\b\d{{1,2}}(?:er|ᵉʳ)?\s+{FR_MONTH}\b"), Label::Date, 0.8, checks::day_month),
         spec("date_day_mon_year_dash", &format!(r"(?i)\b\d{{1,2}}-{m}-(?:\d{{4}}|\d{{2}})\b"), Label::Date, 0.9, checks::date),
         spec("date_month_year", &format!(r"(?i)\b{m},?\s+\d{{4}}\b"), Label::Date, 0.75, checks::date),
         spec("date_num_month_year", r"\b\d{1,2}/\d{4}\b", Label::Date, 0.7, checks::date),

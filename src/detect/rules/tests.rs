@@ -54,6 +54,8 @@ rows! {
     date_dotted: "geboren 02.01.1980" => [("02.01.1980", Date)];
     date_french: "Vu le 5 mars 2024 et le 12 février 2023; revu en août 2024." => [("5 mars 2024", Date), ("12 février 2023", Date), ("août 2024", Date)];
     date_french_mai_is_a_name_without_a_year: "Mai Nguyen, seen by Dr. Mai." => [];
+    date_french_premier_and_short_forms: "Vu le 1er avril 2024, le 5 mars 24, RDV le 2 avril." => [("1er avril 2024", Date), ("5 mars 24", Date), ("2 avril", Date)];
+    date_dot_short_version: "Software version 2.1.24 installed; firmware 3.5.24." => [];
     date_dot_short: "Follow-up 3.5.24 in clinic, again on 12.1.25." => [("3.5.24", Date), ("12.1.25", Date)];
     date_dot_short_not_a_version: "build v2.1.24; item 1.3.5.24; 3.5.24.1; 3.5.245; 13.13.24" => [("1.3.5.24", IpAddress), ("3.5.24.1", IpAddress)];
     date_abbrev: "on Jan 2, 1980 she" => [("Jan 2, 1980", Date)];
