@@ -14,21 +14,27 @@
 //!   row (after GELU, after LayerNorm with outlier channels) keeps all 256 levels.
 //! - `Σ_k x·w ≈ s_w[n] · (s_x[m] · Σ_k q_x·q_w + min_x[m] · Σ_k q_w[k, n])`, the integer sum
 //!   exact in i32 (at most 255 · 127 · K, below 2³¹ for K ≤ 65,000).
+//! - On the AVX2 path the weights are 7-bit (see below).
 //!
 //! x86-64 with `avx512f`, `avx512bw`, `avx512vnni` and `fma` runs this path; x86-64 with
 //! only `avx2` and `fma` (most laptops and desktops: Intel's client cores from Alder Lake
-//! on, AMD's before Zen 4) runs the same integer sums through `vpmaddwd` (module `avx2`);
+//! on, AMD's before Zen 4) runs them through `vpmaddubsw` (module `avx2`);
 //! [`Int8Weights::new`] returns `None` elsewhere and the caller keeps f32.
 //!
 //! # AVX2
-//! AVX2 has no `vpdpbusd`. `vpmaddubsw` (u8 × i8 pairs to i16) would be the fast
-//! replacement, but its i16 sums saturate (255 · 127 · 2 > 2¹⁵), so it needs 7-bit operands
-//! and other numerics than the VNNI path. Here each 16 packed weights are widened to i16
-//! (`vpmovsxbw`) and the row's four u8 of a K-step broadcast as i16, so one `vpmaddwd`
-//! multiplies 16 pairs and sums adjacent ones into exact i32: the integer sums are the VNNI
-//! path's, and so is the dequantizing epilogue (the same fused multiply-adds, eight lanes at
-//! a time). Only the GELU's reciprocal differs (`vrcpps` instead of `vrcp14ps`, each with
-//! one Newton step), within 1e-6 of the scalar GELU either way.
+//! AVX2 has no `vpdpbusd`. Its nearest, `vpmaddubsw`, multiplies 32 `u8 × i8` pairs and adds
+//! adjacent products in i16, which saturates for 8-bit weights (255 · 127 · 2 > 2¹⁵). So on
+//! a CPU whose int8 path is AVX2 (module `avx2`) the weights are quantized to 7 bits
+//! (`[-63, 63]`, the scale `max|w| / 63`): 255 · 63 · 2 = 32,130 fits, and a `vpmaddwd` by
+//! ones then adds each column's pairs into i32. The integer sums are exact, as on the VNNI
+//! path, and the dequantizing epilogue is the VNNI path's (the same fused multiply-adds,
+//! eight lanes at a time); the weights carry one bit less. On the bundled model that moved
+//! no token's label against f32 (`tests/precision.rs`) and no outside-eval figure by more
+//! than 0.002. onnxruntime's quantizer offers the same trade for AVX2 (`reduce_range`).
+//! Widening the 8-bit weights to i16 (`vpmovsxbw`) for an exact `vpmaddwd` instead ran at
+//! 33–50 GMAC/s on one core of a Zen 3 EPYC against 52–68 for this, whole `deid` runs
+//! 1.4–1.5× slower. The GELU's reciprocal differs from the VNNI path's (`vrcpps` instead
+//! of `vrcp14ps`, each with one Newton step), within 1e-6 of the scalar GELU either way.
 //!
 //! # AMX
 //! Where the CPU also has AMX-INT8 (Sapphire Rapids and later) and Linux grants the process
@@ -59,6 +65,8 @@ pub(crate) type Lane = [i8; BLOCK_N * BLOCK_K];
 pub struct Int8Weights {
     k: usize,
     n: usize,
+    /// The largest |q_w| (see [`Int8Weights::weight_max`]).
+    max: f32,
     /// Tile `t` of 48 columns, step `kk`: at `t * (k / 4) + kk`, the weights at rows
     /// `4kk..4kk+4` of columns `48t..48t+48`, 16 columns per lane, the four rows of a
     /// column adjacent. Columns past `n` are zero.
@@ -152,7 +160,7 @@ impl Int8Weights {
         if w_t.len() != k * n {
             return None;
         }
-        Self::build(k, n, |row, col| w_t[row * n + col])
+        Self::build(k, n, Self::weight_max(), |row, col| w_t[row * n + col])
     }
 
     /// As [`new`](Self::new), from `w: [n, k]` (row-major: a linear layer's weight as
@@ -161,12 +169,28 @@ impl Int8Weights {
         if w.len() != k * n {
             return None;
         }
-        Self::build(k, n, |row, col| w[col * k + row])
+        Self::build(k, n, Self::weight_max(), |row, col| w[col * k + row])
     }
 
-    /// Quantizes the `[k, n]` matrix whose element `(row, col)` is `at(row, col)`, straight
-    /// into the packed layout (one pass for the scales, one for the values).
-    fn build(k: usize, n: usize, at: impl Fn(usize, usize) -> f32) -> Option<Int8Weights> {
+    /// The largest |q_w| this CPU's kernel takes: 127 where the products run on VNNI or
+    /// AMX, [`avx2::WEIGHT_MAX`] (63) on the AVX2 path.
+    fn weight_max() -> f32 {
+        #[cfg(target_arch = "x86_64")]
+        if !vnni_supported() {
+            return avx2::WEIGHT_MAX;
+        }
+        127.0
+    }
+
+    /// Quantizes the `[k, n]` matrix whose element `(row, col)` is `at(row, col)` to
+    /// integers in `[-max, max]`, straight into the packed layout (one pass for the scales,
+    /// one for the values).
+    fn build(
+        k: usize,
+        n: usize,
+        max: f32,
+        at: impl Fn(usize, usize) -> f32,
+    ) -> Option<Int8Weights> {
         if !Self::supported()
             || k == 0
             || n == 0
@@ -184,7 +208,7 @@ impl Int8Weights {
         let inv: Vec<f32> = scale
             .iter_mut()
             .map(|s| {
-                *s /= 127.0;
+                *s /= max;
                 if *s > 0.0 {
                     1.0 / *s
                 } else {
@@ -206,7 +230,7 @@ impl Int8Weights {
                     }
                     for d in 0..BLOCK_K {
                         let q = round_half_away(at(kk * BLOCK_K + d, col) * inv[col])
-                            .clamp(-127.0, 127.0) as i8;
+                            .clamp(-max, max) as i8;
                         lane[c * BLOCK_K + d] = q;
                         col_sum[col] += f32::from(q);
                     }
@@ -216,6 +240,7 @@ impl Int8Weights {
         Some(Int8Weights {
             k,
             n,
+            max,
             packed,
             scale,
             col_sum,
@@ -290,8 +315,13 @@ impl Int8Weights {
         }
         #[cfg(target_arch = "x86_64")]
         {
+            // Wider weights would saturate `vpmaddubsw`'s sums (see `avx2::WEIGHT_MAX`).
+            assert!(
+                self.max <= avx2::WEIGHT_MAX,
+                "int8 matmul: these weights are for the VNNI path"
+            );
             let steps = self.k / BLOCK_K;
-            let mut a = vec![[0i64; avx2::TILE_M]; m.div_ceil(avx2::TILE_M) * steps];
+            let mut a = vec![[0u32; avx2::TILE_M]; m.div_ceil(avx2::TILE_M) * steps];
             let mut row_scale = vec![0f32; m];
             let mut row_min = vec![0f32; m];
             // Not zeroed first, as `filled` does for the VNNI path (3 % of a `deid` run).
@@ -696,13 +726,12 @@ pub(crate) mod vnni {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::{
-        __m128i, __m256, __m256i, _mm256_add_epi32, _mm256_add_ps, _mm256_and_ps, _mm256_andnot_ps,
-        _mm256_cvtepi32_ps, _mm256_cvtepi8_epi16, _mm256_cvtps_epi32, _mm256_cvttps_epi32,
-        _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_hadd_epi32, _mm256_madd_epi16, _mm256_max_ps,
-        _mm256_min_ps, _mm256_mul_ps, _mm256_or_ps, _mm256_permute4x64_epi64, _mm256_rcp_ps,
-        _mm256_round_ps, _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_set1_ps, _mm256_setzero_ps,
-        _mm256_setzero_si256, _mm256_slli_epi32, _mm256_sub_ps, _MM_FROUND_NO_EXC,
-        _MM_FROUND_TO_NEAREST_INT,
+        __m256, __m256i, _mm256_add_epi32, _mm256_add_ps, _mm256_and_ps, _mm256_andnot_ps,
+        _mm256_cvtepi32_ps, _mm256_cvtps_epi32, _mm256_cvttps_epi32, _mm256_fmadd_ps,
+        _mm256_fnmadd_ps, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_max_ps, _mm256_min_ps,
+        _mm256_mul_ps, _mm256_or_ps, _mm256_rcp_ps, _mm256_round_ps, _mm256_set1_epi16,
+        _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256,
+        _mm256_slli_epi32, _mm256_sub_ps, _MM_FROUND_NO_EXC, _MM_FROUND_TO_NEAREST_INT,
     };
 
     use std::mem::MaybeUninit;
@@ -711,27 +740,24 @@ mod avx2 {
 
     /// Lanes of one register.
     const LANES: usize = 8;
-    /// Registers of i32 sums per row: 16 columns, two partial sums each.
-    const REGS: usize = 4;
-    /// Rows per register tile: 2 rows × 4 registers = 8 accumulators beside the 2 rows'
-    /// broadcast activations and the widened weights, in AVX2's 16 registers. With 3 rows
-    /// (12 accumulators) one spilled to the stack at every K-step: 39 GMAC/s against 50 on
-    /// one core of this project's EPYC (512 × 384 × 1,536 with the GELU). Weights kept
-    /// widened to i16 at load, to save the `vpmovsxbw`s, ran at 36: twice the bytes per strip.
-    pub(super) const TILE_M: usize = 2;
+    /// The largest |q_w| of the AVX2 path's weights: `vpmaddubsw` adds two u8 × i8 products
+    /// in i16, and 2 · 255 · 63 = 32,130 < 2¹⁵, so its sums never saturate.
+    pub(super) const WEIGHT_MAX: f32 = 63.0;
+    /// Rows per register tile: 4 rows × 2 registers (16 columns) = 8 accumulators, beside
+    /// the two weight registers, the ones and two products, in AVX2's 16 registers.
+    pub(super) const TILE_M: usize = 4;
     /// Rows of a block whose activations stay in cache while every column strip of the
-    /// weights passes over them (16 rows × 1,536 K as i16: 48 KiB; 8 rows ran at 35 GMAC/s,
-    /// 16 and 32 at 50).
-    const BLOCK_M: usize = 8 * TILE_M;
+    /// weights passes over them (16 rows × 1,536 K as u8: 24 KiB).
+    const BLOCK_M: usize = 4 * TILE_M;
 
     /// Quantizes each row of `x: [m, k]` as `vnni::quantize` does (the same scale, minimum
-    /// and bytes), into row tiles of 2, K-step-major: row `r`'s four values of K-step `kk`,
-    /// as i16, at `a[(r / 2) * (k / 4) + kk][r % 2]`.
+    /// and bytes), into row tiles of 4, K-step-major: row `r`'s four bytes of K-step `kk`
+    /// at `a[(r / 4) * (k / 4) + kk][r % 4]`, so a tile reads one slot per K-step.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn quantize(
         x: &[f32],
         k: usize,
-        a: &mut [[i64; TILE_M]],
+        a: &mut [[u32; TILE_M]],
         scale: &mut [f32],
         min: &mut [f32],
     ) {
@@ -745,10 +771,7 @@ mod avx2 {
             (*s, *mn) = quantize_row(xr, &mut q);
             let tile = &mut a[(r / TILE_M) * steps..][..steps];
             for (slot, b) in tile.iter_mut().zip(q.chunks_exact(BLOCK_K)) {
-                slot[r % TILE_M] = i64::from(b[0])
-                    | (i64::from(b[1]) << 16)
-                    | (i64::from(b[2]) << 32)
-                    | (i64::from(b[3]) << 48);
+                slot[r % TILE_M] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             }
         }
     }
@@ -801,47 +824,54 @@ mod avx2 {
 
     /// `out[m, n] = s_w · (s_x · Σ q_x·q_w + min_x · Σ q_w)` (then `gelu(· + bias)` where
     /// `gelu_bias` is given), by blocks of rows, then 16-column strips of the weights (one
-    /// lane of each K-step: at most 6 KiB per 384 K, in L1 while a block's rows pass), then
-    /// tiles of two rows.
+    /// lane of each K-step: at most 24 KiB per 1,536 K, in L2 while a block's rows pass),
+    /// then tiles of four rows. Returns the number of values written.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn gemm(
         w: &Int8Weights,
-        a: &[[i64; TILE_M]],
+        a: &[[u32; TILE_M]],
         s_x: &[f32],
         min_x: &[f32],
         gelu_bias: Option<&[f32]>,
         out: &mut [MaybeUninit<f32>],
     ) -> usize {
-        let (n, m) = (w.n, s_x.len());
-        let steps = w.k / BLOCK_K;
+        let (k, n, m) = (w.k, w.n, s_x.len());
+        let steps = k / BLOCK_K;
+        assert!(
+            a.len() == m.div_ceil(TILE_M) * steps && min_x.len() == m && out.len() == m * n,
+            "int8 avx2: shapes do not match"
+        );
         let mut written = 0;
         for b0 in (0..m).step_by(BLOCK_M) {
-            let block = (m - b0).min(BLOCK_M);
+            let end = (b0 + BLOCK_M).min(m);
             for (t, strips) in w.packed.chunks_exact(steps).enumerate() {
                 for v in 0..TILE_V {
                     let c0 = (t * TILE_V + v) * BLOCK_N;
                     if c0 >= n {
                         break;
                     }
-                    for r0 in (b0..b0 + block).step_by(TILE_M) {
-                        let a_tile = &a[(r0 / TILE_M) * steps..][..steps];
-                        let mut put = |i: usize, acc: [__m256i; REGS]| {
-                            let row = r0 + i;
-                            let dst = &mut out[row * n + c0..][..BLOCK_N];
-                            let sums = column_sums(acc);
-                            epilogue(w, c0, sums, s_x[row], min_x[row], gelu_bias, dst);
-                            written += BLOCK_N;
+                    let mut r0 = b0;
+                    while r0 < end {
+                        let rows = (end - r0).min(TILE_M);
+                        let tile = Tile {
+                            w,
+                            strips,
+                            v,
+                            c0,
+                            a: &a[(r0 / TILE_M) * steps..][..steps],
+                            s_x: &s_x[r0..],
+                            min_x: &min_x[r0..],
+                            gelu_bias,
                         };
-                        match (b0 + block - r0).min(TILE_M) {
-                            2 => tile::<2>(a_tile, strips, v)
-                                .into_iter()
-                                .enumerate()
-                                .for_each(|(i, acc)| put(i, acc)),
-                            _ => tile::<1>(a_tile, strips, v)
-                                .into_iter()
-                                .enumerate()
-                                .for_each(|(i, acc)| put(i, acc)),
+                        let dst = &mut out[r0 * n..];
+                        match rows {
+                            4 => tile.run::<4>(dst),
+                            3 => tile.run::<3>(dst),
+                            2 => tile.run::<2>(dst),
+                            _ => tile.run::<1>(dst),
                         }
+                        written += rows * BLOCK_N;
+                        r0 += rows;
                     }
                 }
             }
@@ -849,42 +879,66 @@ mod avx2 {
         written
     }
 
-    /// The first `R` rows' sums of one row tile against the 16 columns of lane `v` in every
-    /// K-step of `strips`: per row, four registers of i32 pairs (columns 4j..4j+4, two
-    /// partial sums each). A function of its own, as `vnni::tile` is, so that its
-    /// accumulators stay in registers.
-    #[inline(never)]
-    #[target_feature(enable = "avx2,fma")]
-    fn tile<const R: usize>(
-        a_tile: &[[i64; TILE_M]],
-        strips: &[[Lane; TILE_V]],
+    /// One register tile: up to four rows (a row tile of `a`; the first of `s_x`, `min_x`)
+    /// against the 16 columns from `c0`, lane `v` of every K-step of `strips`.
+    struct Tile<'a> {
+        w: &'a Int8Weights,
+        strips: &'a [[Lane; TILE_V]],
         v: usize,
-    ) -> [[__m256i; REGS]; R] {
-        let mut acc = [[_mm256_setzero_si256(); REGS]; R];
-        for (ak, wk) in a_tile.iter().zip(strips) {
-            let av: [__m256i; R] = std::array::from_fn(|i| _mm256_set1_epi64x(ak[i]));
-            for (j, chunk) in wk[v].chunks_exact(16).enumerate() {
-                let b: [i8; 16] = chunk.try_into().expect("16 weights");
-                let wj = _mm256_cvtepi8_epi16(bytemuck::cast::<_, __m128i>(b));
-                for (acc_i, &a_i) in acc.iter_mut().zip(&av) {
-                    acc_i[j] = _mm256_add_epi32(acc_i[j], _mm256_madd_epi16(a_i, wj));
-                }
-            }
-        }
-        acc
+        c0: usize,
+        a: &'a [[u32; TILE_M]],
+        s_x: &'a [f32],
+        min_x: &'a [f32],
+        gelu_bias: Option<&'a [f32]>,
     }
 
-    /// The 16 column sums of one row from its four registers of pairs: `vphaddd` adds each
-    /// pair within 128-bit halves (columns 0, 1, 4, 5 | 2, 3, 6, 7), `vpermq` restores the
-    /// order.
+    impl Tile<'_> {
+        /// The first `R` rows' sums, then their epilogue into `out` (row `i` at `i · n +
+        /// c0`). Per K-step and row: the row's four u8 broadcast, one `vpmaddubsw` against
+        /// each half of the lane (eight columns × four K values) gives i16 pairs, and a
+        /// `vpmaddwd` by ones sums each column's pairs into i32: the exact Σ q_x·q_w, with
+        /// each column in its own lane. Not inlined, as `vnni::tile` is not, so that the
+        /// accumulators stay in registers; the epilogue is done here so they are not
+        /// returned through memory.
+        #[inline(never)]
+        #[target_feature(enable = "avx2,fma")]
+        fn run<const R: usize>(&self, out: &mut [MaybeUninit<f32>]) {
+            let n = self.w.n;
+            let ones = _mm256_set1_epi16(1);
+            let mut acc = [[_mm256_setzero_si256(); 2]; R];
+            for (ak, wk) in self.a.iter().zip(self.strips) {
+                let lane = &wk[self.v];
+                let w0 = load_bytes(&lane[..32]);
+                let w1 = load_bytes(&lane[32..]);
+                for (acc_i, &q) in acc.iter_mut().zip(ak) {
+                    let a_i = _mm256_set1_epi32(q as i32);
+                    let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(a_i, w0), ones);
+                    let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(a_i, w1), ones);
+                    acc_i[0] = _mm256_add_epi32(acc_i[0], p0);
+                    acc_i[1] = _mm256_add_epi32(acc_i[1], p1);
+                }
+            }
+            for (i, sums) in acc.into_iter().enumerate() {
+                let dst = &mut out[i * n + self.c0..][..BLOCK_N];
+                epilogue(
+                    self.w,
+                    self.c0,
+                    sums,
+                    self.s_x[i],
+                    self.min_x[i],
+                    self.gelu_bias,
+                    dst,
+                );
+            }
+        }
+    }
+
+    /// 32 packed weights (eight columns × four K values) in one register.
     #[inline]
-    #[target_feature(enable = "avx2")]
-    fn column_sums(acc: [__m256i; REGS]) -> [__m256i; 2] {
-        const ORDER: i32 = 0b11_01_10_00;
-        [
-            _mm256_permute4x64_epi64::<ORDER>(_mm256_hadd_epi32(acc[0], acc[1])),
-            _mm256_permute4x64_epi64::<ORDER>(_mm256_hadd_epi32(acc[2], acc[3])),
-        ]
+    #[target_feature(enable = "avx")]
+    fn load_bytes(b: &[i8]) -> __m256i {
+        let b: [i8; 32] = b.try_into().expect("32 weights");
+        bytemuck::cast(b)
     }
 
     /// `vnni::dequantize` (the same operations in the same order, so the same bits) and the
@@ -1292,6 +1346,12 @@ mod tests {
     }
 
     /// `len` values uniform in `[-scale, scale)`.
+    /// `w_t: [k, n]` quantized for the AVX2 path (7-bit), whatever this CPU runs.
+    fn avx2_weights(w_t: &[f32], k: usize, n: usize) -> Int8Weights {
+        Int8Weights::build(k, n, avx2::WEIGHT_MAX, |row, col| w_t[row * n + col])
+            .expect("supported shape")
+    }
+
     fn random(seed: &mut u64, len: usize, scale: f32) -> Vec<f32> {
         (0..len).map(|_| lcg(seed) * scale).collect()
     }
@@ -1537,7 +1597,8 @@ mod tests {
     /// The AVX2 path's product, computed by hand: each row quantized to u8 over its range
     /// (0 included) with one fused multiply-add, exact integer sums against the packed
     /// weights, the epilogue's fused multiply-add and product. Bit for bit, on every tile
-    /// height (1 or 2 rows, blocks of 16) and an odd number of 16-column blocks.
+    /// height (1 to 4 rows, blocks of 16), an odd number of 16-column blocks, and the
+    /// extremes `vpmaddubsw` could saturate on (every activation 255, every weight ±63).
     #[test]
     fn the_avx2_path_is_the_integer_arithmetic_bit_for_bit() {
         if !avx2_supported() {
@@ -1545,11 +1606,35 @@ mod tests {
             return;
         }
         let mut seed = 17;
-        for (m, k, n) in [(1, 4, 16), (2, 8, 48), (26, 384, 112), (49, 1536, 32)] {
-            let w = random(&mut seed, k * n, 0.1);
+        let cases = [
+            (1, 4, 16),
+            (2, 8, 48),
+            (7, 64, 16),
+            (26, 384, 112),
+            (49, 1536, 32),
+            (3, 384, 48),
+            (5, 1536, 48),
+        ];
+        for (case, (m, k, n)) in cases.into_iter().enumerate() {
+            let mut w = random(&mut seed, k * n, 0.1);
             let mut x = random(&mut seed, m * k, 3.0);
             x[0] = 40.0; // an outlier: the first row's range is skewed
-            let q = Int8Weights::new(&w, k, n).expect("supported shape");
+            if case == 5 {
+                // Every activation quantizes to 255 and every weight to +63: the largest
+                // positive pair sums.
+                x.fill(1.0);
+                w.fill(0.1);
+            }
+            if case == 6 {
+                // Activations 0 or 255 and weights ±63 alternating by column and K.
+                for (i, v) in x.iter_mut().enumerate() {
+                    *v = if i % 3 == 0 { 0.0 } else { 2.0 };
+                }
+                for (i, v) in w.iter_mut().enumerate() {
+                    *v = if (i / n + i % n) % 2 == 0 { 0.1 } else { -0.1 };
+                }
+            }
+            let q = avx2_weights(&w, k, n);
             let got: Vec<u32> = q
                 .product_avx2(&x, m, None)
                 .iter()
@@ -1597,7 +1682,8 @@ mod tests {
         for (m, k, n) in [(1, 4, 16), (17, 384, 112), (33, 1536, 384)] {
             let w = random(&mut seed, k * n, 0.1);
             let x = random(&mut seed, m * k, 3.0);
-            let q = Int8Weights::new(&w, k, n).expect("supported shape");
+            // The AVX2 path's 7-bit weights: the VNNI path's integer sums take them too.
+            let q = avx2_weights(&w, k, n);
             let bits = |v: Vec<f32>| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             assert_eq!(
                 bits(q.product_avx2(&x, m, None)),
@@ -1647,7 +1733,7 @@ mod tests {
         let w = random(&mut seed, k * n, 0.1);
         let x = random(&mut seed, m * k, 2.0);
         let bias = random(&mut seed, n, 1.0);
-        let q = Int8Weights::new(&w, k, n).expect("supported shape");
+        let q = avx2_weights(&w, k, n);
         let plain = q.product_avx2(&x, m, None);
         let fused = q.product_avx2(&x, m, Some(&bias));
         for (r, (p, f)) in plain.chunks_exact(n).zip(fused.chunks_exact(n)).enumerate() {
