@@ -206,16 +206,23 @@ fn lex(s: &str) -> Vec<Lexeme> {
 fn month_word(word: &str) -> Option<(u32, NameStyle)> {
     english_month_word(word).or_else(|| {
         let lower = word.to_lowercase();
-        let lower = match lower.as_str() {
-            // Written without its accents.
-            "fevrier" => "février",
-            "aout" => "août",
-            "decembre" => "décembre",
-            other => other,
-        };
-        let i = FRENCH_MONTHS.iter().position(|m| *m == lower)?;
+        // Written with its accents or without them (`fevrier`, `aout`).
+        let i = FRENCH_MONTHS
+            .iter()
+            .position(|m| *m == lower || without_accents(m) == lower)?;
         Some((u32::try_from(i + 1).ok()?, NameStyle::French))
     })
+}
+
+/// A French month's name with its accents dropped (`février` → `fevrier`, `août` → `aout`).
+fn without_accents(word: &str) -> String {
+    word.chars()
+        .map(|c| match c {
+            'é' | 'è' | 'ê' => 'e',
+            'û' | 'ù' => 'u',
+            other => other,
+        })
+        .collect()
 }
 
 /// [`month_word`] for the English names.
@@ -626,6 +633,27 @@ fn assign_roles(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rules' regex of French months (`patterns::FR_MONTH`) takes exactly the names
+    /// [`month_word`] reads, with and without accents, in either case.
+    #[test]
+    fn the_french_month_regex_is_the_french_month_list() {
+        let whole = Regex::new(&format!("(?i)^{}$", super::super::patterns::FR_MONTH))
+            .expect("valid regex");
+        for (i, m) in FRENCH_MONTHS.iter().enumerate() {
+            for form in [m.to_string(), without_accents(m), m.to_uppercase()] {
+                assert!(whole.is_match(&form), "{form}");
+                let month = month_word(&form).map(|(n, _)| n);
+                assert_eq!(month, u32::try_from(i + 1).ok(), "{form}");
+            }
+        }
+        let alternatives = super::super::patterns::FR_MONTH
+            .trim_start_matches("(?:")
+            .trim_end_matches(')')
+            .split('|')
+            .count();
+        assert_eq!(alternatives, FRENCH_MONTHS.len());
+    }
 
     macro_rules! shift_rows {
         ($($name:ident: $src:expr, $days:expr, $keep:expr => $want:expr;)*) => {$(

@@ -38,10 +38,24 @@ use super::checks;
 use super::{Context, Pattern};
 use crate::detect::Label;
 
-const MONTH: &str = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|janvier|f[ée]vrier|mars|avril|mai|juin|juillet|ao[ûu]t|septembre|octobre|novembre|d[ée]cembre)\.?";
+/// The French months' full names, with or without their accents: `dates::FRENCH_MONTHS` as
+/// a regex (a test there holds the two to the same words). A macro so that [`MONTH`] can
+/// be one literal that contains it.
+macro_rules! fr_month {
+    () => {
+        r"(?:janvier|f[ée]vrier|mars|avril|mai|juin|juillet|ao[ûu]t|septembre|octobre|novembre|d[ée]cembre)"
+    };
+}
+
+/// Month names and abbreviations, English and French, with an optional full stop.
+const MONTH: &str = concat!(
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|",
+    fr_month!(),
+    r")\.?"
+);
 
 /// The French months' full names (in [`MONTH`] too).
-const FR_MONTH: &str = r"(?:janvier|f[ée]vrier|mars|avril|mai|juin|juillet|ao[ûu]t|septembre|octobre|novembre|d[ée]cembre)";
+pub(super) const FR_MONTH: &str = fr_month!();
 
 /// Words before a dotted number that make it a version, not a date (`version 2.1.24`).
 const VERSION_WORDS: &[&str] = &[
