@@ -288,7 +288,7 @@ def cpu() -> str:
     if "avx512_vnni" in flags:
         return f"{model} (int8 products on AVX-512 VNNI, no AMX)"
     if "avx2" in flags and "fma" in flags:
-        return f"{model} (int8 dense layers on AVX2 `vpmaddwd`, attention in f32; no AVX-512 VNNI)"
+        return f"{model} (int8 products on AVX2 `vpmaddubsw`, 7-bit weights; no AVX-512 VNNI)"
     return f"{model} (neither AVX-512 VNNI nor AVX2: the int8 setting runs f32)"
 
 

@@ -58,8 +58,8 @@ pub enum Precision {
     #[default]
     F32,
     /// int8 dense layers (weights per column, activations per row) and attention products
-    /// (K per key, V per column, the softmax's weights in u8) on CPUs with AVX-512 VNNI,
-    /// the dense layers alone on CPUs with AVX2, BERT family only; f32 wherever that is
+    /// (K per key, V per column, the softmax's weights in u8) on CPUs with AVX-512 VNNI or
+    /// AVX2 (there the weights, K and V in 7 bits), BERT family only; f32 wherever that is
     /// not available ([`phiguard_kernels::int8`],
     /// [`phiguard_kernels::attention`]).
     Int8,

@@ -9,7 +9,7 @@
 //! element-wise kernels ([`phiguard_kernels`]: bias+GELU, bias+residual+LayerNorm, mask+softmax) that
 //! replace five to seven passes over memory each. With [`Precision::Int8`] (the service's
 //! default `models.precision`) the encoder's dense layers and attention's two products run
-//! as int8 on CPUs with AVX-512 VNNI, the dense layers alone on AVX2
+//! as int8 on CPUs with AVX-512 VNNI or AVX2 (there with 7-bit weights, K and V)
 //! ([`phiguard_kernels::int8`]; the model alone and whole
 //! `phiguard deid` beside onnxruntime in `docs/bench-peers.md`). The other families reuse candle-transformers' encoders with our
 //! own classification heads.

@@ -142,7 +142,7 @@ fn resolved_word(key: &str, value: &str) -> Option<String> {
             .to_string(),
         ),
         ("models.precision", "int8") => Some(match phiguard_kernels::Int8Weights::kernel() {
-            Some("AVX2") => "int8 (AVX2 here: dense layers in int8, attention in f32)".into(),
+            Some("AVX2") => "int8 (AVX2 here: 7-bit weights)".into(),
             Some(kernel) => format!("int8 ({kernel} here)"),
             None => "int8 (f32 here: this CPU has neither AVX-512 VNNI nor AVX2)".into(),
         }),

@@ -262,7 +262,7 @@ settings! {
     MODELS_DEVICE: Text = restart(d("models.device", "PHIGUARD_DEVICE", None, Kind::Enum(&["auto", "cpu", "metal", "cuda"]), "auto",
         "compute device for models: auto takes Metal or CUDA where built in and present, else the CPU; an explicit metal or cuda that does not open stops start-up")),
     MODELS_PRECISION: Text = restart(d("models.precision", "PHIGUARD_MODEL_PRECISION", None, Kind::Enum(&["int8", "f32"]), "int8",
-        "arithmetic of BERT-family models on the CPU: int8 dense layers and attention products (on AVX-512 VNNI, the dense ones on AMX tiles where the CPU has them; on AVX2 the dense layers only; else f32) or f32 (reference numerics)")),
+        "arithmetic of BERT-family models on the CPU: int8 dense layers and attention products (on AVX-512 VNNI, the dense ones on AMX tiles where the CPU has them; on AVX2 with 7-bit weights, K and V; else f32) or f32 (reference numerics)")),
     MODELS_INFERENCE_THREADS: OptInt = auto("one per core", restart(d("models.inference_threads", "PHIGUARD_INFERENCE_THREADS", None, Kind::OptInt { min: 1, max: 256 }, "",
         "inference worker threads (default: one per core)"))),
     MODELS_REQUIRE_PINNED: Flag = d("models.require_pinned", "PHIGUARD_MODELS_REQUIRE_PINNED", None, Kind::Bool, "false",

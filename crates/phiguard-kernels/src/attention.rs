@@ -14,7 +14,8 @@
 //! called on the scratch buffers and the output with explicit strides, single-threaded like
 //! the other kernels (hand-written register-blocked f32 loops measured 2–3× slower here).
 //! With [`PackedAttention::int8`] both run in int8 on the dense layers' VNNI register tile
-//! instead (module `int8_head`).
+//! instead (module `int8_head`), or on their AVX2 sums with 7-bit K and V (module
+//! `int8_head_avx2`: 7 % off whole `phiguard deid` runs on ten-note files on an AVX2 EPYC).
 
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape};
 
@@ -30,8 +31,9 @@ pub struct PackedAttention<'a> {
     pub lens: &'a [usize],
     /// Attention heads.
     pub heads: usize,
-    /// Both products in int8 (`Q·Kᵀ` and `E·V` on AVX-512 VNNI, module `int8_head`) where
-    /// the CPU has the kernel and the head width is a multiple of 32; f32 otherwise. The
+    /// Both products in int8 (`Q·Kᵀ` and `E·V` on AVX-512 VNNI, module `int8_head`, or on
+    /// AVX2, module `int8_head_avx2`) where the CPU has a kernel and the head width is a
+    /// multiple of 32; f32 otherwise. The
     /// encoder sets it when its dense layers run in int8.
     pub int8: bool,
 }
@@ -83,7 +85,14 @@ impl pulp::WithSimd for AttentionKernel<'_, '_> {
         #[cfg(target_arch = "x86_64")]
         let mut int8 = (self.op.int8 && int8_head::usable(d)).then(int8_head::Scratch::default);
         #[cfg(target_arch = "x86_64")]
-        let f32_rows = if int8.is_some() { 0 } else { longest };
+        let mut int8_avx2 = (self.op.int8 && int8.is_none() && int8_head_avx2::usable(d))
+            .then(int8_head_avx2::Scratch::default);
+        #[cfg(target_arch = "x86_64")]
+        let f32_rows = if int8.is_some() || int8_avx2.is_some() {
+            0
+        } else {
+            longest
+        };
         #[cfg(not(target_arch = "x86_64"))]
         let f32_rows = longest;
         // Scratch for one (sequence, head), reused: Q, K and V rows with their bias, and
@@ -123,6 +132,17 @@ impl pulp::WithSimd for AttentionKernel<'_, '_> {
                     // FMA, and `d` is a multiple of 32).
                     unsafe {
                         int8_head::attend(&q, &k, &v, n, d, out, h, scratch);
+                    }
+                    continue;
+                }
+                #[cfg(target_arch = "x86_64")]
+                if let Some(scratch) = int8_avx2.as_mut() {
+                    let out = &mut self.out[start * h + head * d..][..(n - 1) * h + d];
+                    #[allow(unsafe_code)]
+                    // SAFETY: `int8_head_avx2::usable` held (the CPU has AVX2 and FMA, and
+                    // `d` is a multiple of 32).
+                    unsafe {
+                        int8_head_avx2::attend(&q, &k, &v, n, d, out, h, scratch);
                     }
                     continue;
                 }
@@ -431,6 +451,334 @@ mod int8_head {
     }
 }
 
+/// One (sequence, head) with both products in int8 on AVX2, through the dense layers' AVX2
+/// sums (`crate::int8::avx2`).
+///
+/// # Numerics
+/// `int8_head`'s, except that K and V (the products' right-hand sides, the weights' place)
+/// are quantized to 7 bits (`[-63, 63]`) as the AVX2 path's weights are, so that the i16
+/// pair sums of `vpmaddubsw` cannot saturate (255 · 63 · 2 < 2¹⁵). The integer sums are
+/// exact; Q and the softmax's `u = round(255 · e)` keep their 8 bits.
+#[cfg(target_arch = "x86_64")]
+mod int8_head_avx2 {
+    use std::arch::x86_64::{
+        __m256, __m256i, _mm256_add_epi32, _mm256_and_si256, _mm256_andnot_ps, _mm256_cvtepi32_ps,
+        _mm256_cvtps_epi32, _mm256_max_ps, _mm256_mul_ps, _mm256_or_si256, _mm256_set1_epi32,
+        _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256, _mm256_sll_epi32, _mm256_sub_ps,
+        _mm_cvtsi32_si128,
+    };
+
+    use crate::int8::avx2::{dequantize, exp8, load, quantize, sums, TILE_M, WEIGHT_MAX};
+    use crate::int8::{Lane, BLOCK_K, BLOCK_N, TILE_V};
+
+    /// Lanes of one register.
+    const LANES: usize = 8;
+    /// Head dimensions per packed tile of V (two lanes of sixteen columns).
+    const V_TILE: usize = 2 * BLOCK_N;
+
+    /// Whether this path runs heads of width `d` (where VNNI is missing: `int8_head` runs
+    /// where it is not).
+    pub(super) fn usable(d: usize) -> bool {
+        d.is_multiple_of(V_TILE) && crate::int8::avx2_supported()
+    }
+
+    /// Buffers reused from one (sequence, head) to the next.
+    #[derive(Default)]
+    pub(super) struct Scratch {
+        /// Q quantized, in the AVX2 row-tile layout; its rows' scales and minima.
+        q: Vec<[u32; TILE_M]>,
+        q_scale: Vec<f32>,
+        q_min: Vec<f32>,
+        /// Kᵀ packed as the dense layers' weights (48 keys a tile); per key its scale and
+        /// the sum of its quantized values (which carries Q's zero point).
+        k: Vec<[Lane; TILE_V]>,
+        k_scale: Vec<f32>,
+        k_sum: Vec<f32>,
+        /// The scores, `n` rows of `n` rounded up to 16.
+        scores: Vec<f32>,
+        /// `u = round(255 · e)` in the row-tile layout; per row 1 / Σ u.
+        e: Vec<[u32; TILE_M]>,
+        e_inv: Vec<f32>,
+        /// V packed as weights (32 columns a tile); per column its scale and its inverse.
+        v: Vec<[Lane; 2]>,
+        v_scale: Vec<f32>,
+        v_inv: Vec<f32>,
+    }
+
+    /// The first `R` rows' sums of row tile `a` against lane `lane` of `strips`, each
+    /// (row, half of the lane, sums) handed to `put`. Not inlined, so that the accumulators
+    /// stay in registers; `put` is inlined into it.
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma")]
+    fn block<const R: usize, const L: usize>(
+        a: &[[u32; TILE_M]],
+        strips: &[[Lane; L]],
+        lane: usize,
+        mut put: impl FnMut(usize, usize, __m256i),
+    ) {
+        for (i, halves) in sums::<R, L>(a, strips, lane).into_iter().enumerate() {
+            for (half, acc) in halves.into_iter().enumerate() {
+                put(i, half, acc);
+            }
+        }
+    }
+
+    /// [`block`] for `rows` (1 to 4) rows.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn rows<const L: usize>(
+        rows: usize,
+        a: &[[u32; TILE_M]],
+        strips: &[[Lane; L]],
+        lane: usize,
+        put: impl FnMut(usize, usize, __m256i),
+    ) {
+        match rows {
+            4 => block::<4, L>(a, strips, lane, put),
+            3 => block::<3, L>(a, strips, lane, put),
+            2 => block::<2, L>(a, strips, lane, put),
+            _ => block::<1, L>(a, strips, lane, put),
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx")]
+    fn abs(x: __m256) -> __m256 {
+        _mm256_andnot_ps(_mm256_set1_ps(-0.0), x)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx")]
+    fn store(dst: &mut [f32], y: __m256) {
+        let y: [f32; LANES] = bytemuck::cast(y);
+        dst.copy_from_slice(&y);
+    }
+
+    /// `Q · Kᵀ` of one head into `s.scores` (`n` rows of `n` rounded up to 16, the keys
+    /// past `n` undefined); returns that row stride.
+    #[target_feature(enable = "avx2,fma")]
+    fn scores(q: &[f32], k: &[f32], n: usize, d: usize, s: &mut Scratch) -> usize {
+        let (q, k) = (&q[..n * d], &k[..n * d]);
+        let d_steps = d / BLOCK_K;
+        let row_tiles = n.div_ceil(TILE_M);
+        let keys = n.next_multiple_of(BLOCK_N);
+        let key_tiles = n.div_ceil(TILE_V * BLOCK_N);
+        // Q: u8 per row.
+        s.q.clear();
+        s.q.resize(row_tiles * d_steps, [0; TILE_M]);
+        s.q_scale.resize(n, 0.0);
+        s.q_min.resize(n, 0.0);
+        quantize(q, d, &mut s.q, &mut s.q_scale[..n], &mut s.q_min[..n]);
+
+        // Kᵀ: 7-bit per key, packed; keys past `n` stay zero.
+        let padded = key_tiles * TILE_V * BLOCK_N;
+        s.k.clear();
+        s.k.resize(key_tiles * d_steps, [[0; BLOCK_N * BLOCK_K]; TILE_V]);
+        s.k_scale.clear();
+        s.k_scale.resize(padded, 0.0);
+        s.k_sum.clear();
+        s.k_sum.resize(padded, 0.0);
+        for (j, row) in k.chunks_exact(d).enumerate() {
+            let mut amax = _mm256_setzero_ps();
+            for c in row.chunks_exact(LANES) {
+                amax = _mm256_max_ps(amax, abs(load(c)));
+            }
+            let amax = bytemuck::cast::<__m256, [f32; LANES]>(amax)
+                .into_iter()
+                .fold(0f32, f32::max);
+            let inv = _mm256_set1_ps(if amax > 0.0 { WEIGHT_MAX / amax } else { 0.0 });
+            s.k_scale[j] = amax / WEIGHT_MAX;
+            let (tile, lane, slot) = (j / (TILE_V * BLOCK_N), (j / BLOCK_N) % TILE_V, j % BLOCK_N);
+            let mut sum = 0i32;
+            for (ci, c) in row.chunks_exact(LANES).enumerate() {
+                let qi: [i32; LANES] =
+                    bytemuck::cast(_mm256_cvtps_epi32(_mm256_mul_ps(load(c), inv)));
+                for (g, four) in qi.chunks_exact(BLOCK_K).enumerate() {
+                    let dst =
+                        &mut s.k[tile * d_steps + ci * 2 + g][lane][slot * BLOCK_K..][..BLOCK_K];
+                    for (o, &v) in dst.iter_mut().zip(four) {
+                        // |v| ≤ 63: `amax · 63 / amax` rounds to 63 at most.
+                        *o = v as i8;
+                        sum += v;
+                    }
+                }
+            }
+            s.k_sum[j] = sum as f32;
+        }
+
+        // Scores = Q · Kᵀ, by the dense layers' sums and epilogue.
+        s.scores.clear();
+        s.scores.resize(n * keys, 0.0);
+        let Scratch {
+            q: q_tiles,
+            q_scale,
+            q_min,
+            k: k_packed,
+            k_scale,
+            k_sum,
+            scores,
+            ..
+        } = s;
+        for (rt, a_tile) in q_tiles.chunks_exact(d_steps).enumerate() {
+            let r0 = rt * TILE_M;
+            for (t, k_tile) in k_packed.chunks_exact(d_steps).enumerate() {
+                for lane in 0..TILE_V {
+                    let c0 = (t * TILE_V + lane) * BLOCK_N;
+                    if c0 >= keys {
+                        break;
+                    }
+                    rows(
+                        (n - r0).min(TILE_M),
+                        a_tile,
+                        k_tile,
+                        lane,
+                        |i, half, acc| {
+                            let (r, c) = (r0 + i, c0 + half * LANES);
+                            let sw = load(&k_scale[c..c + LANES]);
+                            let cs = load(&k_sum[c..c + LANES]);
+                            let y = dequantize(acc, q_scale[r], q_min[r], sw, cs);
+                            store(&mut scores[r * keys + c..][..LANES], y);
+                        },
+                    );
+                }
+            }
+        }
+        keys
+    }
+
+    /// The context rows of one head: `q`, `k`, `v` are `[n, d]` (bias added, 1/√d in Q);
+    /// row `r` of the result goes to `out[r * out_row..][..d]`.
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn attend(
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        n: usize,
+        d: usize,
+        out: &mut [f32],
+        out_row: usize,
+        s: &mut Scratch,
+    ) {
+        let v = &v[..n * d];
+        let row_tiles = n.div_ceil(TILE_M);
+        let keys = scores(q, k, n, d, s);
+        let e_steps = keys / BLOCK_K;
+
+        // Softmax to u8: e = e^(x − max) ≤ 1, u = round(255 e); keys past `n` give 0.
+        s.e.clear();
+        s.e.resize(row_tiles * e_steps, [0; TILE_M]);
+        s.e_inv.resize(n, 0.0);
+        for r in 0..n {
+            let row = &mut s.scores[r * keys..][..keys];
+            row[n..].fill(f32::NEG_INFINITY);
+            let max = _mm256_set1_ps(crate::lane_max(&row[..n]));
+            let mut sum = _mm256_setzero_si256();
+            let base = (r / TILE_M) * e_steps;
+            for (ci, c) in row.chunks_exact(LANES).enumerate() {
+                let e = exp8(_mm256_sub_ps(load(c), max));
+                let u = _mm256_cvtps_epi32(_mm256_mul_ps(e, _mm256_set1_ps(255.0)));
+                sum = _mm256_add_epi32(sum, u);
+                let u: [i32; LANES] = bytemuck::cast(u);
+                for (g, w) in u.chunks_exact(BLOCK_K).enumerate() {
+                    // Each is in [0, 255]: e ≤ 1.
+                    let b = [w[0] as u8, w[1] as u8, w[2] as u8, w[3] as u8];
+                    s.e[base + ci * 2 + g][r % TILE_M] = u32::from_le_bytes(b);
+                }
+            }
+            // At least 255: the maximum's e is exactly 1.
+            let total: i32 = bytemuck::cast::<__m256i, [i32; LANES]>(sum).iter().sum();
+            s.e_inv[r] = 1.0 / total as f32;
+        }
+
+        // V: 7-bit per column, packed four keys to a 32-bit word; keys past `n` are zero.
+        s.v_scale.clear();
+        s.v_scale.resize(d, 0.0);
+        for row in v.chunks_exact(d) {
+            for (m, c) in s
+                .v_scale
+                .chunks_exact_mut(LANES)
+                .zip(row.chunks_exact(LANES))
+            {
+                store(m, _mm256_max_ps(load(m), abs(load(c))));
+            }
+        }
+        s.v_inv.clear();
+        s.v_inv.extend(
+            s.v_scale
+                .iter()
+                .map(|&m| if m > 0.0 { WEIGHT_MAX / m } else { 0.0 }),
+        );
+        for m in &mut s.v_scale {
+            *m /= WEIGHT_MAX;
+        }
+        let v_tiles = d / V_TILE;
+        s.v.clear();
+        s.v.resize(v_tiles * e_steps, [[0; BLOCK_N * BLOCK_K]; 2]);
+        let byte = _mm256_set1_epi32(0xFF);
+        for step in 0..n.div_ceil(BLOCK_K) {
+            for vt in 0..v_tiles {
+                for lane in 0..2 {
+                    let c0 = vt * V_TILE + lane * BLOCK_N;
+                    let mut words = [_mm256_setzero_si256(); 2];
+                    for t in 0..BLOCK_K {
+                        let j = step * BLOCK_K + t;
+                        if j >= n {
+                            break;
+                        }
+                        for (half, word) in words.iter_mut().enumerate() {
+                            let c = c0 + half * LANES;
+                            let qi = _mm256_cvtps_epi32(_mm256_mul_ps(
+                                load(&v[j * d + c..][..LANES]),
+                                load(&s.v_inv[c..c + LANES]),
+                            ));
+                            let shifted = _mm256_sll_epi32(
+                                _mm256_and_si256(qi, byte),
+                                _mm_cvtsi32_si128(8 * t as i32),
+                            );
+                            *word = _mm256_or_si256(*word, shifted);
+                        }
+                    }
+                    s.v[vt * e_steps + step][lane] = bytemuck::cast(words);
+                }
+            }
+        }
+
+        // Context = (u · V) / Σ u.
+        let Scratch {
+            e,
+            e_inv,
+            v: v_packed,
+            v_scale,
+            ..
+        } = s;
+        for (rt, a_tile) in e.chunks_exact(e_steps).enumerate() {
+            let r0 = rt * TILE_M;
+            for vt in 0..v_tiles {
+                let strips = &v_packed[vt * e_steps..][..e_steps];
+                for lane in 0..2 {
+                    let c0 = vt * V_TILE + lane * BLOCK_N;
+                    rows(
+                        (n - r0).min(TILE_M),
+                        a_tile,
+                        strips,
+                        lane,
+                        |i, half, acc| {
+                            let (r, c) = (r0 + i, c0 + half * LANES);
+                            let sw = load(&v_scale[c..c + LANES]);
+                            let y = _mm256_mul_ps(
+                                _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(e_inv[r])),
+                                sw,
+                            );
+                            store(&mut out[r * out_row + c..][..LANES], y);
+                        },
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// A read-only matrix in a slice with its row and column strides (in elements).
 struct Strided<'a> {
     data: &'a [f32],
@@ -591,9 +939,16 @@ mod tests {
 
     /// The int8 path tracks the composite form within quantization error, on lengths that
     /// leave partial row tiles, partial key registers and partial 48-key tiles, one token
-    /// alone, and a head of 64; where the CPU has no VNNI it is the f32 path and exact.
+    /// alone, and a head of 64. The worst element may be off by 6 % of the output's range
+    /// with 8-bit K and V (VNNI), twice that with the AVX2 path's 7-bit ones (K's step is
+    /// twice as coarse, and the scores' error follows it: 6-bit K doubled it again); the
+    /// mean error by 0.6 % either way. Where the CPU has neither it is the f32 path.
     #[test]
     fn int8_attention_tracks_the_composite() -> CResult<()> {
+        #[cfg(target_arch = "x86_64")]
+        let worst_share = if int8_head::usable(32) { 0.06 } else { 0.12 };
+        #[cfg(not(target_arch = "x86_64"))]
+        let worst_share = 0.06;
         for (heads, d, lens) in [
             (2usize, 32usize, vec![1usize, 5, 17, 48, 49]),
             (12, 32, vec![350]),
@@ -608,7 +963,7 @@ mod tests {
             );
             let range = want.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
             assert!(
-                worst < 0.06 * range && mean < 0.006 * range,
+                worst < worst_share * range && mean < 0.006 * range,
                 "heads {heads}, d {d}, lens {lens:?}: worst {worst}, mean {mean} of {range}"
             );
         }

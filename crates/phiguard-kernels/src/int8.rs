@@ -29,8 +29,9 @@
 //! ones then adds each column's pairs into i32. The integer sums are exact, as on the VNNI
 //! path, and the dequantizing epilogue is the VNNI path's (the same fused multiply-adds,
 //! eight lanes at a time); the weights carry one bit less. On the bundled model that moved
-//! no token's label against f32 (`tests/precision.rs`) and no outside-eval figure by more
-//! than 0.002. onnxruntime's quantizer offers the same trade for AVX2 (`reduce_range`).
+//! no token's label against f32 (`tests/precision.rs`), and the outside-eval figures by at
+//! most 0.005, as much as 8-bit weights moved them. onnxruntime's quantizer offers the same
+//! trade for AVX2 (`reduce_range`).
 //! Widening the 8-bit weights to i16 (`vpmovsxbw`) for an exact `vpmaddwd` instead ran at
 //! 33–50 GMAC/s on one core of a Zen 3 EPYC against 52–68 for this, whole `deid` runs
 //! 1.4–1.5× slower. The GELU's reciprocal differs from the VNNI path's (`vrcpps` instead
@@ -104,8 +105,7 @@ fn round_half_away(x: f32) -> f32 {
     r.copysign(x)
 }
 
-/// Whether this CPU runs the AVX-512 VNNI path (and the int8 attention products, which
-/// only it has).
+/// Whether this CPU runs the AVX-512 VNNI path (and `attention`'s VNNI products).
 pub(crate) fn vnni_supported() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -122,7 +122,7 @@ pub(crate) fn vnni_supported() -> bool {
 }
 
 /// Whether this CPU runs the AVX2 path (module `avx2`).
-fn avx2_supported() -> bool {
+pub(crate) fn avx2_supported() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
@@ -724,7 +724,7 @@ pub(crate) mod vnni {
 /// The int8 path on AVX2 (see the module's doc): the VNNI path's integer sums and epilogue
 /// in eight-lane registers.
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(crate) mod avx2 {
     use std::arch::x86_64::{
         __m256, __m256i, _mm256_add_epi32, _mm256_add_ps, _mm256_and_ps, _mm256_andnot_ps,
         _mm256_cvtepi32_ps, _mm256_cvtps_epi32, _mm256_cvttps_epi32, _mm256_fmadd_ps,
@@ -742,10 +742,10 @@ mod avx2 {
     const LANES: usize = 8;
     /// The largest |q_w| of the AVX2 path's weights: `vpmaddubsw` adds two u8 × i8 products
     /// in i16, and 2 · 255 · 63 = 32,130 < 2¹⁵, so its sums never saturate.
-    pub(super) const WEIGHT_MAX: f32 = 63.0;
+    pub(crate) const WEIGHT_MAX: f32 = 63.0;
     /// Rows per register tile: 4 rows × 2 registers (16 columns) = 8 accumulators, beside
     /// the two weight registers, the ones and two products, in AVX2's 16 registers.
-    pub(super) const TILE_M: usize = 4;
+    pub(crate) const TILE_M: usize = 4;
     /// Rows of a block whose activations stay in cache while every column strip of the
     /// weights passes over them (16 rows × 1,536 K as u8: 24 KiB).
     const BLOCK_M: usize = 4 * TILE_M;
@@ -754,7 +754,7 @@ mod avx2 {
     /// and bytes), into row tiles of 4, K-step-major: row `r`'s four bytes of K-step `kk`
     /// at `a[(r / 4) * (k / 4) + kk][r % 4]`, so a tile reads one slot per K-step.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn quantize(
+    pub(crate) fn quantize(
         x: &[f32],
         k: usize,
         a: &mut [[u32; TILE_M]],
@@ -904,20 +904,7 @@ mod avx2 {
         #[target_feature(enable = "avx2,fma")]
         fn run<const R: usize>(&self, out: &mut [MaybeUninit<f32>]) {
             let n = self.w.n;
-            let ones = _mm256_set1_epi16(1);
-            let mut acc = [[_mm256_setzero_si256(); 2]; R];
-            for (ak, wk) in self.a.iter().zip(self.strips) {
-                let lane = &wk[self.v];
-                let w0 = load_bytes(&lane[..32]);
-                let w1 = load_bytes(&lane[32..]);
-                for (acc_i, &q) in acc.iter_mut().zip(ak) {
-                    let a_i = _mm256_set1_epi32(q as i32);
-                    let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(a_i, w0), ones);
-                    let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(a_i, w1), ones);
-                    acc_i[0] = _mm256_add_epi32(acc_i[0], p0);
-                    acc_i[1] = _mm256_add_epi32(acc_i[1], p1);
-                }
-            }
+            let acc = sums::<R, TILE_V>(self.a, self.strips, self.v);
             for (i, sums) in acc.into_iter().enumerate() {
                 let dst = &mut out[i * n + self.c0..][..BLOCK_N];
                 epilogue(
@@ -931,6 +918,48 @@ mod avx2 {
                 );
             }
         }
+    }
+
+    /// The exact Σ q_x·q_w of the first `R` rows of row tile `a` against lane `v` of every
+    /// K-step of `strips`: per row two registers, the lane's columns 0–7 and 8–15, one
+    /// column per i32. Per K-step and row, the row's four u8 broadcast, one `vpmaddubsw`
+    /// against each half of the lane (eight columns × four K values) gives i16 pairs, and a
+    /// `vpmaddwd` by ones adds each column's pair. Inlined into callers that are not, so
+    /// the accumulators stay in registers.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) fn sums<const R: usize, const L: usize>(
+        a: &[[u32; TILE_M]],
+        strips: &[[Lane; L]],
+        v: usize,
+    ) -> [[__m256i; 2]; R] {
+        let ones = _mm256_set1_epi16(1);
+        let mut acc = [[_mm256_setzero_si256(); 2]; R];
+        for (ak, wk) in a.iter().zip(strips) {
+            let lane = &wk[v];
+            let w0 = load_bytes(&lane[..32]);
+            let w1 = load_bytes(&lane[32..]);
+            for (acc_i, &q) in acc.iter_mut().zip(ak) {
+                let a_i = _mm256_set1_epi32(q as i32);
+                let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(a_i, w0), ones);
+                let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(a_i, w1), ones);
+                acc_i[0] = _mm256_add_epi32(acc_i[0], p0);
+                acc_i[1] = _mm256_add_epi32(acc_i[1], p1);
+            }
+        }
+        acc
+    }
+
+    /// `vnni::dequantize` in eight lanes: `s_w · (s_x · acc + min_x · Σ q_w)`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    pub(crate) fn dequantize(acc: __m256i, s_x: f32, min_x: f32, sw: __m256, cs: __m256) -> __m256 {
+        let y = _mm256_fmadd_ps(
+            _mm256_cvtepi32_ps(acc),
+            _mm256_set1_ps(s_x),
+            _mm256_mul_ps(cs, _mm256_set1_ps(min_x)),
+        );
+        _mm256_mul_ps(y, sw)
     }
 
     /// 32 packed weights (eight columns × four K values) in one register.
@@ -957,12 +986,7 @@ mod avx2 {
         for (h, acc) in sums.into_iter().enumerate() {
             let c = c0 + h * LANES;
             let (sw, cs) = (load(&w.scale[c..c + LANES]), load(&w.col_sum[c..c + LANES]));
-            let y = _mm256_fmadd_ps(
-                _mm256_cvtepi32_ps(acc),
-                _mm256_set1_ps(s_x),
-                _mm256_mul_ps(cs, _mm256_set1_ps(min_x)),
-            );
-            let y = _mm256_mul_ps(y, sw);
+            let y = dequantize(acc, s_x, min_x, sw, cs);
             let y = match gelu_bias {
                 Some(bias) => gelu8(_mm256_add_ps(y, load(&bias[c..c + LANES]))),
                 None => y,
@@ -1003,7 +1027,7 @@ mod avx2 {
     /// `vnni::exp16` in eight lanes (z ≤ 0).
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    fn exp8(z: __m256) -> __m256 {
+    pub(crate) fn exp8(z: __m256) -> __m256 {
         let z = _mm256_max_ps(z, _mm256_set1_ps(-87.0));
         let k = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
             _mm256_mul_ps(z, _mm256_set1_ps(std::f32::consts::LOG2_E)),
@@ -1023,7 +1047,7 @@ mod avx2 {
 
     #[inline]
     #[target_feature(enable = "avx")]
-    fn load(xs: &[f32]) -> __m256 {
+    pub(crate) fn load(xs: &[f32]) -> __m256 {
         let a: [f32; LANES] = xs.try_into().expect("8 lanes");
         bytemuck::cast(a)
     }
