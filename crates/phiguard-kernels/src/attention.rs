@@ -468,7 +468,9 @@ mod int8_head_avx2 {
         _mm_cvtsi32_si128,
     };
 
-    use crate::int8::avx2::{dequantize, exp8, load, quantize, sums, TILE_M, WEIGHT_MAX};
+    use crate::int8::avx2::{
+        dequantize, exp8, load, low_bytes, quantize, sums, TILE_M, WEIGHT_MAX,
+    };
     use crate::int8::{Lane, BLOCK_K, BLOCK_N, TILE_V};
 
     /// Lanes of one register.
@@ -679,12 +681,10 @@ mod int8_head_avx2 {
                 let e = exp8(_mm256_sub_ps(load(c), max));
                 let u = _mm256_cvtps_epi32(_mm256_mul_ps(e, _mm256_set1_ps(255.0)));
                 sum = _mm256_add_epi32(sum, u);
-                let u: [i32; LANES] = bytemuck::cast(u);
-                for (g, w) in u.chunks_exact(BLOCK_K).enumerate() {
-                    // Each is in [0, 255]: e ≤ 1.
-                    let b = [w[0] as u8, w[1] as u8, w[2] as u8, w[3] as u8];
-                    s.e[base + ci * 2 + g][r % TILE_M] = u32::from_le_bytes(b);
-                }
+                // Each is in [0, 255] (e ≤ 1): its low byte is all of it.
+                let [w0, w1] = low_bytes(u);
+                s.e[base + ci * 2][r % TILE_M] = w0;
+                s.e[base + ci * 2 + 1][r % TILE_M] = w1;
             }
             // At least 255: the maximum's e is exactly 1.
             let total: i32 = bytemuck::cast::<__m256i, [i32; LANES]>(sum).iter().sum();

@@ -727,11 +727,12 @@ pub(crate) mod vnni {
 pub(crate) mod avx2 {
     use std::arch::x86_64::{
         __m256, __m256i, _mm256_add_epi32, _mm256_add_ps, _mm256_and_ps, _mm256_andnot_ps,
-        _mm256_cvtepi32_ps, _mm256_cvtps_epi32, _mm256_cvttps_epi32, _mm256_fmadd_ps,
-        _mm256_fnmadd_ps, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_max_ps, _mm256_min_ps,
-        _mm256_mul_ps, _mm256_or_ps, _mm256_rcp_ps, _mm256_round_ps, _mm256_set1_epi16,
-        _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256,
-        _mm256_slli_epi32, _mm256_sub_ps, _MM_FROUND_NO_EXC, _MM_FROUND_TO_NEAREST_INT,
+        _mm256_cvtepi32_ps, _mm256_cvtps_epi32, _mm256_cvttps_epi32, _mm256_extract_epi32,
+        _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_max_ps,
+        _mm256_min_ps, _mm256_mul_ps, _mm256_or_ps, _mm256_rcp_ps, _mm256_round_ps,
+        _mm256_set1_epi16, _mm256_set1_epi32, _mm256_set1_ps, _mm256_setr_epi8, _mm256_setzero_ps,
+        _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi32, _mm256_sub_ps,
+        _MM_FROUND_NO_EXC, _MM_FROUND_TO_NEAREST_INT,
     };
 
     use std::mem::MaybeUninit;
@@ -807,10 +808,8 @@ pub(crate) mod avx2 {
                 let t = _mm256_fmadd_ps(_mm256_sub_ps(load(c), lv), iv, half);
                 // `t` is in [0, 255.5]: capping it at 255 before truncating is the VNNI
                 // path's saturating conversion.
-                let t: [i32; LANES] = bytemuck::cast(_mm256_cvttps_epi32(_mm256_min_ps(t, top)));
-                for (b, v) in o.iter_mut().zip(t) {
-                    *b = v as u8;
-                }
+                let [lo, hi] = low_bytes(_mm256_cvttps_epi32(_mm256_min_ps(t, top)));
+                o.copy_from_slice(&(u64::from(lo) | (u64::from(hi) << 32)).to_le_bytes());
             }
             for (o, &v) in out.into_remainder().iter_mut().zip(ins.remainder()) {
                 *o = ((v - l) * inv + 0.5) as u8;
@@ -960,6 +959,22 @@ pub(crate) mod avx2 {
             _mm256_mul_ps(cs, _mm256_set1_ps(min_x)),
         );
         _mm256_mul_ps(y, sw)
+    }
+
+    /// The low byte of each of the eight i32 lanes of `v`, in order, as two little-endian
+    /// words: one `vpshufb` gathers each 128-bit half's four bytes into its low 32 bits.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) fn low_bytes(v: __m256i) -> [u32; 2] {
+        let gather = _mm256_setr_epi8(
+            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, //
+            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+        );
+        let b = _mm256_shuffle_epi8(v, gather);
+        [
+            _mm256_extract_epi32::<0>(b) as u32,
+            _mm256_extract_epi32::<4>(b) as u32,
+        ]
     }
 
     /// 32 packed weights (eight columns × four K values) in one register.
