@@ -603,11 +603,14 @@ fn token_around<'t>(text: &'t str, idx: &CharIndex, s: &Span) -> &'t str {
 /// True for a name span that is a record's field name, or part of one written with stops
 /// (`D.O.B.`, `M.R.N.:`).
 fn in_record_field(text: &str, idx: &CharIndex, s: &Span) -> bool {
-    let field: String = token_around(text, idx, s)
-        .chars()
-        .filter(|c| !matches!(c, '.' | ':' | ',' | ';'))
-        .collect();
-    RECORD_FIELDS.contains(&field.as_str())
+    // Compared without its stops, without building a string for every name span.
+    let token = token_around(text, idx, s);
+    let letters = || {
+        token
+            .chars()
+            .filter(|c| !matches!(c, '.' | ':' | ',' | ';'))
+    };
+    RECORD_FIELDS.iter().any(|f| f.chars().eq(letters()))
 }
 
 /// True for a TNM cancer stage (`T2N1M0`, `pT3aN0M1`, `ypT1N0MX`).

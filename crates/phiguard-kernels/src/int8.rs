@@ -892,13 +892,9 @@ pub(crate) mod avx2 {
     }
 
     impl Tile<'_> {
-        /// The first `R` rows' sums, then their epilogue into `out` (row `i` at `i · n +
-        /// c0`). Per K-step and row: the row's four u8 broadcast, one `vpmaddubsw` against
-        /// each half of the lane (eight columns × four K values) gives i16 pairs, and a
-        /// `vpmaddwd` by ones sums each column's pairs into i32: the exact Σ q_x·q_w, with
-        /// each column in its own lane. Not inlined, as `vnni::tile` is not, so that the
-        /// accumulators stay in registers; the epilogue is done here so they are not
-        /// returned through memory.
+        /// The first `R` rows' [`sums`], then their epilogue into `out` (row `i` at
+        /// `i · n + c0`). Not inlined, as `vnni::tile` is not, so that the accumulators stay
+        /// in registers; the epilogue is done here so they are not returned through memory.
         #[inline(never)]
         #[target_feature(enable = "avx2,fma")]
         fn run<const R: usize>(&self, out: &mut [MaybeUninit<f32>]) {
