@@ -32,6 +32,18 @@ fn unit_interval(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--date-shift-days`: the rule `/fhir/deidentify` applies ([`crate::deid::usable_shift_days`]).
+/// Before, `0` was taken and every date came out as it went in, with exit 0.
+fn shift_days(s: &str) -> Result<i64, String> {
+    match s.trim().parse::<i64>() {
+        Ok(v) if crate::deid::usable_shift_days(v) => Ok(v),
+        _ => Err(format!(
+            "must be a whole number of days from -{max} to {max}, not 0 (0 would leave every date as it was)",
+            max = crate::deid::MAX_SHIFT_DAYS
+        )),
+    }
+}
+
 /// Local-first clinical de-identification service.
 #[derive(Debug, Parser)]
 #[command(name = "phiguard", version, about, long_about = None)]
@@ -84,8 +96,8 @@ enum Command {
         /// --method).
         #[arg(long)]
         policy: Option<String>,
-        /// Days to shift dates by (with --method shift_dates).
-        #[arg(long, allow_hyphen_values = true)]
+        /// Days to shift dates by (with --method shift_dates): not 0, at most 36500 either way.
+        #[arg(long, value_parser = shift_days, allow_hyphen_values = true)]
         date_shift_days: Option<i64>,
         /// Minimum confidence of model spans, from 0 to 1 (the default of /pii/deidentify).
         #[arg(long, default_value_t = DEID_THRESHOLD, value_parser = unit_interval, allow_hyphen_values = true)]
@@ -534,6 +546,32 @@ mod tests {
             "1.5", "-1", "-0.01", "nan", "NaN", "inf", "-inf", "", "x", "2",
         ] {
             assert!(unit_interval(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn shift_days_takes_non_zero_whole_days_within_a_century() {
+        for (ok, v) in [
+            ("1", 1),
+            ("-1", -1),
+            (" 10 ", 10),
+            ("36500", 36_500),
+            ("-36500", -36_500),
+        ] {
+            assert_eq!(shift_days(ok), Ok(v), "{ok}");
+        }
+        for bad in [
+            "0",
+            "-0",
+            "36501",
+            "-36501",
+            "1.5",
+            "",
+            "x",
+            "99999999999999999999",
+        ] {
+            let err = shift_days(bad).expect_err(bad);
+            assert!(err.contains("not 0"), "{bad}: {err}");
         }
     }
 }

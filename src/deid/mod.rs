@@ -156,6 +156,16 @@ impl From<Method> for Action {
     }
 }
 
+/// The largest fixed date offset a caller may choose, in days (a century either way).
+pub const MAX_SHIFT_DAYS: i64 = 36_500;
+
+/// Whether `days` may be a caller's fixed date offset where phiguard sets the rules (the CLI,
+/// `/fhir/deidentify`): not zero, which would leave every date as it was, and within
+/// [`MAX_SHIFT_DAYS`]. `/pii/deidentify` takes any integer, as OpenMed's contract does.
+pub fn usable_shift_days(days: i64) -> bool {
+    days != 0 && days.abs() <= MAX_SHIFT_DAYS
+}
+
 /// Options of one de-identification request.
 #[derive(Clone, Debug, Default)]
 pub struct DeidOptions {

@@ -62,7 +62,7 @@ fn profile(name: &str) -> Result<Profile, ApiError> {
 }
 
 fn shift_days(v: i64) -> Result<i64, ApiError> {
-    if (-36_500..=36_500).contains(&v) && v != 0 {
+    if crate::deid::usable_shift_days(v) {
         Ok(v)
     } else {
         Err(invalid(

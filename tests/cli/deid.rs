@@ -496,6 +496,49 @@ fn a_threshold_outside_0_to_1_is_refused_before_anything_is_written() {
     assert!(!masked.contains("617-555-0142"), "{masked}");
 }
 
+/// A date offset of 0 would write every date out as it came in: `--date-shift-days 0` (and
+/// an offset beyond a century) is a usage error before anything is written. Before, 0 was
+/// taken and the dates of the note passed through unchanged, with exit 0.
+#[test]
+fn a_date_shift_of_0_is_refused_before_anything_is_written() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("in/a.txt"), NOTE);
+    for bad in ["0", "-0", "36501", "x"] {
+        let o = deid(
+            t.path(),
+            &[
+                "in",
+                "--out",
+                "out",
+                "--method",
+                "shift_dates",
+                "--date-shift-days",
+                bad,
+            ],
+        );
+        refused(&o, &["--date-shift-days", "not 0"]);
+        assert!(
+            !t.path().join("out").exists(),
+            "{bad}: something was written"
+        );
+    }
+    let o = deid(
+        t.path(),
+        &[
+            "in",
+            "--out",
+            "out",
+            "--method",
+            "shift_dates",
+            "--date-shift-days",
+            "-3",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let shifted = std::fs::read_to_string(t.path().join("out/a.txt")).expect("read");
+    assert!(shifted.contains("03/01/2021"), "{shifted}");
+}
+
 /// A threshold quiets the model, not the rules: at 1, an SSN, an MRN after its cue, a
 /// date and a phone number are still masked. Before, `--threshold 0.9` let the MRN
 /// through and `1` every rule finding, with exit 0 (found by an outside researcher).
