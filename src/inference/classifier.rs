@@ -545,11 +545,42 @@ impl TokenClassifier {
                 1,
             ));
         }
+        let chars: Vec<char> = text.chars().collect();
         spans
             .into_iter()
-            .map(|(s, _, _)| s)
+            .map(|(mut s, _, _)| {
+                whole_numbers(&chars, &mut s);
+                s
+            })
             .filter(|s| s.score >= self.options.min_score)
             .collect()
+    }
+}
+
+/// Widens a model span whose edge falls inside a number written with separators (`12/25`,
+/// `617-555-0142`, `2021.03.04`) to the whole number.
+///
+/// The pre-tokenizer splits such a number at every separator and the model labels the
+/// pieces one by one, so it can leave a piece out: `Seen 3/4 and 12/25` gave `/25` and wrote
+/// `12[date]`. A piece of a number is never a whole identifier, so the span takes the rest.
+/// `chars` is the text's characters (spans count characters).
+fn whole_numbers(chars: &[char], span: &mut Span) {
+    let digit = |i: usize| chars.get(i).is_some_and(char::is_ascii_digit);
+    let sep = |i: usize| chars.get(i).is_some_and(|c| matches!(c, '/' | '-' | '.'));
+    // Whether the boundary before `chars[i]` cuts a number: between two digits, before a
+    // separator between digits, or after one.
+    let cuts = |i: usize| {
+        i > 0
+            && i < chars.len()
+            && ((digit(i - 1) && digit(i))
+                || (digit(i - 1) && sep(i) && digit(i + 1))
+                || (i >= 2 && digit(i - 2) && sep(i - 1) && digit(i)))
+    };
+    while cuts(span.start) {
+        span.start -= 1;
+    }
+    while cuts(span.end) {
+        span.end += 1;
     }
 }
 
@@ -699,6 +730,27 @@ mod tests {
     }
 
     #[test]
+    fn a_span_cutting_a_number_takes_the_whole_number() {
+        let widened = |text: &str, piece: &str| {
+            let chars: Vec<char> = text.chars().collect();
+            let start = text.find(piece).expect("piece");
+            let mut span = Span::new(start, start + piece.len(), Label::Date, 0.9, Source::Model);
+            whole_numbers(&chars, &mut span);
+            chars[span.start..span.end].iter().collect::<String>()
+        };
+        assert_eq!(widened("Seen 3/4 and 12/25 for follow-up.", "/25"), "12/25");
+        assert_eq!(widened("Seen 3/4 and 12/25 for follow-up.", "12/"), "12/25");
+        assert_eq!(widened("Call 617-555-0142.", "555-0142"), "617-555-0142");
+        assert_eq!(widened("on 2021.03.04, stable", "03"), "2021.03.04");
+        assert_eq!(widened("born 1/2/1980", "2"), "1/2/1980");
+        // Whole numbers, words and sentence ends stay as they are.
+        assert_eq!(widened("on 3/4. Then -5 C", "3/4"), "3/4");
+        assert_eq!(widened("Mary-Jane 3", "Mary"), "Mary");
+        assert_eq!(widened("dose -5 mg", "5"), "5");
+        assert_eq!(widened("a 3/4 b", "3/4"), "3/4");
+    }
+
+    #[test]
     fn long_texts_are_windowed_and_every_token_gets_logits() -> Result<()> {
         // Windows of 12 tokens (10 content) with overlap 4 over a 20-token text.
         let small = tiny_classifier(ClassifierOptions {
@@ -815,6 +867,21 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Widening only grows a span, keeps it on the text, and leaves no number cut.
+        #[test]
+        fn widened_spans_contain_the_span_and_cut_no_number(text in "[0-9a-zé/. -]{1,30}", a in 0usize..30, len in 1usize..10) {
+            let chars: Vec<char> = text.chars().collect();
+            let start = a.min(chars.len() - 1);
+            let end = (start + len).min(chars.len());
+            let mut span = Span::new(start, end, Label::Date, 0.9, Source::Model);
+            whole_numbers(&chars, &mut span);
+            prop_assert!(span.start <= start && span.end >= end && span.end <= chars.len());
+            let digit = |i: usize| chars.get(i).is_some_and(char::is_ascii_digit);
+            for edge in [span.start, span.end] {
+                prop_assert!(edge == 0 || edge == chars.len() || !(digit(edge - 1) && digit(edge)));
+            }
+        }
+
         #[test]
         fn span_offsets_always_index_the_text(text in text_strategy(), window in 3usize..20) {
             let c = tiny_classifier(ClassifierOptions {

@@ -1193,6 +1193,24 @@ fn a_date_and_the_age_after_it_are_two_entities_with_the_bundled_model() {
     );
 }
 
+/// Every date of a cued list and the first day of a range are masked: `Seen 3/4 and 12/25`
+/// came out `Seen [date] and 12[date]` (the model took `/25` alone) and `du 1er au 15 mars`
+/// kept `1er` (found by a re-tester).
+#[test]
+fn listed_dates_and_the_first_day_of_a_range_are_masked_with_the_bundled_model() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let o = deid_bundled_stdin(
+        t.path(),
+        &[],
+        Some("Stable. Seen 3/4 and 12/25.\nHospitalisé du 1er au 15 mars 2021.\n"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "Stable. Seen [date] and [date].\nHospitalisé du [date] au [date].\n"
+    );
+}
+
 /// A span ends where its sentence does, and a symbol glued to a word is no part of it:
 /// `BWH for ECMO. Records` was one organisation, so `. Records` was deleted with it;
 /// `Lagos. Daughter` one town; `😀Smith` kept its surname (the word was one unknown token

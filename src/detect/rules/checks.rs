@@ -37,6 +37,15 @@ pub(crate) fn any(s: &str) -> Option<&str> {
     Some(s)
 }
 
+/// A day of a month, 1 to 31, with or without its ordinal suffix (`1er`, `2nd`).
+pub(crate) fn day_of_month(s: &str) -> Option<&str> {
+    let digits = s.trim_end_matches(|c: char| !c.is_ascii_digit());
+    digits
+        .parse::<u32>()
+        .is_ok_and(|d| (1..=31).contains(&d))
+        .then_some(s)
+}
+
 /// A valid calendar date with a plausible year (1850–2150).
 pub(crate) fn date(s: &str) -> Option<&str> {
     let parts = DateParts::parse(s)?;

@@ -298,6 +298,44 @@ fn expand_year(text: &str) -> Option<i32> {
     }
 }
 
+/// One more item of a list of month/day dates, at the start of the rest of a text: a
+/// separator (`,`, `;`, `&`, `and`, `or`, `, and`), the month and day (with a year, the date
+/// rules' own), and the word after it for the dose check.
+static LISTED_MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)]
+    Regex::new(
+        r"(?i-u)^(?:[ \t]*[,;](?:[ \t]*(?:&|and[ \t]|or[ \t]))?|[ \t]*&|[ \t]+(?:and|or)[ \t])[ \t]*(\d{1,2}/\d{1,2}(?:/\d+)?)\b(?:[ \t]+[A-Za-z%]+)?",
+    )
+    .expect("built-in pattern compiles")
+});
+
+/// The month/day dates listed after a cued one (`Seen 3/4 and 12/25`, `on 1/2, 2/3 & 3/4`),
+/// as byte ranges, `end` being where the cued date ends: the cue that made the first a date
+/// covers the list. The list ends at anything else, and at an item that is not a month and
+/// day or has a unit or dose after it (`on 3/4 and 1/2 NS`): the same check as the cued
+/// date's. An item with a year is passed over, left to the whole-date rules.
+pub(crate) fn listed_month_days(text: &str, end: usize) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    let mut at = end;
+    while let Some(caps) = text
+        .get(at..)
+        .and_then(|rest| LISTED_MONTH_DAY.captures(rest))
+    {
+        let (Some(item), Some(whole)) = (caps.get(1), caps.get(0)) else {
+            break;
+        };
+        let (start, stop) = (at + item.start(), at + item.end());
+        if item.as_str().matches('/').count() == 1 {
+            if !super::checks::cued_month_day(&text[start..at + whole.end()]) {
+                break;
+            }
+            found.push((start, stop));
+        }
+        at = stop;
+    }
+    found
+}
+
 /// Days in `month` of `year` (leap years honoured).
 pub(crate) fn days_in_month(year: i32, month: u32) -> Option<u32> {
     let first = NaiveDate::from_ymd_opt(year, month, 1)?;

@@ -244,6 +244,7 @@ struct Spec {
     relabel: Option<(&'static [&'static str], Label)>,
     check: fn(&str) -> Option<&str>,
     full_check: fn(&str) -> bool,
+    listed: Option<super::Listed>,
 }
 
 fn spec(
@@ -263,6 +264,7 @@ fn spec(
         relabel: None,
         check,
         full_check: |_| true,
+        listed: None,
     }
 }
 
@@ -285,6 +287,10 @@ impl Spec {
     }
     fn relabel(mut self, words: &'static [&'static str], label: Label) -> Spec {
         self.relabel = Some((words, label));
+        self
+    }
+    fn listed(mut self, more: super::Listed) -> Spec {
+        self.listed = Some(more);
         self
     }
 }
@@ -310,6 +316,10 @@ fn specs() -> Vec<Spec> {
         // month's full name says it is a date.
         spec("date_fr_day_month_yy", &format!(r"(?i)\b\d{{1,2}}(?:er|ᵉʳ)?\s+{FR_MONTH}\s+\d{{2}}\b"), Label::Date, 0.85, checks::date),
         spec("date_fr_day_month", &format!(r"(?i)\b\d{{1,2}}(?:er|ᵉʳ)?\s+{FR_MONTH}\b"), Label::Date, 0.8, checks::day_month),
+        // The first day of a range before its month (`du 1er au 15 mars`, `from 2nd to 9th
+        // May`, `between 1 and 15 March`): the month the second day names is the first's.
+        spec("date_day_range", &format!(r"(?i)\b(?:du|from|between)[ \t]+(\d{{1,2}}(?:st|nd|rd|th|er|ᵉʳ)?)[ \t]*(?:au|to|and|until|till|-|–)[ \t]*\d{{1,2}}(?:st|nd|rd|th|er|ᵉʳ)?[ \t]+(?:of[ \t]+)?{m}\b"), Label::Date, 0.8, checks::day_of_month)
+            .group(1),
         spec("date_day_mon_year_dash", &format!(r"(?i)\b\d{{1,2}}-{m}-(?:\d{{4}}|\d{{2}})\b"), Label::Date, 0.9, checks::date),
         spec("date_month_year", &format!(r"(?i)\b{m},?\s+\d{{4}}\b"), Label::Date, 0.75, checks::date),
         spec("date_num_month_year", r"\b\d{1,2}/\d{4}\b", Label::Date, 0.7, checks::date),
@@ -322,10 +332,12 @@ fn specs() -> Vec<Spec> {
             .whole(checks::month_day),
         // A month and a day with no year after a word that says it is a day (`seen 3/4`,
         // `Thu 3/4`, `f/u 6/14`, `from 3/2`), unless a unit or a dose follows (`on 1/2
-        // NS`, `from 3/4 strength`): a ratio or a dose takes no such word.
+        // NS`, `from 3/4 strength`): a ratio or a dose takes no such word. The cue covers
+        // a list that follows (`seen 3/4 and 12/25`).
         spec("date_md_cue", r"(?i)\b(?:seen|on|from|since|until|till|f/u|follow[- ]?up|scheduled(?:[ \t]+for)?|dated|visit|visited|admitted|discharged|due|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?,?)[ \t]+(\d{1,2}/\d{1,2})(?:/\d+)?\b(?:[ \t]+([A-Za-z%]+))?", Label::Date, 0.8, checks::any)
             .group(1)
-            .whole(checks::cued_month_day),
+            .whole(checks::cued_month_day)
+            .listed(super::dates::listed_month_days),
         // A year alone after a birth cue (`DOB 1928`, `born in 1931`): a birth year.
         spec("dob_year", r"(?i)\b(?:dob|d\.o\.b\.?|date[ \t]+of[ \t]+birth|born(?:[ \t]+in)?(?:[ \t]+(?:the[ \t]+)?(?:spring|summer|autumn|fall|winter|early|late|mid|middle)(?:[ \t]+of)?)?|birth[ \t]*year|yob)[ \t]*[:#]?[ \t]*((?:18|19|20)\d{2})\b", Label::DateOfBirth, 0.85, checks::any).group(1),
         // A month and a two-digit year after an apostrophe (`Jan '19`, `Oct. ’20`).
@@ -462,6 +474,7 @@ pub(crate) fn all() -> Vec<Pattern> {
                 relabel: s.relabel,
                 check: s.check,
                 full_check: s.full_check,
+                listed: s.listed,
             }
         })
         .collect()

@@ -72,6 +72,13 @@ rows! {
     date_md_cue: "Seen 3/4. Again on Thu 1/19, f/u 6/14." => [("3/4", Date), ("1/19", Date), ("6/14", Date)];
     date_md_cue_dose_or_ratio: "Started on 1/2 NS; on 3/4 strength; on 2/30 x; BP 120/80; GCS 15/15; on 3/4 days" => [];
     date_md_cue_in_clinic: "Pt seen 3/4 in clinic" => [("3/4", Date)];
+    // The second date of a cued list leaked before (`Seen 3/4 and 12/25`, a re-tester).
+    // The first day of a range leaked before (`du 1er au 15 mars`, a re-tester).
+    date_day_range: "du 1er au 15 mars 2021, puis du 3 au 5 avril; between 1 and 15 March; from 2nd to 9th of May" => [("1er", Date), ("15 mars 2021", Date), ("3", Date), ("5 avril", Date), ("1", Date), ("2nd", Date)];
+    date_day_range_needs_a_month: "from 1 to 15 mg; between 2 and 3 times; du 1 au 2 comprimés; from 2 to 4 decreased" => [];
+    date_md_cue_list: "Seen 3/4 and 12/25 for f/u; on 1/2, 2/3, & 3/4 or 5/6." => [("3/4", Date), ("12/25", Date), ("1/2", Date), ("2/3", Date), ("3/4", Date), ("5/6", Date)];
+    date_md_cue_list_with_a_year: "Seen 3/4, 5/6/2021 and 7/8" => [("3/4", Date), ("5/6/2021", Date), ("7/8", Date)];
+    date_md_cue_list_ends_at_a_dose_or_a_ratio: "Started on 3/4 and 1/2 NS; seen 2/3, 15/15; on 1/5, GCS 3/4; on 1/6 and 120/80" => [("3/4", Date), ("2/3", Date), ("1/5", Date), ("1/6", Date)];
     dob_bare_year: "DOB 1928. Born in 1931; DOB: 1930" => [("1928", DateOfBirth), ("1931", DateOfBirth), ("1930", DateOfBirth)];
     date_mon_yy: "Last mammogram Jan '19; Pap Feb ’18" => [("Jan '19", Date), ("Feb ’18", Date)];
     date_weekday_ordinal: "Discharged Sunday the 7th" => [("Sunday the 7th", Date)];
@@ -239,6 +246,18 @@ mod props {
     proptest! {
         #[test]
         fn find_never_panics_and_spans_index_the_text(text in "\\PC{0,200}") {
+            let n = text.chars().count();
+            let spans = rec().find(&text);
+            for w in spans.windows(2) {
+                prop_assert!(w[0].end <= w[1].start);
+            }
+            prop_assert!(spans.iter().all(|s| s.start < s.end && s.end <= n));
+        }
+
+        /// Cued lists and day ranges, the rules that add spans after a match: spans stay on
+        /// the text, in order and apart, whatever follows the cue.
+        #[test]
+        fn lists_and_ranges_index_the_text(text in "(Seen|on|from|du|between) [0-9/ ,;&andortéèmarsMyNSé]{0,40}\\PC{0,8}") {
             let n = text.chars().count();
             let spans = rec().find(&text);
             for w in spans.windows(2) {
