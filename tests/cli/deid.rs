@@ -503,37 +503,21 @@ fn a_threshold_outside_0_to_1_is_refused_before_anything_is_written() {
 fn a_date_shift_of_0_is_refused_before_anything_is_written() {
     let t = tempfile::tempdir().expect("tempdir");
     write(&t.path().join("in/a.txt"), NOTE);
-    for bad in ["0", "-0", "36501", "x"] {
-        let o = deid(
+    let shift = |days: &str| {
+        let args = ["in", "--out", "out", "--method", "shift_dates"];
+        deid(
             t.path(),
-            &[
-                "in",
-                "--out",
-                "out",
-                "--method",
-                "shift_dates",
-                "--date-shift-days",
-                bad,
-            ],
-        );
-        refused(&o, &["--date-shift-days", "not 0"]);
+            &[&args[..], &["--date-shift-days", days]].concat(),
+        )
+    };
+    for bad in ["0", "-0", "36501", "x"] {
+        refused(&shift(bad), &["--date-shift-days", "not 0"]);
         assert!(
             !t.path().join("out").exists(),
             "{bad}: something was written"
         );
     }
-    let o = deid(
-        t.path(),
-        &[
-            "in",
-            "--out",
-            "out",
-            "--method",
-            "shift_dates",
-            "--date-shift-days",
-            "-3",
-        ],
-    );
+    let o = shift("-3");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let shifted = std::fs::read_to_string(t.path().join("out/a.txt")).expect("read");
     assert!(shifted.contains("03/01/2021"), "{shifted}");
