@@ -46,6 +46,14 @@ pub(crate) fn day_of_month(s: &str) -> Option<&str> {
         .then_some(s)
 }
 
+/// A match that does not end in the verb `may` (`from 2 to 3 may be given`): the month is
+/// written `May` in English, and French writes `mai`.
+pub(crate) fn not_the_verb_may(s: &str) -> bool {
+    s.split_whitespace()
+        .next_back()
+        .is_none_or(|w| w.trim_end_matches('.') != "may")
+}
+
 /// A valid calendar date with a plausible year (1850–2150).
 pub(crate) fn date(s: &str) -> Option<&str> {
     let parts = DateParts::parse(s)?;

@@ -319,7 +319,8 @@ fn specs() -> Vec<Spec> {
         // The first day of a range before its month (`du 1er au 15 mars`, `from 2nd to 9th
         // May`, `between 1 and 15 March`): the month the second day names is the first's.
         spec("date_day_range", &format!(r"(?i)\b(?:du|from|between)[ \t]+(\d{{1,2}}(?:st|nd|rd|th|er|ᵉʳ)?)[ \t]*(?:au|to|and|until|till|-|–)[ \t]*\d{{1,2}}(?:st|nd|rd|th|er|ᵉʳ)?[ \t]+(?:of[ \t]+)?{m}\b"), Label::Date, 0.8, checks::day_of_month)
-            .group(1),
+            .group(1)
+            .whole(checks::not_the_verb_may),
         spec("date_day_mon_year_dash", &format!(r"(?i)\b\d{{1,2}}-{m}-(?:\d{{4}}|\d{{2}})\b"), Label::Date, 0.9, checks::date),
         spec("date_month_year", &format!(r"(?i)\b{m},?\s+\d{{4}}\b"), Label::Date, 0.75, checks::date),
         spec("date_num_month_year", r"\b\d{1,2}/\d{4}\b", Label::Date, 0.7, checks::date),

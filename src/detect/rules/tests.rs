@@ -74,8 +74,8 @@ rows! {
     date_md_cue_in_clinic: "Pt seen 3/4 in clinic" => [("3/4", Date)];
     // The second date of a cued list leaked before (`Seen 3/4 and 12/25`, a re-tester).
     // The first day of a range leaked before (`du 1er au 15 mars`, a re-tester).
-    date_day_range: "du 1er au 15 mars 2021, puis du 3 au 5 avril; between 1 and 15 March; from 2nd to 9th of May" => [("1er", Date), ("15 mars 2021", Date), ("3", Date), ("5 avril", Date), ("1", Date), ("2nd", Date)];
-    date_day_range_needs_a_month: "from 1 to 15 mg; between 2 and 3 times; du 1 au 2 comprimés; from 2 to 4 decreased" => [];
+    date_day_range: "du 1er au 15 mars 2021, puis du 3 au 5 avril; between 1 and 15 March; from 2nd to 9th of May; from 4 to 6 MAY" => [("1er", Date), ("15 mars 2021", Date), ("3", Date), ("5 avril", Date), ("1", Date), ("2nd", Date), ("4", Date)];
+    date_day_range_needs_a_month: "from 1 to 15 mg; between 2 and 3 times; du 1 au 2 comprimés; from 2 to 4 decreased; from 2 to 3 may be given" => [];
     date_md_cue_list: "Seen 3/4 and 12/25 for f/u; on 1/2, 2/3, & 3/4 or 5/6." => [("3/4", Date), ("12/25", Date), ("1/2", Date), ("2/3", Date), ("3/4", Date), ("5/6", Date)];
     date_md_cue_list_with_a_year: "Seen 3/4, 5/6/2021 and 7/8" => [("3/4", Date), ("5/6/2021", Date), ("7/8", Date)];
     date_md_cue_list_ends_at_a_dose_or_a_ratio: "Started on 3/4 and 1/2 NS; seen 2/3, 15/15; on 1/5, GCS 3/4; on 1/6 and 120/80" => [("3/4", Date), ("2/3", Date), ("1/5", Date), ("1/6", Date)];
