@@ -1177,6 +1177,27 @@ fn a_date_and_the_age_after_it_are_two_entities_with_the_bundled_model() {
     );
 }
 
+/// A date in another language (`3 de marzo de 2020`, `1994년 3월 15일`) is found, and where
+/// it cannot be moved or cut to its year it is masked whole: it came out as written before.
+#[test]
+fn a_date_in_another_language_is_masked_where_it_cannot_be_moved() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let note = "Nacida el 3 de marzo de 2020; 1994년 3월 15일; 5 марта 2020.\n";
+    for args in [
+        &["--method", "shift_dates", "--date-shift-days", "5"][..],
+        &["--policy", "hipaa_safe_harbor"][..],
+        &["--method", "mask"][..],
+    ] {
+        let o = deid_stdin(t.path(), args, Some(note));
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "Nacida el [date]; [date]; [date].\n",
+            "{args:?}"
+        );
+    }
+}
+
 /// Every date of a cued list and the first day of a range are masked: `Seen 3/4 and 12/25`
 /// came out `Seen [date] and 12[date]` (the model took `/25` alone) and `du 1er au 15 mars`
 /// kept `1er` (found by a re-tester).

@@ -54,6 +54,22 @@ pub(crate) fn not_the_verb_may(s: &str) -> bool {
         .is_none_or(|w| w.trim_end_matches('.') != "may")
 }
 
+/// The numbers of a date the parser cannot read (another language's month name, `년 월 일`):
+/// one year from 1850 to 2150, and the other numbers days of a month (1–31), one of them a
+/// month (1–12) when there are two.
+pub(crate) fn day_month_year_numbers(s: &str) -> Option<&str> {
+    let nums: Vec<u32> = s
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let (years, rest): (Vec<u32>, Vec<u32>) = nums.iter().partition(|n| **n >= 1000);
+    let ok = matches!(years.as_slice(), [y] if (1850..=2150).contains(y))
+        && !rest.is_empty()
+        && rest.iter().all(|n| (1..=31).contains(n))
+        && (rest.len() < 2 || rest.iter().any(|n| *n <= 12));
+    ok.then_some(s)
+}
+
 /// A valid calendar date with a plausible year (1850–2150).
 pub(crate) fn date(s: &str) -> Option<&str> {
     let parts = DateParts::parse(s)?;

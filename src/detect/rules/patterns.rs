@@ -5,7 +5,9 @@
 //! - **Dates** (Safe Harbor (C)): every element of a date except the year is an identifier.
 //!   Numeric dates need three fields (or month/four-digit year) so that vitals (`120/80`),
 //!   fractions and scores (`3/5`) never match; the parser rejects month 13 and February 30.
-//!   A year alone is left alone (Safe Harbor keeps years).
+//!   A year alone is left alone (Safe Harbor keeps years). Month names are English and
+//!   French; other languages' dates are taken only with their day and year (`3 de marzo de
+//!   2020`, `1994년 3월 15일`), where a month's name between numbers leaves no doubt.
 //! - **Phone and fax** (D, E): NANP numbers must be written with separators or parentheses
 //!   (a bare ten-digit run is an account number as often as a phone), except after a
 //!   phone word. International numbers start with `+` and have 8–15 digits. "fax" in the
@@ -56,6 +58,23 @@ const MONTH: &str = concat!(
 
 /// The French months' full names (in [`MONTH`] too).
 pub(super) const FR_MONTH: &str = fr_month!();
+
+/// Month names of other languages written in Latin or Cyrillic letters, in the form a date
+/// with a day takes: Spanish, Portuguese, Italian, German, Dutch, Polish and Russian
+/// (genitive), Romanian. Only used between a day and a year, where no other word fits.
+const OTHER_MONTH: &str = concat!(
+    r"(?:enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|setiembre|octubre|noviembre|diciembre|",
+    r"janeiro|fevereiro|março|maio|junho|julho|setembro|outubro|novembro|dezembro|",
+    r"gennaio|febbraio|aprile|maggio|giugno|luglio|settembre|ottobre|dicembre|",
+    r"januar|jänner|februar|märz|mai|juni|juli|august|oktober|dezember|",
+    r"januari|februari|maart|mei|augustus|",
+    r"stycznia|lutego|marca|kwietnia|maja|czerwca|lipca|sierpnia|wrze[sś]nia|pa[zź]dziernika|listopada|grudnia|",
+    r"ianuarie|februarie|martie|aprilie|iunie|iulie|septembrie|octombrie|noiembrie|decembrie|",
+    r"января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря)"
+);
+
+/// Hungarian month names (a Hungarian date runs year, month, day: `1985. május 5.`).
+const HU_MONTH: &str = r"(?:január|február|március|április|május|június|július|augusztus|szeptember|október|november|december)";
 
 /// Words before a dotted number that make it a version, not a date (`version 2.1.24`).
 const VERSION_WORDS: &[&str] = &[
@@ -323,6 +342,13 @@ fn specs() -> Vec<Spec> {
             .whole(checks::not_the_verb_may),
         spec("date_day_mon_year_dash", &format!(r"(?i)\b\d{{1,2}}-{m}-(?:\d{{4}}|\d{{2}})\b"), Label::Date, 0.9, checks::date),
         spec("date_month_year", &format!(r"(?i)\b{m},?\s+\d{{4}}\b"), Label::Date, 0.75, checks::date),
+        // Dates of other languages, each with its day and its year (`3 de marzo de 2020`,
+        // `4. Mai 2019`, `5 марта 2020`, `1985. május 5.`, `1994년 3월 15일`, `ngày 8 tháng 12
+        // năm 1970`): the parser reads none of them, so shifting masks them instead.
+        spec("date_day_month_year_other", &format!(r"(?i)\b\d{{1,2}}\.?[ \t]+(?:de[ \t]+)?{OTHER_MONTH}(?:[ \t]+de)?,?[ \t]+\d{{4}}\b"), Label::Date, 0.85, checks::day_month_year_numbers),
+        spec("date_hu", &format!(r"(?i)\b\d{{4}}\.[ \t]*{HU_MONTH}[ \t]+\d{{1,2}}\.?"), Label::Date, 0.85, checks::day_month_year_numbers),
+        spec("date_cjk", r"\b\d{4}[ \t]*[년年][ \t]*\d{1,2}[ \t]*[월月][ \t]*\d{1,2}[ \t]*[일日]", Label::Date, 0.85, checks::day_month_year_numbers),
+        spec("date_vi", r"(?i)(?:\bngày[ \t]+)?\b\d{1,2}[ \t]+tháng[ \t]+\d{1,2}[ \t]+năm[ \t]+\d{4}\b", Label::Date, 0.85, checks::day_month_year_numbers),
         spec("date_num_month_year", r"\b\d{1,2}/\d{4}\b", Label::Date, 0.7, checks::date),
         // A month and a day with no year (`Sep-08`); a month name leaves no doubt.
         spec("date_mon_day_dash", &format!(r"(?i)\b{m}-(\d{{1,2}})\b"), Label::Date, 0.8, checks::any)

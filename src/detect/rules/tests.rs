@@ -72,6 +72,9 @@ rows! {
     date_md_cue: "Seen 3/4. Again on Thu 1/19, f/u 6/14." => [("3/4", Date), ("1/19", Date), ("6/14", Date)];
     date_md_cue_dose_or_ratio: "Started on 1/2 NS; on 3/4 strength; on 2/30 x; BP 120/80; GCS 15/15; on 3/4 days" => [];
     date_md_cue_in_clinic: "Pt seen 3/4 in clinic" => [("3/4", Date)];
+    // Other languages' dates with a day and a year leaked before (outside tester, openmed).
+    date_other_languages: "nacida el 3 de marzo de 2020; geboren am 4. Mai 2019; nasceu em 5 de junho de 2018; urodzony 5 stycznia 2001; născut 12 martie 1985; 5 марта 2020 г.; 1985. május 5.; 1994년 3월 15일; ngày 8 tháng 12 năm 1970; 1994年3月15日" => [("3 de marzo de 2020", Date), ("4. Mai 2019", Date), ("5 de junho de 2018", Date), ("5 stycznia 2001", Date), ("12 martie 1985", Date), ("5 марта 2020", Date), ("1985. május 5.", Date), ("1994년 3월 15일", Date), ("ngày 8 tháng 12 năm 1970", Date), ("1994年3月15日", Date)];
+    date_other_languages_need_a_day_and_a_year: "40 marzo 2020; 5 mayo 1200; 2020년 13월 40일; 3 tháng 2 năm; 12 mei" => [];
     // The second date of a cued list leaked before (`Seen 3/4 and 12/25`, a re-tester).
     // The first day of a range leaked before (`du 1er au 15 mars`, a re-tester).
     date_day_range: "du 1er au 15 mars 2021, puis du 3 au 5 avril; between 1 and 15 March; from 2nd to 9th of May; from 4 to 6 MAY" => [("1er", Date), ("15 mars 2021", Date), ("3", Date), ("5 avril", Date), ("1", Date), ("2nd", Date), ("4", Date)];
