@@ -569,6 +569,8 @@ mod tests {
             "",
             "x",
             "99999999999999999999",
+            "-9223372036854775808",
+            "9223372036854775807",
         ] {
             let err = shift_days(bad).expect_err(bad);
             assert!(err.contains("not 0"), "{bad}: {err}");

@@ -163,7 +163,9 @@ pub const MAX_SHIFT_DAYS: i64 = 36_500;
 /// `/fhir/deidentify`): not zero, which would leave every date as it was, and within
 /// [`MAX_SHIFT_DAYS`]. `/pii/deidentify` takes any integer, as OpenMed's contract does.
 pub fn usable_shift_days(days: i64) -> bool {
-    days != 0 && days.abs() <= MAX_SHIFT_DAYS
+    // A range rather than `abs()`, which overflows at `i64::MIN` (a request's query can
+    // carry it: found by the contract check).
+    days != 0 && (-MAX_SHIFT_DAYS..=MAX_SHIFT_DAYS).contains(&days)
 }
 
 /// Options of one de-identification request.

@@ -342,6 +342,22 @@ async fn bad_bodies_get_the_envelope_without_their_text() {
     )
     .await;
     assert!(!err.to_string().contains("Chalmers"), "{err}");
+    // An offset of 0 or beyond a century is refused; `i64::MIN` was a 500 (an overflow in
+    // the range check, found by the contract check).
+    for days in ["0", "36501", "-9223372036854775808", "9223372036854775807"] {
+        expect_error(
+            post_fhir(
+                &t,
+                &format!("/fhir/deidentify?date_shift_days={days}"),
+                "application/fhir+json",
+                "{\"resourceType\":\"Patient\"}".into(),
+            )
+            .await,
+            422,
+            "validation_error",
+        )
+        .await;
+    }
     let r = post_fhir(
         &t,
         "/fhir/deidentify",
