@@ -42,15 +42,18 @@ COPY --from=builder /out/phiguard /usr/local/bin/phiguard
 COPY models/phiguard-deid /usr/local/share/phiguard/models/phiguard-deid
 
 # PHIGUARD_HOME holds the token file, settings and the model store; in Kubernetes it is an
-# emptyDir because the root filesystem is read-only.
+# emptyDir because the root filesystem is read-only. Probes have a port of their own
+# (PHIGUARD_PROBE_PORT), answered while 8080 is at its connection cap.
 ENV PHIGUARD_HOME=/var/lib/phiguard \
-    PHIGUARD_DEVICE=cpu
+    PHIGUARD_DEVICE=cpu \
+    PHIGUARD_PROBE_PORT=8081
 USER 10001:10001
 EXPOSE 8080
+EXPOSE 8081
 
 # No curl in the image: bash opens the socket itself and checks the status line of /livez.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
-    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /livez HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3 && head -n1 <&3 | grep -q ' 200 '"]
+    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8081 && printf 'GET /livez HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3 && head -n1 <&3 | grep -q ' 200 '"]
 
 ENTRYPOINT ["phiguard"]
 CMD ["serve", "--host", "0.0.0.0"]

@@ -596,6 +596,54 @@ async fn a_default_model_that_does_not_load_is_not_ready_until_it_loads() {
     );
 }
 
+/// `PHIGUARD_PROBE_PORT` gives `phiguard serve` a second port for probes and scrapes: it is
+/// printed under the listening line, named in the start-up log line, and answers there.
+#[tokio::test]
+async fn the_probe_port_is_printed_logged_and_answers() {
+    let serve = Serve::start(&[
+        ("PHIGUARD_LOG_FORMAT", "json"),
+        ("PHIGUARD_PROBE_PORT", "0"),
+    ])
+    .await;
+    let started = Instant::now();
+    let probes = loop {
+        if let Some(p) = serve
+            .read("stdout")
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("probes on "))
+        {
+            break p.to_string();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no probes line"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_ne!(probes, serve.base);
+    for path in ["/livez", "/readyz"] {
+        let r = serve
+            .http
+            .get(format!("{probes}{path}"))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(r.status(), 200, "{path}");
+    }
+    let (_, stderr) = serve.stop();
+    let serving = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|e| e["fields"].clone())
+        .find(|f| f["message"] == "phiguard serving")
+        .unwrap_or_else(|| panic!("no start-up line:\n{stderr}"));
+    assert_eq!(
+        serving["probe_address"].as_str(),
+        probes.strip_prefix("http://"),
+        "{serving}"
+    );
+}
+
 /// A default model that is not installed (a typo of the bundled model's id) is a bad
 /// setting: start-up stops with a message naming the variable and the model, exit 2, rather
 /// than a service that answers every request naming no model `422 model_not_served`.

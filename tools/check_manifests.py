@@ -2,11 +2,13 @@
 """Checks the deployment files against what the server needs (issue 6).
 
 The schema validator says the Kubernetes YAML is well-formed; this script says it is
-*right* for phiguard: probes on /livez and /readyz, a preStop hook and a grace period that
+*right* for phiguard: probes on /livez and /readyz at the probe port (PHIGUARD_PROBE_PORT,
+answered while the main port is at its connection cap), a preStop hook and a grace period that
 cover the drain setting, a read-only root filesystem with an emptyDir for PHIGUARD_HOME,
 non-root, resource requests, the Prometheus scrape annotation, a Secret with both tokens,
 a ConfigMap with the cluster-limit settings, and a Dockerfile that matches (multi-stage,
-numeric non-root user, the bundled model, port 8080).
+numeric non-root user, the bundled model, ports 8080 and the probe port, its HEALTHCHECK on
+the probe port).
 
     python3 tools/check_manifests.py             # check the files; exit 1 listing problems
     python3 tools/check_manifests.py --self-test # prove each check catches its breakage
@@ -38,6 +40,7 @@ REQUIRED_CONFIG_KEYS = (
     "PHIGUARD_CLUSTER_REPLICAS",
     "OPENMED_SERVICE_SHUTDOWN_DRAIN_SECONDS",
     "OPENMED_SERVICE_METRICS_ENABLED",
+    "PHIGUARD_PROBE_PORT",
 )
 REQUIRED_SECRET_KEYS = ("PHIGUARD_AUTH_TOKEN", "PHIGUARD_ADMIN_TOKEN", "PHIGUARD_HASH_KEY",
                         "PHIGUARD_MAPPING_KEY")
@@ -151,16 +154,26 @@ def check_kubernetes(docs: list[dict]) -> list[str]:
         if not isinstance(value, str):
             bad(f"ConfigMap value of {key} must be a string")
 
-    # Probes.
-    for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
+    # Probes, on the probe port: at the main port's connection cap a probe there is refused,
+    # and a failed liveness probe restarts a pod that is only busy.
+    probe_port = int(config["PHIGUARD_PROBE_PORT"]) if config.get("PHIGUARD_PROBE_PORT") else None
+    if probe_port == 8080:
+        bad("PHIGUARD_PROBE_PORT must not be the main port 8080")
+    if probe_port is not None and probe_port not in [p.get("containerPort") for p in c.get("ports", [])]:
+        bad(f"PHIGUARD_PROBE_PORT {probe_port} is not a containerPort")
+    for probe, path in (
+        ("startupProbe", "/livez"),
+        ("livenessProbe", "/livez"),
+        ("readinessProbe", "/readyz"),
+    ):
         p = c.get(probe)
         if not p or "httpGet" not in p:
             bad(f"{probe} must be an httpGet probe")
             continue
         if p["httpGet"].get("path") != path:
             bad(f"{probe} must probe {path}")
-        if port_number(c, p["httpGet"].get("port")) != 8080:
-            bad(f"{probe} must target port 8080")
+        if port_number(c, p["httpGet"].get("port")) != probe_port:
+            bad(f"{probe} must target the probe port (PHIGUARD_PROBE_PORT)")
 
     # Drain: preStop + drain + margin fits in the grace period.
     drain = seconds(config.get("OPENMED_SERVICE_SHUTDOWN_DRAIN_SECONDS", 30))
@@ -213,8 +226,8 @@ def check_kubernetes(docs: list[dict]) -> list[str]:
         bad('pod annotation prometheus.io/scrape must be "true"')
     if ann.get("prometheus.io/path", "/metrics") != "/metrics":
         bad("prometheus.io/path must be /metrics")
-    if str(ann.get("prometheus.io/port", "")) != "8080":
-        bad("prometheus.io/port must be 8080")
+    if str(ann.get("prometheus.io/port", "")) != str(probe_port):
+        bad("prometheus.io/port must be the probe port (PHIGUARD_PROBE_PORT)")
 
     # Replicas and the fallback share agree.
     if str(dep["spec"].get("replicas")) != str(config.get("PHIGUARD_CLUSTER_REPLICAS")):
@@ -285,6 +298,17 @@ def check_dockerfile(text: str) -> list[str]:
             bad(f"the bundled model must be copied to {want}, where the binary looks for it")
     if "EXPOSE 8080" not in lines:
         bad("Dockerfile must EXPOSE 8080")
+    # The image's probe port: exposed, and the one its HEALTHCHECK asks.
+    probe = re.search(r"\bPHIGUARD_PROBE_PORT=(\d+)", text)
+    if not probe:
+        bad("the image must set PHIGUARD_PROBE_PORT")
+    else:
+        port = probe.group(1)
+        if f"EXPOSE {port}" not in lines:
+            bad(f"Dockerfile must EXPOSE the probe port {port}")
+        checks = [ln for ln in lines if "/dev/tcp/" in ln]
+        if not any(f"/dev/tcp/127.0.0.1/{port} " in ln for ln in checks):
+            bad(f"the HEALTHCHECK must ask the probe port {port}")
     if 'ENTRYPOINT ["phiguard"]' not in lines:
         bad('ENTRYPOINT must be ["phiguard"]')
     if 'CMD ["serve", "--host", "0.0.0.0"]' not in lines:
@@ -314,6 +338,15 @@ def self_test() -> list[str]:
 
     kube_mutations = {
         "liveness path": lambda d: c0(d)["livenessProbe"]["httpGet"].update(path="/health"),
+        "liveness on the main port": lambda d: c0(d)["livenessProbe"]["httpGet"].update(
+            port="http"
+        ),
+        "startup on the main port": lambda d: c0(d)["startupProbe"]["httpGet"].update(port=8080),
+        "no probe port": lambda d: cm(d).pop("PHIGUARD_PROBE_PORT"),
+        "probe port not in the pod": lambda d: cm(d).update(PHIGUARD_PROBE_PORT="9000"),
+        "scrape on the main port": lambda d: server_deployment(d)["spec"]["template"][
+            "metadata"
+        ]["annotations"].update({"prometheus.io/port": "8080"}),
         "readiness path": lambda d: c0(d)["readinessProbe"]["httpGet"].update(path="/livez"),
         "no preStop": lambda d: c0(d).pop("lifecycle"),
         "short grace": lambda d: spec(d).update(terminationGracePeriodSeconds=30),
@@ -355,6 +388,9 @@ def self_test() -> list[str]:
         ),
         "single stage": ("FROM rust:", "# FROM rust:"),
         "port": ("EXPOSE 8080", "EXPOSE 9000"),
+        "probe port not exposed": ("EXPOSE 8081", "EXPOSE 9001"),
+        "no probe port": ("PHIGUARD_PROBE_PORT=8081", "PHIGUARD_OTHER=8081"),
+        "healthcheck on the main port": ("/dev/tcp/127.0.0.1/8081", "/dev/tcp/127.0.0.1/8080"),
         "unlocked": ("--release --locked", "--release"),
     }
     for name, (old, new) in docker_mutations.items():

@@ -27,6 +27,9 @@ pub(super) fn run(host: Option<String>, port: Option<u16>, ui: bool) -> Result<(
         })?;
         // The one line tests and scripts read to find the port.
         println!("listening on http://{}", server.local_addr());
+        if let Some(probes) = server.probe_addr() {
+            println!("probes on http://{probes}");
+        }
         wait_for_signal().await;
         tracing::info!("shutting down: draining in-flight work");
         server.shutdown().await;

@@ -151,8 +151,38 @@ pub struct Server {
     state: AppState,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
+    /// The probe port, when `server.probe_port` is set.
+    probes: Option<Probes>,
     /// The token registry's background refresh; ends with the server.
     _token_refresh: AbortOnDrop,
+}
+
+/// Open connections at most on the probe port. A fixed number, not a setting: its clients
+/// are a few kubelets and Prometheus servers, each with a connection or two, and the cap
+/// bounds what a stray client there can hold.
+const PROBE_MAX_CONNECTIONS: usize = 64;
+
+/// The probe port's listener (`server.probe_port`), which stops after the main one.
+struct Probes {
+    addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+/// Binds `host:port`, returning the listener and the address it got.
+async fn bind(host: &str, port: u16) -> Result<(tokio::net::TcpListener, SocketAddr), ServerError> {
+    let addr_text = format!("{host}:{port}");
+    let listener = tokio::net::TcpListener::bind(&addr_text)
+        .await
+        .map_err(|source| ServerError::Bind {
+            addr: addr_text.clone(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServerError::Bind {
+        addr: addr_text,
+        source,
+    })?;
+    Ok((listener, addr))
 }
 
 /// A background task aborted when its owner is dropped.
@@ -281,17 +311,11 @@ impl Server {
                 },
             )));
         }
-        let addr_text = format!("{host}:{port}");
-        let listener = tokio::net::TcpListener::bind(&addr_text)
-            .await
-            .map_err(|source| ServerError::Bind {
-                addr: addr_text.clone(),
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| ServerError::Bind {
-            addr: addr_text,
-            source,
-        })?;
+        let (listener, addr) = bind(&host, port).await?;
+        let probe_listener = match state.settings().get(keys::SERVER_PROBE_PORT) {
+            Some(p) => Some(bind(&host, p as u16).await?),
+            None => None,
+        };
         let _ = state.addr.set(addr);
         let router = app(state.clone(), max_body);
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -306,6 +330,33 @@ impl Server {
             open: state.metrics.connections_open.clone(),
             refused: state.metrics.connections_refused.clone(),
         };
+        let probes = probe_listener.map(|(listener, addr)| {
+            let router = router::probes(state.clone(), max_body);
+            let (stop, stop_rx) = oneshot::channel::<()>();
+            let limits = listen::ConnLimits {
+                max_connections: PROBE_MAX_CONNECTIONS,
+                ..limits
+            };
+            let task = tokio::spawn(listen::serve(
+                listener,
+                move |peer| {
+                    tower::ServiceExt::map_request(
+                        router.clone(),
+                        move |mut req: axum::http::Request<hyper::body::Incoming>| {
+                            req.extensions_mut()
+                                .insert(axum::extract::ConnectInfo(peer));
+                            req
+                        },
+                    )
+                },
+                limits,
+                conn_metrics.clone(),
+                async move {
+                    let _ = stop_rx.await;
+                },
+            ));
+            Probes { addr, stop, task }
+        });
         let task = tokio::spawn(listen::serve(
             listener,
             move |peer| router.at(peer),
@@ -340,11 +391,15 @@ impl Server {
         ));
         preload(&state).await;
         state.set_phase(Phase::Serving);
-        tracing::info!(address = %addr, "phiguard serving");
+        match &probes {
+            Some(p) => tracing::info!(address = %addr, probe_address = %p.addr, "phiguard serving"),
+            None => tracing::info!(address = %addr, "phiguard serving"),
+        }
         Ok(Server {
             state,
             stop: Some(stop_tx),
             task,
+            probes,
             _token_refresh: token_refresh,
         })
     }
@@ -356,6 +411,11 @@ impl Server {
             .get()
             .copied()
             .unwrap_or_else(|| ([127, 0, 0, 1], 0).into())
+    }
+
+    /// The probe port's address, when `server.probe_port` is set.
+    pub fn probe_addr(&self) -> Option<SocketAddr> {
+        self.probes.as_ref().map(|p| p.addr)
     }
 
     /// The status snapshot (`GET /admin/status`).
@@ -418,6 +478,16 @@ impl Server {
             until.saturating_duration_since(std::time::Instant::now()) + Duration::from_millis(500);
         if tokio::time::timeout(left, &mut self.task).await.is_err() {
             self.task.abort();
+        }
+        // The probe port answered `/readyz` 503 through the drain; it closes last.
+        if let Some(mut probes) = self.probes.take() {
+            let _ = probes.stop.send(());
+            if tokio::time::timeout(Duration::from_secs(1), &mut probes.task)
+                .await
+                .is_err()
+            {
+                probes.task.abort();
+            }
         }
         for closed in self.state.refusals.close_all() {
             closed.log();

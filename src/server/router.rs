@@ -289,6 +289,31 @@ pub(super) fn app(st: AppState, max_body: usize) -> super::door::Door {
     super::door::Door::new(front, router)
 }
 
+/// The probe port's application (`server.probe_port`): `/livez`, `/readyz`, `/health` and
+/// `/metrics`, by the same handlers behind the same request context as on the main port
+/// (request id, access log, metrics, safety headers, Host and auth rules), and nothing else:
+/// any other path is answered as an unknown path is on the main port (401 without a token,
+/// then 404). No CORS and no door: no browser and no model request has business there.
+pub(super) fn probes(st: AppState, max_body: usize) -> Router {
+    let front = middleware::Front {
+        st: st.clone(),
+        max_body,
+        model_routes: std::sync::Arc::from([]),
+    };
+    let stack = tower::ServiceBuilder::new()
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(mw(front, middleware::context));
+    Router::new()
+        .route("/livez", get(ops::livez))
+        .route("/readyz", get(ops::readyz))
+        .route("/health", get(ops::health))
+        .route("/metrics", get(ops::metrics))
+        .fallback(|| async { ApiError::NotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(stack)
+        .with_state(st)
+}
+
 /// Where the dashboard files are: `PHIGUARD_UI_DIR`, beside the executable, or the source
 /// tree's `ui/`.
 pub(crate) fn ui_dir() -> std::path::PathBuf {

@@ -12,6 +12,11 @@ use super::{keys, Settings};
 /// a value starting with this was copied, not generated.
 pub const PLACEHOLDER_PREFIX: &str = "replace-me";
 
+/// The fewest characters a token may have on a non-loopback bind: 16 random hex digits are
+/// 64 bits, out of reach of guessing over a network at any rate the auth-failure limit
+/// lets through; `openssl rand -hex 32`, as the deploy files say, gives 64.
+pub const MIN_PUBLIC_TOKEN_CHARS: usize = 16;
+
 /// Why these settings would stop the service at start-up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StartRefusal {
@@ -41,6 +46,15 @@ pub enum StartRefusal {
     PlaceholderToken {
         /// The variable holding the placeholder.
         var: &'static str,
+    },
+    /// Returned when a token is shorter than [`MIN_PUBLIC_TOKEN_CHARS`] on a non-loopback
+    /// bind, where anyone on the network may try to guess it.
+    #[error("{var} has fewer than {} characters, and {host} is reachable from the network; set a random value (e.g. `openssl rand -hex 32`)", MIN_PUBLIC_TOKEN_CHARS)]
+    ShortToken {
+        /// The variable holding the token.
+        var: &'static str,
+        /// The configured host.
+        host: String,
     },
     /// Returned when a cluster setting breaks the Redis limiter's rule (a URL Redis's client
     /// cannot read). The value is never part of the message: a URL may hold a password.
@@ -117,7 +131,7 @@ impl StartRefusal {
             StartRefusal::AuthOffOnPublicBind { .. } => keys::SECURITY_AUTH.name(),
             StartRefusal::TokenRequired { .. } => keys::SERVER_HOST.name(),
             StartRefusal::SameTokens => keys::SECURITY_ADMIN_TOKEN.name(),
-            StartRefusal::PlaceholderToken { var } => {
+            StartRefusal::PlaceholderToken { var } | StartRefusal::ShortToken { var, .. } => {
                 if *var == keys::SECURITY_ADMIN_TOKEN.env() {
                     keys::SECURITY_ADMIN_TOKEN.name()
                 } else {
@@ -329,6 +343,13 @@ pub fn refusal(settings: &Settings) -> Option<StartRefusal> {
         if placeholder {
             return Some(StartRefusal::PlaceholderToken { var: key.env() });
         }
+        let short = !value.is_empty() && value.trim().chars().count() < MIN_PUBLIC_TOKEN_CHARS;
+        if public && short {
+            return Some(StartRefusal::ShortToken {
+                var: key.env(),
+                host: host.to_string(),
+            });
+        }
     }
     if !client.is_empty() && client == admin {
         return Some(StartRefusal::SameTokens);
@@ -383,6 +404,37 @@ mod tests {
             None
         );
         assert_eq!(refusal(&load(&[])), None);
+    }
+
+    /// A token shorter than 16 characters stops a service reachable from the network, and
+    /// the message names its variable, never its value; on loopback it is the local user's
+    /// choice.
+    #[test]
+    fn a_public_bind_needs_tokens_of_16_characters() {
+        let short = refusal(&load(&[
+            ("PHIGUARD_HOST", "0.0.0.0"),
+            ("PHIGUARD_AUTH_TOKEN", "client-token-for-tests"),
+            ("PHIGUARD_ADMIN_TOKEN", "hunter2-admin"),
+        ]))
+        .expect("refused");
+        assert_eq!(
+            short,
+            StartRefusal::ShortToken {
+                var: "PHIGUARD_ADMIN_TOKEN",
+                host: "0.0.0.0".into()
+            }
+        );
+        assert_eq!(short.key(), "security.admin_token");
+        assert!(!short.to_string().contains("hunter2"), "{short}");
+        let exactly = "0123456789abcdef";
+        for (host, admin) in [("0.0.0.0", exactly), ("127.0.0.1", "hunter2-admin")] {
+            let r = refusal(&load(&[
+                ("PHIGUARD_HOST", host),
+                ("PHIGUARD_AUTH_TOKEN", "client-token-for-tests"),
+                ("PHIGUARD_ADMIN_TOKEN", admin),
+            ]));
+            assert_eq!(r, None, "{host}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::support::{expect_error, TestServer, ADMIN, CLIENT};
+use crate::support::{expect_error, Draining, TestServer, ADMIN, CLIENT};
 
 /// A raw connection to the server.
 async fn connect(t: &TestServer) -> TcpStream {
@@ -136,6 +136,72 @@ async fn connections_over_the_cap_are_answered_503() {
         "{metrics}"
     );
     t.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_probe_port_answers_while_the_main_port_is_full_and_through_the_drain() {
+    let t = TestServer::start(&[
+        ("PHIGUARD_MAX_CONNECTIONS", "2"),
+        ("PHIGUARD_PROBE_PORT", "0"),
+    ])
+    .await;
+    let probes = t.server.as_ref().and_then(|s| s.probe_addr());
+    let probe = |path: &str| format!("http://{}{path}", probes.expect("a probe port"));
+    let held = [connect(&t).await, connect(&t).await];
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // At the cap the main port turns every new connection away, a kubelet's too.
+    let mut kubelet = connect(&t).await;
+    let refused = read_until_closed(&mut kubelet, Duration::from_secs(5))
+        .await
+        .expect("refused connection closed");
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    for path in ["/livez", "/readyz", "/health", "/metrics"] {
+        let r = t.http.get(probe(path)).send().await.expect("send");
+        assert_eq!(r.status(), 200, "{path}");
+        assert!(r.headers().contains_key("x-request-id"), "{path}");
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff", "{path}");
+    }
+    // Nothing else is served there, for any token.
+    let work = t
+        .http
+        .post(probe("/pii/extract"))
+        .bearer_auth(CLIENT)
+        .json(&json!({"text": "Zed"}))
+        .send()
+        .await
+        .expect("send");
+    expect_error(work, 404, "bad_request").await;
+    let admin = t
+        .http
+        .get(probe("/admin/status"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("send");
+    expect_error(admin, 404, "bad_request").await;
+    let anonymous = t
+        .http
+        .get(probe("/admin/status"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(anonymous.status(), 401);
+    drop(held);
+    // Through the drain the probe port says not ready, and alive.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut t = t;
+    let Draining { inflight, stopping } = t.drain_with_one_in_flight().await;
+    let ready = t.http.get(probe("/readyz")).send().await.expect("send");
+    expect_error(ready, 503, "not_ready").await;
+    let alive = t.http.get(probe("/livez")).send().await.expect("send");
+    assert_eq!(alive.status(), 200);
+    t.script.release();
+    assert_eq!(inflight.await.expect("join").status(), 200);
+    stopping.await.expect("shutdown completes");
+    assert!(
+        t.http.get(probe("/livez")).send().await.is_err(),
+        "the probe port closed with the server"
+    );
 }
 
 #[tokio::test]

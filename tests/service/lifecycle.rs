@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::json;
 
-use crate::support::{expect_error, TestServer, ADMIN};
+use crate::support::{expect_error, Draining, TestServer, ADMIN};
 
 #[tokio::test]
 async fn shutdown_refuses_new_work_and_drains_in_flight() {
@@ -18,20 +18,8 @@ async fn shutdown_refuses_new_work_and_drains_in_flight() {
             .status(),
         200
     );
-    t.script.block();
-    let inflight = t.spawn_post("/pii/deidentify", json!({"text": "Zed"}));
-    t.until("request in flight", || {
-        t.script.waiting.load(Ordering::SeqCst) == 1
-    })
-    .await;
     let mut t = t;
-    let server = t.server.take().expect("server");
-    let state = server.state().clone();
-    let stopping = tokio::spawn(server.shutdown());
-    t.until("draining", || {
-        state.phase() == phiguard::server::Phase::Draining
-    })
-    .await;
+    let Draining { inflight, stopping } = t.drain_with_one_in_flight().await;
     let r = t.http.get(t.url("/readyz")).send().await.expect("send");
     assert_eq!(r.status(), 503);
     expect_error(

@@ -102,6 +102,14 @@ impl Recognizer for Scripted {
     }
 }
 
+/// A server draining with one request in flight ([`TestServer::drain_with_one_in_flight`]).
+pub(crate) struct Draining {
+    /// The request held in flight.
+    pub(crate) inflight: tokio::task::JoinHandle<reqwest::Response>,
+    /// The shutdown, which resolves to the requests cut off at the drain's deadline.
+    pub(crate) stopping: tokio::task::JoinHandle<usize>,
+}
+
 pub(crate) struct TestServer {
     pub(crate) server: Option<Server>,
     pub(crate) base: String,
@@ -289,6 +297,26 @@ impl TestServer {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         panic!("timed out waiting for {what}");
+    }
+
+    /// Holds one `/pii/deidentify` in flight (the script blocks it), starts the shutdown and
+    /// waits until the server drains; the request and the shutdown, to be awaited after
+    /// `script.release()`.
+    pub(crate) async fn drain_with_one_in_flight(&mut self) -> Draining {
+        self.script.block();
+        let inflight = self.spawn_post("/pii/deidentify", serde_json::json!({"text": "Zed"}));
+        self.until("request in flight", || {
+            self.script.waiting.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        let server = self.server.take().expect("server");
+        let state = server.state().clone();
+        let stopping = tokio::spawn(server.shutdown());
+        self.until("draining", || {
+            state.phase() == phiguard::server::Phase::Draining
+        })
+        .await;
+        Draining { inflight, stopping }
     }
 
     pub(crate) async fn shutdown(mut self) {

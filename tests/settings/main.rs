@@ -434,10 +434,11 @@ fn fatal_message(stderr: &[u8]) -> String {
         .join("\n")
 }
 
-/// The same client and admin token (every client an admin), or a placeholder of the deploy
-/// files, stops start-up, naming the variables and never the values (before, both started).
+/// The same client and admin token (every client an admin), a placeholder of the deploy
+/// files, or a short token on a public bind stops start-up, naming the variables and never
+/// the values (before, all three started).
 #[test]
-fn equal_or_placeholder_tokens_stop_start_up() {
+fn equal_placeholder_or_short_tokens_stop_start_up() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (code, err) = serve_refused(
         dir.path(),
@@ -467,6 +468,21 @@ fn equal_or_placeholder_tokens_stop_start_up() {
         "{err}"
     );
     assert!(!err.contains("replace-me-"), "{err}");
+    // A short token stops a service bound for the network, naming its variable only.
+    let (code, err) = serve_refused(
+        dir.path(),
+        &["--host", "0.0.0.0"],
+        &[
+            ("PHIGUARD_AUTH_TOKEN", "s3cret"),
+            ("PHIGUARD_ADMIN_TOKEN", "admin-token-0123456789"),
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("PHIGUARD_AUTH_TOKEN") && err.contains("fewer than 16 characters"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cret"), "{err}");
 }
 
 /// Refusals name where a value came from: `security.auth = "off"` in `settings.toml` is
