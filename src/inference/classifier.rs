@@ -545,11 +545,10 @@ impl TokenClassifier {
                 1,
             ));
         }
-        let chars: Vec<char> = text.chars().collect();
         spans
             .into_iter()
             .map(|(mut s, _, _)| {
-                whole_numbers(&chars, &mut s);
+                whole_numbers(text, &index, &mut s);
                 s
             })
             .filter(|s| s.score >= self.options.min_score)
@@ -563,15 +562,19 @@ impl TokenClassifier {
 /// The pre-tokenizer splits such a number at every separator and the model labels the
 /// pieces one by one, so it can leave a piece out: `Seen 3/4 and 12/25` gave `/25` and wrote
 /// `12[date]`. A piece of a number is never a whole identifier, so the span takes the rest.
-/// `chars` is the text's characters (spans count characters).
-fn whole_numbers(chars: &[char], span: &mut Span) {
-    let digit = |i: usize| chars.get(i).is_some_and(char::is_ascii_digit);
-    let sep = |i: usize| chars.get(i).is_some_and(|c| matches!(c, '/' | '-' | '.'));
-    // Whether the boundary before `chars[i]` cuts a number: between two digits, before a
+/// `index` is `text`'s [`CharIndex`] (spans count characters).
+fn whole_numbers(text: &str, index: &CharIndex, span: &mut Span) {
+    let len = index.char_len();
+    // The first byte of character `i`: ASCII exactly when the character is (a lead byte of
+    // a longer character is 0x80 or more), and digits and separators are ASCII.
+    let byte = |i: usize| (i < len).then(|| text.as_bytes()[index.byte(i)]);
+    let digit = |i: usize| byte(i).is_some_and(|b| b.is_ascii_digit());
+    let sep = |i: usize| byte(i).is_some_and(|b| matches!(b, b'/' | b'-' | b'.'));
+    // Whether the boundary before character `i` cuts a number: between two digits, before a
     // separator between digits, or after one.
     let cuts = |i: usize| {
         i > 0
-            && i < chars.len()
+            && i < len
             && ((digit(i - 1) && digit(i))
                 || (digit(i - 1) && sep(i) && digit(i + 1))
                 || (i >= 2 && digit(i - 2) && sep(i - 1) && digit(i)))
@@ -735,7 +738,7 @@ mod tests {
             let chars: Vec<char> = text.chars().collect();
             let start = text.find(piece).expect("piece");
             let mut span = Span::new(start, start + piece.len(), Label::Date, 0.9, Source::Model);
-            whole_numbers(&chars, &mut span);
+            whole_numbers(text, &CharIndex::new(text), &mut span);
             chars[span.start..span.end].iter().collect::<String>()
         };
         assert_eq!(widened("Seen 3/4 and 12/25 for follow-up.", "/25"), "12/25");
@@ -874,7 +877,7 @@ mod tests {
             let start = a.min(chars.len() - 1);
             let end = (start + len).min(chars.len());
             let mut span = Span::new(start, end, Label::Date, 0.9, Source::Model);
-            whole_numbers(&chars, &mut span);
+            whole_numbers(&text, &CharIndex::new(&text), &mut span);
             prop_assert!(span.start <= start && span.end >= end && span.end <= chars.len());
             let digit = |i: usize| chars.get(i).is_some_and(char::is_ascii_digit);
             for edge in [span.start, span.end] {

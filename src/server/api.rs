@@ -497,7 +497,9 @@ macro_rules! deidentify_body {
             pub shift_dates: Option<bool>,
             /// Days to shift dates by; only with `method=shift_dates` (else 422); random
             /// non-zero when absent.
-            #[serde(default, deserialize_with = "read::opt_int_in::<_, -36500, 36500>", skip_serializing_if = "Option::is_none")]
+            #[serde(default, deserialize_with = "read::opt_int_in::<_, { -crate::deid::MAX_SHIFT_DAYS }, { crate::deid::MAX_SHIFT_DAYS }>", skip_serializing_if = "Option::is_none")]
+            // utoipa takes a literal here; the test `schema_agrees_with_parser` holds it to the
+            // parser's bounds above.
             #[schema(minimum = -36500, maximum = 36500)]
             pub date_shift_days: Option<i64>,
             /// Return `mapping` (replacement → original).

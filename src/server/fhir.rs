@@ -67,7 +67,10 @@ fn shift_days(v: i64) -> Result<i64, ApiError> {
     } else {
         Err(invalid(
             "date_shift_days",
-            "Input should be a non-zero number of days from -36500 to 36500",
+            format!(
+                "Input should be a non-zero number of days from -{max} to {max}",
+                max = crate::deid::MAX_SHIFT_DAYS
+            ),
             "value_error",
         ))
     }

@@ -1177,25 +1177,48 @@ fn a_date_and_the_age_after_it_are_two_entities_with_the_bundled_model() {
     );
 }
 
-/// A date in another language (`3 de marzo de 2020`, `1994년 3월 15일`) is found, and where
-/// it cannot be moved or cut to its year it is masked whole: it came out as written before.
+/// A date in another language (`3 de marzo de 2020`, `4. Mai 2019`, `1994년 3월 15일`) is
+/// found (it came out as written before), moved in its own language (`4. Mai` had become the
+/// French `3. Juin`) or cut to its year, and masked whole where it can be neither.
 #[test]
-fn a_date_in_another_language_is_masked_where_it_cannot_be_moved() {
+fn a_date_in_another_language_is_moved_in_its_language_or_masked() {
     let t = tempfile::tempdir().expect("tempdir");
-    let note = "Nacida el 3 de marzo de 2020; 1994년 3월 15일; 5 марта 2020.\n";
-    for args in [
-        &["--method", "shift_dates", "--date-shift-days", "5"][..],
-        &["--policy", "hipaa_safe_harbor"][..],
-        &["--method", "mask"][..],
+    let note = "Nacida el 3 de marzo de 2020; 1994년 3월 15일; 5 марта 2020; am 4. Mai 2019.\n";
+    for (args, want) in [
+        (
+            &["--method", "shift_dates", "--date-shift-days", "30"][..],
+            "Nacida el 2 de abril de 2020; 1994년 4월 14일; 4 апреля 2020; am 3. Juni 2019.\n",
+        ),
+        (
+            &["--policy", "hipaa_safe_harbor"][..],
+            "Nacida el 2020; 1994; 2020; am 2019.\n",
+        ),
+        (
+            &["--method", "mask"][..],
+            "Nacida el [date]; [date]; [date]; am [date].\n",
+        ),
     ] {
         let o = deid_stdin(t.path(), args, Some(note));
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout),
-            "Nacida el [date]; [date]; [date].\n",
-            "{args:?}"
-        );
+        assert_eq!(String::from_utf8_lossy(&o.stdout), want, "{args:?}");
     }
+}
+
+/// A date the model took with the word before it (`el 3 de mayo de 1950`) is moved, the word
+/// kept: it was masked, as a date the parser could not read.
+#[test]
+fn a_date_with_the_word_before_it_is_moved_with_the_bundled_model() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let o = deid_bundled_stdin(
+        t.path(),
+        &["--method", "shift_dates", "--date-shift-days", "30"],
+        Some("Nacido el 3 de mayo de 1950.\n"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "Nacido el 2 de junio de 1950.\n"
+    );
 }
 
 /// Every date of a cued list and the first day of a range are masked: `Seen 3/4 and 12/25`

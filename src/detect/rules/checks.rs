@@ -16,6 +16,13 @@ fn digits(s: &str) -> Vec<u32> {
     s.chars().filter_map(|c| c.to_digit(10)).collect()
 }
 
+/// The numbers written in `s` (runs of ASCII digits), as numbers.
+fn numbers(s: &str) -> Vec<u32> {
+    s.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
 /// Luhn check over a digit sequence.
 pub(crate) fn luhn(ds: &[u32]) -> bool {
     let mut sum = 0;
@@ -54,19 +61,142 @@ pub(crate) fn not_the_verb_may(s: &str) -> bool {
         .is_none_or(|w| w.trim_end_matches('.') != "may")
 }
 
-/// The numbers of a date the parser cannot read (another language's month name, `년 월 일`):
+/// The numbers of a date in another language (a month's name, `년 월 일`), which the parser
+/// may not read:
 /// one year from 1850 to 2150, and the other numbers days of a month (1–31), one of them a
 /// month (1–12) when there are two.
 pub(crate) fn day_month_year_numbers(s: &str) -> Option<&str> {
-    let nums: Vec<u32> = s
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|p| p.parse().ok())
-        .collect();
+    let nums = numbers(s);
     let (years, rest): (Vec<u32>, Vec<u32>) = nums.iter().partition(|n| **n >= 1000);
     let ok = matches!(years.as_slice(), [y] if (1850..=2150).contains(y))
         && !rest.is_empty()
         && rest.iter().all(|n| (1..=31).contains(n))
         && (rest.len() < 2 || rest.iter().any(|n| *n <= 12));
+    ok.then_some(s)
+}
+
+/// A month name and a year the parser cannot read (`marzo de 2020`): one number, a year
+/// from 1850 to 2150.
+pub(crate) fn year_alone(s: &str) -> Option<&str> {
+    matches!(numbers(s).as_slice(), [y] if (1850..=2150).contains(y)).then_some(s)
+}
+
+/// The digit a spelled-out digit names (`oh` is zero).
+fn spelled_digit(word: &str) -> Option<u32> {
+    const WORDS: [&str; 10] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+    ];
+    if word.eq_ignore_ascii_case("oh") {
+        return Some(0);
+    }
+    WORDS
+        .iter()
+        .position(|d| d.eq_ignore_ascii_case(word))
+        .map(|d| d as u32)
+}
+
+/// A number read aloud digit by digit, as a phone number is (`five five five, one two three
+/// four`): seven to fifteen digits, not counting up or down (`one two three four five six
+/// seven`, a neurological exam's).
+pub(crate) fn spelled_number(s: &str) -> Option<&str> {
+    let ds: Vec<u32> = s
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| !w.is_empty())
+        .map(spelled_digit)
+        .collect::<Option<_>>()?;
+    let counting =
+        ds.windows(2).all(|w| w[1] == w[0] + 1) || ds.windows(2).all(|w| w[0] == w[1] + 1);
+    ((7..=15).contains(&ds.len()) && !counting).then_some(s)
+}
+
+/// The zero of each block of ten decimal digits a note may be written in besides ASCII:
+/// Arabic-Indic, its Persian/Urdu form, Devanagari, Bengali, Gurmukhi, Gujarati, Oriya,
+/// Tamil, Telugu, Kannada, Malayalam, Thai, Lao, Myanmar, Khmer and full-width. Written out
+/// because the standard library reads ASCII digits only, and no kept crate gives a digit's
+/// value; Unicode lays each script's ten digits out in order from its zero.
+const DIGIT_ZEROS: [u32; 16] = [
+    0x0660, 0x06F0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0E50,
+    0x0ED0, 0x1040, 0x17E0, 0xFF10,
+];
+
+/// `s` with its digits in any script of [`DIGIT_ZEROS`] written as ASCII digits, and
+/// whether there was one.
+fn ascii_digits(s: &str) -> (String, bool) {
+    let mut native = false;
+    let out = s
+        .chars()
+        .map(|c| {
+            let code = u32::from(c);
+            match DIGIT_ZEROS.iter().find(|z| (**z..**z + 10).contains(&code)) {
+                Some(zero) => {
+                    native = true;
+                    char::from_digit(code - zero, 10).unwrap_or(c)
+                }
+                None => c,
+            }
+        })
+        .collect();
+    (out, native)
+}
+
+/// A numeric date in native digits (`১৪/০১/২০২৬`): a valid calendar date with a plausible
+/// year once its digits are read. ASCII dates are the other rules'.
+pub(crate) fn native_date(s: &str) -> Option<&str> {
+    let (ascii, native) = ascii_digits(s);
+    (native && date(&ascii).is_some()).then_some(s)
+}
+
+/// A day, a word and a year (`१२ ऑक्टोबर १९७९`, `15 במרץ 2020`), the word in a script
+/// after Latin, Greek, Cyrillic and Armenian (the rule's pattern sees to that: `12 patients
+/// 2020` is no date): [`day_month_year_numbers`] once its digits are read.
+pub(crate) fn native_day_word_year(s: &str) -> Option<&str> {
+    day_month_year_numbers(&ascii_digits(s).0).map(|_| s)
+}
+
+/// A Russian SNILS whose check number holds: the first nine digits weighted 9 down to 1 and
+/// summed, taken modulo 101, with 100 written `00`.
+pub(crate) fn snils(s: &str) -> Option<&str> {
+    let ds = digits(s);
+    let [body @ .., c1, c2] = ds.as_slice() else {
+        return None;
+    };
+    if body.len() != 9 {
+        return None;
+    }
+    let sum: u32 = body.iter().zip((1..=9).rev()).map(|(d, w)| d * w).sum();
+    let check = match sum % 101 {
+        100 => 0,
+        c => c,
+    };
+    (check == c1 * 10 + c2).then_some(s)
+}
+
+/// ICAO 9303's check digit of `field`: each character's value (digits as themselves, `A`–`Z`
+/// 10–35, the filler `<` 0) weighted 7, 3, 1 in turn, summed, modulo 10.
+fn mrz_check_digit(field: &str) -> Option<u32> {
+    let mut sum = 0;
+    for (c, w) in field.chars().zip([7, 3, 1].into_iter().cycle()) {
+        let v = match c {
+            '<' => 0,
+            c => c.to_digit(36)?,
+        };
+        sum += v * w;
+    }
+    Some(sum % 10)
+}
+
+/// A machine-readable zone whose document number's check digit holds (line 1, characters
+/// 6–14 of an identity card's three lines; line 2, characters 1–9 of two), with its filler.
+pub(crate) fn mrz(s: &str) -> Option<&str> {
+    let lines: Vec<&str> = s.lines().map(|l| l.trim_end_matches('\r')).collect();
+    let (line, at) = match lines.as_slice() {
+        [first, _, _] => (*first, 5),
+        [_, second] => (*second, 0),
+        _ => return None,
+    };
+    let number = line.get(at..at + 9)?;
+    let check = line.get(at + 9..at + 10)?.chars().next()?.to_digit(10)?;
+    let ok = s.contains("<<") && mrz_check_digit(number) == Some(check);
     ok.then_some(s)
 }
 

@@ -57,6 +57,236 @@ const FRENCH_MONTHS: [&str; 12] = [
     "décembre",
 ];
 
+/// A language whose month names a date may carry besides English.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lang {
+    French,
+    Spanish,
+    Portuguese,
+    Italian,
+    German,
+    Dutch,
+    /// In the genitive a date takes (`5 stycznia 2001`).
+    Polish,
+    Romanian,
+    /// In the genitive a date takes (`5 марта 2020`).
+    Russian,
+    Hungarian,
+}
+
+/// The languages of [`Lang`] as bits of one set, in the order of [`OTHER_MONTHS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Langs(u16);
+
+impl Langs {
+    fn of(lang: Lang) -> Langs {
+        let i = OTHER_MONTHS
+            .iter()
+            .position(|(l, _)| *l == lang)
+            .unwrap_or(0);
+        Langs(1 << i)
+    }
+
+    fn has(self, lang: Lang) -> bool {
+        self.0 & Langs::of(lang).0 != 0
+    }
+
+    /// `self ∩ others`, unless that is empty (a marker of languages the word is in none of
+    /// says nothing).
+    fn narrowed(self, others: &[Lang]) -> Langs {
+        let mask = others.iter().fold(0, |m, l| m | Langs::of(*l).0);
+        match self.0 & mask {
+            0 => self,
+            both => Langs(both),
+        }
+    }
+
+    /// `self` without `lang`, unless that leaves none.
+    fn without(self, lang: Lang) -> Langs {
+        match self.0 & !Langs::of(lang).0 {
+            0 => self,
+            rest => Langs(rest),
+        }
+    }
+
+    /// The name of `month` (0-based) in each language of the set, when they all agree.
+    fn month_name(self, month: usize) -> Option<&'static str> {
+        let mut names = OTHER_MONTHS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.0 & (1 << i) != 0)
+            .map(|(_, (_, names))| names[month]);
+        let first = names.next()?;
+        names.all(|n| n == first).then_some(first)
+    }
+}
+
+/// The month names of the other languages, index 0 = January, in the form a date writes
+/// them. A moved date keeps its language: `4. Mai 2019` moved by a month is `3. Juni 2019`,
+/// not the French `juin`. `patterns::OTHER_MONTH` and `patterns::HU_MONTH` are these as
+/// regexes (a test below holds them together).
+const OTHER_MONTHS: [(Lang, [&str; 12]); 10] = [
+    (Lang::French, FRENCH_MONTHS),
+    (
+        Lang::Spanish,
+        [
+            "enero",
+            "febrero",
+            "marzo",
+            "abril",
+            "mayo",
+            "junio",
+            "julio",
+            "agosto",
+            "septiembre",
+            "octubre",
+            "noviembre",
+            "diciembre",
+        ],
+    ),
+    (
+        Lang::Portuguese,
+        [
+            "janeiro",
+            "fevereiro",
+            "março",
+            "abril",
+            "maio",
+            "junho",
+            "julho",
+            "agosto",
+            "setembro",
+            "outubro",
+            "novembro",
+            "dezembro",
+        ],
+    ),
+    (
+        Lang::Italian,
+        [
+            "gennaio",
+            "febbraio",
+            "marzo",
+            "aprile",
+            "maggio",
+            "giugno",
+            "luglio",
+            "agosto",
+            "settembre",
+            "ottobre",
+            "novembre",
+            "dicembre",
+        ],
+    ),
+    (
+        Lang::German,
+        [
+            "januar",
+            "februar",
+            "märz",
+            "april",
+            "mai",
+            "juni",
+            "juli",
+            "august",
+            "september",
+            "oktober",
+            "november",
+            "dezember",
+        ],
+    ),
+    (
+        Lang::Dutch,
+        [
+            "januari",
+            "februari",
+            "maart",
+            "april",
+            "mei",
+            "juni",
+            "juli",
+            "augustus",
+            "september",
+            "oktober",
+            "november",
+            "december",
+        ],
+    ),
+    (
+        Lang::Polish,
+        [
+            "stycznia",
+            "lutego",
+            "marca",
+            "kwietnia",
+            "maja",
+            "czerwca",
+            "lipca",
+            "sierpnia",
+            "września",
+            "października",
+            "listopada",
+            "grudnia",
+        ],
+    ),
+    (
+        Lang::Romanian,
+        [
+            "ianuarie",
+            "februarie",
+            "martie",
+            "aprilie",
+            "mai",
+            "iunie",
+            "iulie",
+            "august",
+            "septembrie",
+            "octombrie",
+            "noiembrie",
+            "decembrie",
+        ],
+    ),
+    (
+        Lang::Russian,
+        [
+            "января",
+            "февраля",
+            "марта",
+            "апреля",
+            "мая",
+            "июня",
+            "июля",
+            "августа",
+            "сентября",
+            "октября",
+            "ноября",
+            "декабря",
+        ],
+    ),
+    (
+        Lang::Hungarian,
+        [
+            "január",
+            "február",
+            "március",
+            "április",
+            "május",
+            "június",
+            "július",
+            "augusztus",
+            "szeptember",
+            "október",
+            "november",
+            "december",
+        ],
+    ),
+];
+
+/// Other spellings a date may use for a month: the Spanish `setiembre`, the Austrian
+/// `Jänner`.
+const MONTH_VARIANTS: [(&str, Lang, u32); 2] =
+    [("setiembre", Lang::Spanish, 9), ("jänner", Lang::German, 1)];
+
 /// Weekday names, index 0 = Monday (chrono's `num_days_from_monday`).
 const WEEKDAYS: [&str; 7] = [
     "monday",
@@ -99,8 +329,9 @@ const YEARLESS_ANCHOR_YEAR: i32 = 2000;
 enum NameStyle {
     Full,
     Abbrev,
-    /// A French month's full name.
-    French,
+    /// A month's full name in one of these languages; written back only where they agree
+    /// on the moved month's name.
+    Named(Langs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,24 +436,110 @@ fn lex(s: &str) -> Vec<Lexeme> {
 /// Month index (1–12) and style of a month word (`Jan`, `january`, `Sept`, `février`).
 fn month_word(word: &str) -> Option<(u32, NameStyle)> {
     english_month_word(word).or_else(|| {
-        let lower = word.to_lowercase();
-        // Written with its accents or without them (`fevrier`, `aout`).
-        let i = FRENCH_MONTHS
-            .iter()
-            .position(|m| *m == lower || without_accents(m) == lower)?;
-        Some((u32::try_from(i + 1).ok()?, NameStyle::French))
+        let (month, langs) = other_month_word(word)?;
+        Some((month, NameStyle::Named(langs)))
     })
 }
 
-/// A French month's name with its accents dropped (`février` → `fevrier`, `août` → `aout`).
+/// The month (1–12) a word names in the other languages, and the languages it is that
+/// month's name in (`mai`: French, German and Romanian). Written with its accents or
+/// without them (`fevrier`, `aout`, `wrzesnia`).
+fn other_month_word(word: &str) -> Option<(u32, Langs)> {
+    let lower = word.to_lowercase();
+    let mut found: Option<(u32, Langs)> = None;
+    let add = |found: &mut Option<(u32, Langs)>, month: u32, lang: Lang| match found {
+        None => *found = Some((month, Langs::of(lang))),
+        Some((m, langs)) if *m == month => langs.0 |= Langs::of(lang).0,
+        Some(_) => {}
+    };
+    // Spelled as written first: `oktober` is German and Dutch, not the Hungarian `október`
+    // without its accent.
+    for exact in [true, false] {
+        let same = |name: &str| {
+            if exact {
+                name == lower
+            } else {
+                same_without_accents(name, &lower)
+            }
+        };
+        for (lang, names) in OTHER_MONTHS {
+            for (i, name) in names.iter().enumerate() {
+                if same(name) {
+                    add(&mut found, u32::try_from(i + 1).unwrap_or(1), lang);
+                }
+            }
+        }
+        for (variant, lang, month) in MONTH_VARIANTS {
+            if same(variant) {
+                add(&mut found, month, lang);
+            }
+        }
+        if found.is_some() {
+            break;
+        }
+    }
+    found
+}
+
+/// Words a detected date may start with, kept as they are (`el 3 de mayo de 1950`, `on
+/// 03/04/2021`, `am 4. Mai 2019`): a model's span took the word before the date with it,
+/// which left a date that could not be moved, and so was masked.
+const LEADING_WORDS: [&str; 14] = [
+    "on", "the", "el", "del", "em", "il", "lo", "le", "du", "am", "der", "den", "dem", "vom",
+];
+
+/// Whether the last token that is not a space is a number (`2020 г.`).
+fn after_num_and_space(nums: &[(usize, String)], tokens: &[Tok]) -> bool {
+    nums.last().is_some_and(|(i, _)| {
+        tokens[i + 1..]
+            .iter()
+            .all(|t| matches!(t, Tok::Lit(l) if l.trim().is_empty()))
+    })
+}
+
+/// The role a unit word gives a number, and whether the number comes after the word: the
+/// Korean, Chinese and Japanese year, month and day after theirs (`1994년 3월 15일`,
+/// `1994年3月15日`), the Vietnamese before (`ngày 8 tháng 12 năm 1970`).
+fn unit_word(lower: &str) -> Option<(Role, bool)> {
+    match lower {
+        "년" | "年" => Some((Role::Year, false)),
+        "월" | "月" => Some((Role::Month, false)),
+        "일" | "日" => Some((Role::Day, false)),
+        "năm" => Some((Role::Year, true)),
+        "tháng" => Some((Role::Month, true)),
+        "ngày" => Some((Role::Day, true)),
+        _ => None,
+    }
+}
+
+/// A letter of a month's name with its diacritic dropped (`é` → `e`, `ś` → `s`), as notes
+/// typed without them write it.
+fn plain_letter(c: char) -> char {
+    match c {
+        'é' | 'è' | 'ê' | 'ę' => 'e',
+        'û' | 'ù' | 'ú' | 'ü' | 'ű' => 'u',
+        'á' | 'ä' | 'ą' | 'ă' | 'â' => 'a',
+        'ó' | 'ö' | 'ő' => 'o',
+        'í' | 'î' => 'i',
+        'ç' => 'c',
+        'ś' | 'ș' | 'ş' => 's',
+        'ź' | 'ż' => 'z',
+        'ł' => 'l',
+        'ń' => 'n',
+        other => other,
+    }
+}
+
+/// Whether two words are the same once their diacritics are dropped (`février`, `fevrier`),
+/// compared letter by letter without building either.
+fn same_without_accents(a: &str, b: &str) -> bool {
+    a.chars().map(plain_letter).eq(b.chars().map(plain_letter))
+}
+
+/// A month's name with its diacritics dropped (`février` → `fevrier`).
+#[cfg(test)]
 fn without_accents(word: &str) -> String {
-    word.chars()
-        .map(|c| match c {
-            'é' | 'è' | 'ê' => 'e',
-            'û' | 'ù' => 'u',
-            other => other,
-        })
-        .collect()
+    word.chars().map(plain_letter).collect()
 }
 
 /// [`month_word`] for the English names.
@@ -270,7 +587,7 @@ pub(crate) fn shifted_weekday(word: &str, days: i64) -> Option<String> {
     let moved = (i64::try_from(n).ok()? + days).rem_euclid(7);
     let full = WEEKDAYS[usize::try_from(moved).ok()?];
     let moved = match style {
-        NameStyle::Full | NameStyle::French => full,
+        NameStyle::Full | NameStyle::Named(_) => full,
         NameStyle::Abbrev => &full[..3],
     };
     Some(Case::of(word).apply(moved))
@@ -300,27 +617,20 @@ fn expand_year(text: &str) -> Option<i32> {
 
 /// One more item of a list of month/day dates, at the start of the rest of a text: a
 /// separator (`,`, `;`, `&`, `and`, `or`, `, and`), the month and day (with a year, the date
-/// rules' own), and the word after it for the dose check.
-static LISTED_MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| {
-    #[allow(clippy::expect_used)]
-    Regex::new(
-        r"(?i-u)^(?:[ \t]*[,;](?:[ \t]*(?:&|and[ \t]|or[ \t]))?|[ \t]*&|[ \t]+(?:and|or)[ \t])[ \t]*(\d{1,2}/\d{1,2}(?:/\d+)?)\b(?:[ \t]+[A-Za-z%]+)?",
-    )
-    .expect("built-in pattern compiles")
-});
+/// rules' own), and the word after it for the dose check. Compiled with the rule table
+/// (`patterns::all`).
+pub(crate) const LISTED_MONTH_DAY: &str = r"(?i-u)^(?:[ \t]*[,;](?:[ \t]*(?:&|and[ \t]|or[ \t]))?|[ \t]*&|[ \t]+(?:and|or)[ \t])[ \t]*(\d{1,2}/\d{1,2}(?:/\d+)?)\b(?:[ \t]+[A-Za-z%]+)?";
 
 /// The month/day dates listed after a cued one (`Seen 3/4 and 12/25`, `on 1/2, 2/3 & 3/4`),
 /// as byte ranges, `end` being where the cued date ends: the cue that made the first a date
 /// covers the list. The list ends at anything else, and at an item that is not a month and
 /// day or has a unit or dose after it (`on 3/4 and 1/2 NS`): the same check as the cued
-/// date's. An item with a year is passed over, left to the whole-date rules.
-pub(crate) fn listed_month_days(text: &str, end: usize) -> Vec<(usize, usize)> {
+/// date's. An item with a year is passed over, left to the whole-date rules. `item` is
+/// [`LISTED_MONTH_DAY`], compiled.
+pub(crate) fn listed_month_days(item: &Regex, text: &str, end: usize) -> Vec<(usize, usize)> {
     let mut found = Vec::new();
     let mut at = end;
-    while let Some(caps) = text
-        .get(at..)
-        .and_then(|rest| LISTED_MONTH_DAY.captures(rest))
-    {
+    while let Some(caps) = text.get(at..).and_then(|rest| item.captures(rest)) {
         let (Some(item), Some(whole)) = (caps.get(1), caps.get(0)) else {
             break;
         };
@@ -417,13 +727,23 @@ impl DateParts {
         let mut tokens: Vec<Tok> = Vec::new();
         let mut nums: Vec<(usize, String)> = Vec::new();
         let mut month_name: Option<u32> = None;
+        // Where the month's name stands, and the word `de` (`3 de marzo de 2020`), which
+        // says Spanish or Portuguese.
+        let mut month_at = 0;
+        let mut month_text = String::new();
+        let mut de = false;
         let mut weekday = false;
+        // The role each number's unit word gives it (`1994년 3월 15일`, `ngày 8 tháng 12
+        // năm 1970`), and a role waiting for the number after its word.
+        let mut marked: Vec<Option<Role>> = Vec::new();
+        let mut pending: Option<Role> = None;
         for lx in lexemes {
             match lx {
                 Lexeme::Num(n) => {
                     if n.len() > 4 {
                         return None;
                     }
+                    marked.push(pending.take());
                     nums.push((tokens.len(), n));
                     // Placeholder, resolved once roles are known.
                     tokens.push(Tok::Lit(String::new()));
@@ -436,6 +756,8 @@ impl DateParts {
                             return None;
                         }
                         month_name = Some(m);
+                        month_at = tokens.len();
+                        month_text = w.clone();
                         tokens.push(Tok::MonthName {
                             style,
                             case: Case::of(&w),
@@ -448,7 +770,27 @@ impl DateParts {
                         tokens.push(Tok::Ordinal {
                             upper: w.chars().all(|c| c.is_ascii_uppercase()),
                         });
-                    } else if lower == "of" {
+                    } else if lower == "of"
+                        || (lower == "г" && after_num_and_space(&nums, &tokens))
+                        || (LEADING_WORDS.contains(&lower.as_str())
+                            && nums.is_empty()
+                            && month_name.is_none()
+                            && !weekday)
+                    {
+                        // `г.` after a Russian year (`5 марта 2020 г.`) is `год`, "year"; a
+                        // leading word stays as it was written.
+                        tokens.push(Tok::Lit(w));
+                    } else if let Some((role, before)) = unit_word(&lower) {
+                        if before {
+                            pending = Some(role);
+                        } else if let Some(last) = marked.last_mut().filter(|_| after_num) {
+                            *last = Some(role);
+                        } else {
+                            return None;
+                        }
+                        tokens.push(Tok::Lit(w));
+                    } else if w == "de" {
+                        de = true;
                         tokens.push(Tok::Lit(w));
                     } else if let Some(style) = weekday_word(&w).filter(|_| !weekday) {
                         weekday = true;
@@ -463,7 +805,19 @@ impl DateParts {
                 Lexeme::Other(c) => tokens.push(Tok::Lit(c.to_string())),
             }
         }
-        let roles = assign_roles(&nums, month_name.is_some(), &tokens)?;
+        let roles = if marked.iter().any(Option::is_some) {
+            // Every number named by its unit, each unit once, and no month's name besides.
+            let roles: Vec<Role> = marked.into_iter().collect::<Option<_>>()?;
+            let once = [Role::Year, Role::Month, Role::Day]
+                .iter()
+                .all(|r| roles.iter().filter(|x| *x == r).count() <= 1);
+            if !once || month_name.is_some() || pending.is_some() {
+                return None;
+            }
+            roles
+        } else {
+            assign_roles(&nums, month_name.is_some(), &tokens)?
+        };
         let mut year = None;
         let mut month = month_name;
         let mut day = None;
@@ -520,6 +874,53 @@ impl DateParts {
                 Role::Day => Tok::Day { pad: pad_day },
             };
         }
+        // A day with a full stop after it (`4. Mai`) says German.
+        let day_dot = nums.iter().zip(&roles).any(|((i, _), r)| {
+            *r == Role::Day && matches!(tokens.get(i + 1), Some(Tok::Lit(l)) if l == ".")
+        });
+        if let Some(Tok::MonthName {
+            style: NameStyle::Named(langs),
+            ..
+        }) = tokens.get_mut(month_at)
+        {
+            // French, the first language read here, keeps a name no marker settles (`5 mai
+            // 2024`); any other name shared by languages that name the moved month apart
+            // (`3 marzo 2020`: Spanish `abril`, Italian `aprile`) is masked, not moved.
+            // Spanish and Portuguese write `de` between a date's parts, and only they do.
+            *langs = if de {
+                langs.narrowed(&[Lang::Spanish, Lang::Portuguese])
+            } else {
+                langs.narrowed(&[
+                    Lang::French,
+                    Lang::Italian,
+                    Lang::German,
+                    Lang::Dutch,
+                    Lang::Polish,
+                    Lang::Romanian,
+                    Lang::Russian,
+                    Lang::Hungarian,
+                ])
+            };
+            // German writes a stop after the day (`4. Mai`) and capitalises the month
+            // (`Oktober 2020`); Dutch does neither (`1 oktober`, `oktober 2020`).
+            let german = day_dot || (day.is_none() && Case::of(&month_text) == Case::Title);
+            if german {
+                *langs = langs.narrowed(&[Lang::German]);
+            } else if langs.has(Lang::German) {
+                *langs = langs.without(Lang::German);
+            }
+            if langs.has(Lang::French) && !(de || day_dot) {
+                *langs = Langs::of(Lang::French);
+            }
+        } else if de {
+            return None;
+        } else if let Some(Tok::MonthName { style, .. }) = tokens.get_mut(month_at) {
+            // An English name that is German too, after a day with a stop (`3. April`).
+            let german = other_month_word(&month_text).is_some_and(|(_, l)| l.has(Lang::German));
+            if day_dot && *style == NameStyle::Full && german {
+                *style = NameStyle::Named(Langs::of(Lang::German));
+            }
+        }
         Some(DateParts {
             year,
             month,
@@ -539,6 +940,8 @@ impl DateParts {
 
     /// The date moved by `days`, written in the source format. With `keep_year` the
     /// source year is kept (a shifted February 29th in a non-leap year becomes the 28th).
+    /// `None` where the date cannot be written back: out of range, or a month's name whose
+    /// language is not known and whose languages name the moved month apart.
     pub(crate) fn shifted(&self, days: i64, keep_year: bool) -> Option<String> {
         let moved = self
             .anchor()?
@@ -553,7 +956,7 @@ impl DateParts {
         if !(1000..=9999).contains(&y) {
             return None;
         }
-        Some(self.render(y, m, d))
+        self.render(y, m, d)
     }
 
     /// The four-digit year alone (`01/02/80` → `1980`), when the date has a year.
@@ -572,7 +975,7 @@ impl DateParts {
         Some(format!("{:04}", moved.year()))
     }
 
-    fn render(&self, year: i32, month: u32, day: u32) -> String {
+    fn render(&self, year: i32, month: u32, day: u32) -> Option<String> {
         let mut out = String::new();
         for tok in &self.tokens {
             match tok {
@@ -589,7 +992,7 @@ impl DateParts {
                     let word = match style {
                         NameStyle::Full => full,
                         NameStyle::Abbrev => &full[..3],
-                        NameStyle::French => FRENCH_MONTHS[idx],
+                        NameStyle::Named(langs) => langs.month_name(idx)?,
                     };
                     out.push_str(&case.apply(word));
                 }
@@ -598,7 +1001,7 @@ impl DateParts {
                         .map_or(0, |d| d.weekday().num_days_from_monday());
                     let full = WEEKDAYS[usize::try_from(n).unwrap_or(0).min(6)];
                     let word = match style {
-                        NameStyle::Full | NameStyle::French => full,
+                        NameStyle::Full | NameStyle::Named(_) => full,
                         NameStyle::Abbrev => &full[..3],
                     };
                     out.push_str(&case.apply(word));
@@ -618,7 +1021,7 @@ impl DateParts {
                 }
             }
         }
-        out
+        Some(out)
     }
 }
 
@@ -693,6 +1096,47 @@ mod tests {
         assert_eq!(alternatives, FRENCH_MONTHS.len());
     }
 
+    /// The rules' regexes of other languages' months (`patterns::OTHER_MONTH`,
+    /// `patterns::HU_MONTH`, with the English and French ones of `patterns::MONTH`) take every
+    /// name of [`OTHER_MONTHS`], and every name they take is read as its month.
+    #[test]
+    fn the_other_month_regexes_are_the_month_tables() {
+        use super::super::patterns::{HU_MONTH, MONTH, OTHER_MONTH};
+        let whole = |re: &str| Regex::new(&format!("(?i)^(?:{re})$")).expect("valid regex");
+        let any = whole(&format!("{OTHER_MONTH}|{HU_MONTH}|{MONTH}"));
+        let tables = OTHER_MONTHS
+            .iter()
+            .flat_map(|(_, names)| names.iter().enumerate());
+        let variants = MONTH_VARIANTS.iter().map(|(v, _, m)| (*m as usize - 1, v));
+        for (i, name) in tables.chain(variants) {
+            assert!(any.is_match(name), "{name}");
+            assert_eq!(
+                month_word(name).map(|(m, _)| m as usize),
+                Some(i + 1),
+                "{name}"
+            );
+        }
+        for re in [OTHER_MONTH, HU_MONTH] {
+            let names = re
+                .trim_start_matches("(?:")
+                .trim_end_matches(')')
+                .split('|');
+            for alternative in names {
+                // `wrze[sś]nia`: each spelling the class allows.
+                let forms: Vec<String> = match alternative.split_once('[') {
+                    Some((head, rest)) => {
+                        let (class, tail) = rest.split_once(']').expect("a class");
+                        class.chars().map(|c| format!("{head}{c}{tail}")).collect()
+                    }
+                    None => vec![alternative.to_string()],
+                };
+                for form in forms {
+                    assert!(other_month_word(&form).is_some(), "{form}");
+                }
+            }
+        }
+    }
+
     macro_rules! shift_rows {
         ($($name:ident: $src:expr, $days:expr, $keep:expr => $want:expr;)*) => {$(
             #[test]
@@ -719,6 +1163,39 @@ mod tests {
         french_premier_superscript: "1ᵉʳ mars 2024", 31, false => Some("1er avril 2024");
         french_day_month: "5 mars", 1, false => Some("6 mars");
         french_two_digit_year: "15 mars 24", 1, false => Some("16 mars 24");
+        french_mai_stays_french: "5 mai 2024", 30, false => Some("4 juin 2024");
+        german_day_with_a_stop: "4. Mai 2019", 30, false => Some("3. Juni 2019");
+        german_april_is_not_english: "3. April 2020", 30, false => Some("3. Mai 2020");
+        german_without_year: "15. März", 1, false => Some("16. März");
+        german_austrian_january: "3. Jänner 2020", 31, false => Some("3. Februar 2020");
+        spanish_de: "3 de marzo de 2020", 30, false => Some("2 de abril de 2020");
+        spanish_month_year: "marzo de 2020", 31, false => Some("abril de 2020");
+        spanish_setiembre: "3 de setiembre de 2020", 30, false => Some("3 de octubre de 2020");
+        italian_without_de: "3 marzo 2020", 30, false => Some("2 aprile 2020");
+        portuguese: "5 de junho de 2018", 30, false => Some("5 de julho de 2018");
+        spanish_or_portuguese_apart_is_masked: "3 de agosto de 2020", 30, false => None;
+        spanish_or_portuguese_agree: "3 de agosto de 2020", 1, false => Some("4 de agosto de 2020");
+        dutch: "12 mei 2020", 30, false => Some("11 juni 2020");
+        polish_genitive: "5 stycznia 2001", 31, false => Some("5 lutego 2001");
+        polish_unaccented: "5 wrzesnia 2001", 30, false => Some("5 października 2001");
+        romanian: "12 martie 1985", 30, false => Some("11 aprilie 1985");
+        russian_genitive: "5 марта 2020", 30, false => Some("4 апреля 2020");
+        spanish_with_the_word_before: "el 3 de mayo de 1950", 30, false => Some("el 2 de junio de 1950");
+        english_with_the_word_before: "on 03/04/2021", 1, false => Some("on 03/05/2021");
+        german_with_the_word_before: "am 4. Mai 2019", 30, false => Some("am 3. Juni 2019");
+        english_ordinal_with_the: "the 3rd of March 2020", 30, false => Some("the 2nd of April 2020");
+        other_word_before: "foo 03/04/2021", 1, false => None;
+        leading_word_after_the_date: "03/04/2021 el", 1, false => None;
+        russian_with_its_year_word: "5 марта 2020 г.", 30, false => Some("4 апреля 2020 г.");
+        hungarian_year_first: "1985. május 5.", 30, false => Some("1985. június 4.");
+        de_with_an_english_month: "3 de March 2020", 1, false => None;
+        korean: "1994년 3월 15일", 30, false => Some("1994년 4월 14일");
+        chinese: "1994年3月15日", 30, false => Some("1994年4月14日");
+        korean_month_year: "1994년 3월", 31, false => Some("1994년 4월");
+        vietnamese: "ngày 8 tháng 12 năm 1970", 30, false => Some("ngày 7 tháng 1 năm 1971");
+        korean_bad_month: "1994년 13월 1일", 1, false => None;
+        korean_unit_twice: "1994년 3월 4월", 1, false => None;
+        korean_number_without_unit: "1994년 3 15일", 1, false => None;
         short_dotted_day_first: "3.5.24", 1, false => Some("4.5.24");
         us_unpadded_two_digit_year: "1/2/80", 31, false => Some("2/2/80");
         iso: "1980-01-02", -3, false => Some("1979-12-30");
@@ -756,6 +1233,40 @@ mod tests {
         weekday_without_year: "Thu March 4", 1, false => None;
         two_weekdays: "Thu Fri 03/04/2021", 1, false => None;
         time_alone: "09:30", 1, false => None;
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// A date in each language, moved, reads back as the moved day; only a name two
+        /// languages share that names the moved month apart (`3 de agosto`) is refused.
+        #[test]
+        fn named_dates_move_and_read_back(m in 1u32..=12, d in 1u32..=28, y in 1900i32..2100, days in -800i64..800) {
+            use chrono::Datelike;
+            let want = NaiveDate::from_ymd_opt(y, m, d)
+                .and_then(|x| x.checked_add_signed(Duration::days(days)));
+            for (lang, names) in OTHER_MONTHS {
+                let name = names[m as usize - 1];
+                let src = match lang {
+                    Lang::Spanish | Lang::Portuguese => format!("{d} de {name} de {y}"),
+                    Lang::German => format!("{d}. {name} {y}"),
+                    Lang::Hungarian => format!("{y}. {name} {d}."),
+                    _ => format!("{d} {name} {y}"),
+                };
+                let parsed = DateParts::parse(&src);
+                proptest::prop_assert!(parsed.is_some(), "{}", src);
+                let moved = parsed.and_then(|p| p.shifted(days, false));
+                let shared = matches!(lang, Lang::Spanish | Lang::Portuguese);
+                proptest::prop_assert!(moved.is_some() || shared, "{} by {}", src, days);
+                if let Some(moved) = moved {
+                    let back = DateParts::parse(&moved);
+                    proptest::prop_assert_eq!(
+                        back.map(|b| (b.year, b.month, b.day)),
+                        want.map(|w| (Some(w.year()), w.month(), Some(w.day()))),
+                        "{} by {}: {}", src, days, moved
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -67,14 +67,23 @@ pub(crate) struct Pattern {
     /// Validator of the whole match when the identifier is a capture group (the state
     /// before a ZIP code).
     pub(crate) full_check: fn(&str) -> bool,
-    /// Further items the same evidence covers: the byte ranges of a list that follows an
-    /// accepted match (see [`dates::listed_month_days`]).
+    /// Further items the same evidence covers: a list that follows an accepted match (see
+    /// [`dates::listed_month_days`]).
     pub(crate) listed: Option<Listed>,
 }
 
-/// Given a text and the byte end of an accepted match, the byte ranges of the items listed
-/// after it that the match's evidence vouches for.
-pub(crate) type Listed = fn(text: &str, end: usize) -> Vec<(usize, usize)>;
+/// The items listed after a rule's match that the match's evidence vouches for, compiled
+/// with the rule.
+#[derive(Debug)]
+pub(crate) struct Listed {
+    /// One more item at the start of the rest of a text.
+    pub(crate) item: Regex,
+    /// Given `item`, a text and the byte end of an accepted match, the items' byte ranges.
+    pub(crate) items: ListedItems,
+}
+
+/// The function of [`Listed::items`].
+pub(crate) type ListedItems = fn(item: &Regex, text: &str, end: usize) -> Vec<(usize, usize)>;
 
 /// The rule recognizer. Regexes are compiled once in [`RuleRecognizer::new`]; the value is
 /// immutable afterwards, so one instance can be shared behind an `Arc` by every worker.
@@ -135,7 +144,8 @@ impl RuleRecognizer {
                 if start < end {
                     spans.push(Span::new(start, end, label, p.score, Source::Rule));
                 }
-                for (b, e) in p.listed.map(|more| more(text, b_end)).unwrap_or_default() {
+                let listed = p.listed.as_ref();
+                for (b, e) in listed.map_or_else(Vec::new, |l| (l.items)(&l.item, text, b_end)) {
                     let (start, end) = (idx.char_at_byte(b), idx.char_at_byte(e));
                     spans.push(Span::new(start, end, label, p.score, Source::Rule));
                 }

@@ -6,12 +6,16 @@
 //!   Numeric dates need three fields (or month/four-digit year) so that vitals (`120/80`),
 //!   fractions and scores (`3/5`) never match; the parser rejects month 13 and February 30.
 //!   A year alone is left alone (Safe Harbor keeps years). Month names are English and
-//!   French; other languages' dates are taken only with their day and year (`3 de marzo de
-//!   2020`, `1994년 3월 15일`), where a month's name between numbers leaves no doubt.
+//!   French; other languages' month names are taken beside a day or a year (`3 de marzo de
+//!   2020`, `15. März`, `marzo de 2020`), their numeric forms with all three (`1994년 3월
+//!   15일`): a month's name next to a number leaves no doubt. Dates in native digits, and
+//!   a day and a year around a word in a script after Cyrillic (`15 במרץ 2020`), are
+//!   dates too.
 //! - **Phone and fax** (D, E): NANP numbers must be written with separators or parentheses
 //!   (a bare ten-digit run is an account number as often as a phone), except after a
 //!   phone word. International numbers start with `+` and have 8–15 digits. "fax" in the
-//!   left context relabels the number as a fax number.
+//!   left context relabels the number as a fax number. A number read out a digit at a time
+//!   (`five five five, one two three four`) needs seven digits and must not count.
 //! - **Email, URL, IP** (F, N, O): shapes are distinctive; IPv4 octets must be ≤ 255 and
 //!   IPv6 candidates must parse, so clock times (`10:30:45`) never pass.
 //! - **SSN** (G): dashed or spaced 3-2-4 groups that satisfy the SSA's issuance rules;
@@ -25,7 +29,9 @@
 //! - **ZIP codes and street addresses** (B): a ZIP is five digits only after a state
 //!   abbreviation or a ZIP word (five bare digits are usually a count or a lab value);
 //!   addresses are a house number, one to three capitalised words and a street suffix,
-//!   optionally a unit, city and state; PO boxes.
+//!   optionally a unit, city and state; PO boxes. Other languages' streets need their
+//!   street word and a number (`Via Roma 12`, `Keizersgracht 123`, `улица Ленина, дом
+//!   12`), their postal codes the postal word right before them (`PIN 411001`).
 //! - **Ages over 89** (C): only ages of 90 and more are identifiers; the number must be
 //!   tied to an age phrase (`92-year-old`, `age 95`, `96 yo`, `97 y/o`, `is 101M`).
 //! - **Partial identifiers and short forms**: the last four digits of an SSN or a card
@@ -50,7 +56,7 @@ macro_rules! fr_month {
 }
 
 /// Month names and abbreviations, English and French, with an optional full stop.
-const MONTH: &str = concat!(
+pub(super) const MONTH: &str = concat!(
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|",
     fr_month!(),
     r")\.?"
@@ -61,8 +67,10 @@ pub(super) const FR_MONTH: &str = fr_month!();
 
 /// Month names of other languages written in Latin or Cyrillic letters, in the form a date
 /// with a day takes: Spanish, Portuguese, Italian, German, Dutch, Polish and Russian
-/// (genitive), Romanian. Only used between a day and a year, where no other word fits.
-const OTHER_MONTH: &str = concat!(
+/// (genitive), Romanian; `dates::OTHER_MONTHS` as a regex, without the names English and
+/// French share (a test there holds the two together). Only used beside a day or a year,
+/// where no other word fits.
+pub(super) const OTHER_MONTH: &str = concat!(
     r"(?:enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|setiembre|octubre|noviembre|diciembre|",
     r"janeiro|fevereiro|março|maio|junho|julho|setembro|outubro|novembro|dezembro|",
     r"gennaio|febbraio|aprile|maggio|giugno|luglio|settembre|ottobre|dicembre|",
@@ -73,8 +81,11 @@ const OTHER_MONTH: &str = concat!(
     r"января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря)"
 );
 
+/// A digit spelled out, as a number is read aloud (`oh` for zero).
+const SPELLED_DIGIT: &str = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)";
+
 /// Hungarian month names (a Hungarian date runs year, month, day: `1985. május 5.`).
-const HU_MONTH: &str = r"(?:január|február|március|április|május|június|július|augusztus|szeptember|október|november|december)";
+pub(super) const HU_MONTH: &str = r"(?:január|február|március|április|május|június|július|augusztus|szeptember|október|november|december)";
 
 /// Words before a dotted number that make it a version, not a date (`version 2.1.24`).
 const VERSION_WORDS: &[&str] = &[
@@ -209,6 +220,44 @@ const HOLIDAY: &str = r"\b(?:Easter(?: Sunday| Monday)?|Thanksgiving(?: Day)?|Ch
 /// `portal.example.org/visit/1`): the path is what makes it a link and not a word.
 const URL_BARE: &str = r#"(?i)\b(?:[a-z0-9-]+\.)+(?:com|org|net|edu|gov|io|ly|co|us|info|health|me|gl|gd|cc|in|uk|ca|app)/[^\s<>"']*"#;
 const ZIP_WORDS: &[&str] = &["zip", "zip code", "zipcode", "postal code", "postcode"];
+
+/// Words for a postal code in other languages and forms (`PIN 411001`, `PLZ 10115`,
+/// `индекс 190000`, `postal_code=560001`): a code of four to six digits right after one
+/// (a `:`, `=` or `#` between) is one; further on, `pin removed 2019` is a year. Not `cap`
+/// or `cp`, which are capsules and more as often.
+const POSTAL_WORDS: &[&str] = &[
+    "postal code",
+    "postal_code",
+    "postcode",
+    "post code",
+    "pin",
+    "pin code",
+    "pincode",
+    "plz",
+    "postleitzahl",
+    "code postal",
+    "código postal",
+    "codigo postal",
+    "postnummer",
+    "postinumero",
+    "kode pos",
+    "posta kodu",
+    "индекс",
+    "почтовый индекс",
+    "पिन",
+    "पिन कोड",
+    "ডাক কোড",
+    "পোস্টকোড",
+    "পিন",
+    "ਪਿੰਨ",
+    "ಪಿನ್",
+    "அஞ்சல்",
+    "الرمز البريدي",
+    "የፖስታ ኮድ",
+    "郵便番号",
+    "邮编",
+    "우편번호",
+];
 /// What says a number with `F` after it is a temperature (or a catheter's French size),
 /// not an age and a sex.
 const TEMPERATURE_WORDS: &[&str] = &[
@@ -263,7 +312,8 @@ struct Spec {
     relabel: Option<(&'static [&'static str], Label)>,
     check: fn(&str) -> Option<&str>,
     full_check: fn(&str) -> bool,
-    listed: Option<super::Listed>,
+    /// An item's pattern and the function that reads the list (see [`super::Listed`]).
+    listed: Option<(&'static str, super::ListedItems)>,
 }
 
 fn spec(
@@ -308,8 +358,8 @@ impl Spec {
         self.relabel = Some((words, label));
         self
     }
-    fn listed(mut self, more: super::Listed) -> Spec {
-        self.listed = Some(more);
+    fn listed(mut self, item: &'static str, items: super::ListedItems) -> Spec {
+        self.listed = Some((item, items));
         self
     }
 }
@@ -344,11 +394,28 @@ fn specs() -> Vec<Spec> {
         spec("date_month_year", &format!(r"(?i)\b{m},?\s+\d{{4}}\b"), Label::Date, 0.75, checks::date),
         // Dates of other languages, each with its day and its year (`3 de marzo de 2020`,
         // `4. Mai 2019`, `5 марта 2020`, `1985. május 5.`, `1994년 3월 15일`, `ngày 8 tháng 12
-        // năm 1970`): the parser reads none of them, so shifting masks them instead.
-        spec("date_day_month_year_other", &format!(r"(?i)\b\d{{1,2}}\.?[ \t]+(?:de[ \t]+)?{OTHER_MONTH}(?:[ \t]+de)?,?[ \t]+\d{{4}}\b"), Label::Date, 0.85, checks::day_month_year_numbers),
+        // năm 1970`). Shifting moves them in their language (`dates::OTHER_MONTHS`, and the
+        // unit words of `dates::unit_word`).
+        spec("date_day_month_year_other", &format!(r"(?i)\b\d{{1,2}}\.?[ \t]+(?:de[ \t]+)?{OTHER_MONTH}(?:[ \t]+de)?,?[ \t]+\d{{4}}\b(?:[ \t]?г\.)?"), Label::Date, 0.85, checks::day_month_year_numbers),
+        // Without their year or day (`3 de marzo`, `15. März`; `marzo de 2020`, `März 2020`):
+        // a month and a day, or a month and a year, are elements of a date all the same.
+        // The month's edge is no letter rather than `\b`, which is ASCII here and so never
+        // stands beside a Cyrillic month.
+        spec("date_day_month_other", &format!(r"(?i)\b(\d{{1,2}}\.?[ \t]+(?:de[ \t]+)?{OTHER_MONTH})(?:[^\p{{L}}]|$)"), Label::Date, 0.8, checks::day_of_month)
+            .group(1),
+        spec("date_month_year_other", &format!(r"(?i)(?:^|[^\p{{L}}\d])({OTHER_MONTH}(?:[ \t]+de)?,?[ \t]+\d{{4}})\b"), Label::Date, 0.8, checks::year_alone)
+            .group(1),
         spec("date_hu", &format!(r"(?i)\b\d{{4}}\.[ \t]*{HU_MONTH}[ \t]+\d{{1,2}}\.?"), Label::Date, 0.85, checks::day_month_year_numbers),
         spec("date_cjk", r"\b\d{4}[ \t]*[년年][ \t]*\d{1,2}[ \t]*[월月][ \t]*\d{1,2}[ \t]*[일日]", Label::Date, 0.85, checks::day_month_year_numbers),
         spec("date_vi", r"(?i)(?:\bngày[ \t]+)?\b\d{1,2}[ \t]+tháng[ \t]+\d{1,2}[ \t]+năm[ \t]+\d{4}\b", Label::Date, 0.85, checks::day_month_year_numbers),
+        // Dates in other scripts: in native digits (`১৪/০১/২০২৬`, `१२ ऑक्टोबर १९७९`), or a
+        // month's name in a script after Latin, Greek, Cyrillic and Armenian between a day
+        // and a year (`15 במרץ 2020`, `15 مارس 2020`, `14 जनवरी 2026`). The parser reads none
+        // of them, so shifting masks them.
+        spec("date_native_numeric", r"(?:^|[^\p{Nd}/.\-])(\p{Nd}{1,2}[/.\-]\p{Nd}{1,2}[/.\-]\p{Nd}{2,4})(?:[^\p{Nd}/.\-]|$)", Label::Date, 0.85, checks::native_date)
+            .group(1),
+        spec("date_native_words", r"(?:^|[^\p{L}\p{M}\p{Nd}])(\p{Nd}{1,2}[ \t]+[\p{L}\p{M}\u{200C}\u{200D}&&[^\x00-\u{058F}]]+[ \t]+\p{Nd}{4})(?:[^\p{L}\p{M}\p{Nd}]|$)", Label::Date, 0.8, checks::native_day_word_year)
+            .group(1),
         spec("date_num_month_year", r"\b\d{1,2}/\d{4}\b", Label::Date, 0.7, checks::date),
         // A month and a day with no year (`Sep-08`); a month name leaves no doubt.
         spec("date_mon_day_dash", &format!(r"(?i)\b{m}-(\d{{1,2}})\b"), Label::Date, 0.8, checks::any)
@@ -364,7 +431,7 @@ fn specs() -> Vec<Spec> {
         spec("date_md_cue", r"(?i)\b(?:seen|on|from|since|until|till|f/u|follow[- ]?up|scheduled(?:[ \t]+for)?|dated|visit|visited|admitted|discharged|due|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?,?)[ \t]+(\d{1,2}/\d{1,2})(?:/\d+)?\b(?:[ \t]+([A-Za-z%]+))?", Label::Date, 0.8, checks::any)
             .group(1)
             .whole(checks::cued_month_day)
-            .listed(super::dates::listed_month_days),
+            .listed(super::dates::LISTED_MONTH_DAY, super::dates::listed_month_days),
         // A year alone after a birth cue (`DOB 1928`, `born in 1931`): a birth year.
         spec("dob_year", r"(?i)\b(?:dob|d\.o\.b\.?|date[ \t]+of[ \t]+birth|born(?:[ \t]+in)?(?:[ \t]+(?:the[ \t]+)?(?:spring|summer|autumn|fall|winter|early|late|mid|middle)(?:[ \t]+of)?)?|birth[ \t]*year|yob)[ \t]*[:#]?[ \t]*((?:18|19|20)\d{2})\b", Label::DateOfBirth, 0.85, checks::any).group(1),
         // A month and a two-digit year after an apostrophe (`Jan '19`, `Oct. ’20`).
@@ -378,6 +445,13 @@ fn specs() -> Vec<Spec> {
             .relabel(FAX_WORDS, Label::Fax),
         spec("phone_intl", &format!(r"(?i)\+\d{{1,3}}(?:[\s.-]?\(?\d{{2,5}}\)?){{1,5}}\b{ext}"), Label::Phone, 0.85, checks::intl_phone)
             .relabel(FAX_WORDS, Label::Fax),
+        // A Russian number dialled with the trunk 8 (`8 (495) 123-45-67`): its area code in
+        // brackets and its last seven digits grouped 3-2-2.
+        spec("phone_ru_trunk", r"\b8[ \t-]?\(\d{3,5}\)[ \t-]?\d{1,3}-\d{2}-\d{2}\b", Label::Phone, 0.85, checks::any)
+            .relabel(FAX_WORDS, Label::Fax),
+        // A number spelled out a digit at a time (`five five five, one two three four`), from
+        // seven digits: no dose or score is read so, and counting (`one two three …`) is not.
+        spec("phone_spelled", &format!(r"(?i)\b{SPELLED_DIGIT}(?:[ \t]*[,.-]?[ \t]+{SPELLED_DIGIT}){{6,14}}\b"), Label::Phone, 0.75, checks::spelled_number),
         spec("pager_short", r"(?i)\b(?:pager|beeper|pgr)\s*(?:#|no\.?|number)?\s*:?\s*(\d{4,7})\b", Label::Phone, 0.8, checks::any).group(1),
         // An extension or a pager number in a hospital's short forms (`ext. 22815`,
         // `x5567`, `pager 4-2231`, `extension 4-5567`); `x` only glued to its digits, since
@@ -393,6 +467,15 @@ fn specs() -> Vec<Spec> {
         spec("ipv4", r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b", Label::IpAddress, 0.85, checks::ipv4_port),
         spec("ipv6", r"(?i)(?:^|[^0-9a-z:])((?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4})(?:$|[^0-9a-z:])", Label::IpAddress, 0.85, checks::ipv6)
             .group(1),
+        // The machine-readable zone of a passport or an identity card (ICAO 9303: three
+        // lines of 30, two of 36 or two of 44), scanned into a note: the holder's name,
+        // birth date and document number in one block. The document number's check digit
+        // must hold.
+        spec("mrz", r"(?mR)^(?:[A-Z0-9<]{30}\r?\n[A-Z0-9<]{30}\r?\n[A-Z0-9<]{30}|[A-Z0-9<]{36}\r?\n[A-Z0-9<]{36}|[A-Z0-9<]{44}\r?\n[A-Z0-9<]{44})$", Label::IdNum, 0.95, checks::mrz),
+        // National numbers with a check digit: a Russian SNILS (`945-180-612 14`) and an
+        // Indian PAN (`AFZPK7190K`, the fourth letter the holder's kind).
+        spec("snils", r"\b\d{3}-\d{3}-\d{3}[ -]\d{2}\b", Label::IdNum, 0.9, checks::snils),
+        spec("pan_in", r"\b[A-Z]{3}[PCHFATBLJG][A-Z]\d{4}[A-Z]\b", Label::IdNum, 0.85, checks::any),
         // --- ssn
         spec("ssn_dashed", r"\b\d{3}-\d{2}-\d{4}\b", Label::Ssn, 0.95, checks::ssn),
         spec("ssn_spaced", r"\b\d{3} \d{2} \d{4}\b", Label::Ssn, 0.8, checks::ssn),
@@ -438,6 +521,8 @@ fn specs() -> Vec<Spec> {
             .group(1)
             .whole(|m| checks::state_zip(m).is_some()),
         spec("zip_ctx", r"\b\d{5}(?:-\d{4})?\b", Label::Zipcode, 0.85, checks::any).needs(ZIP_WORDS),
+        spec("postal_code_ctx", &format!(r"(?i)(?:^|[^\p{{L}}\p{{M}}])(?:{})[ \t]*[:=#]?[ \t]*(\d{{4,6}})\b", POSTAL_WORDS.join("|")), Label::Zipcode, 0.8, checks::any)
+            .group(1),
         spec(
             "street_address",
             r"\b\d{1,6}(?:-?[A-Z])?[ \t]+(?:[NSEW]\.?[ \t]+|(?:North|South|East|West)[ \t]+)?(?:(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))[ \t]+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Terrace|Ter|Way|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Square|Sq|Trail|Trl)\b(?:,?\s+(?:Apt|Apartment|Unit|Suite|Ste|Rm|Room|Fl|Floor)\.?\s*#?\s*[A-Za-z0-9-]+|,?\s+#\s*[A-Za-z0-9-]+)?(?:,\s*[A-Z][a-z]+(?:\s[A-Z][a-z]+)?,\s*[A-Z]{2}\b)?",
@@ -445,6 +530,17 @@ fn specs() -> Vec<Spec> {
             0.85,
             checks::any,
         ),
+        // Streets of other languages, with their number: the street's word first (`Via Roma
+        // 12`, `Calle Mayor, 5`, `Rua Augusta, n.º 10`, `ulica Długa 7`), a French number
+        // first (`12 rue de la Paix`), the word last (`Keizersgracht 123`, `Hauptstr. 5`,
+        // `Atatürk Caddesi 12`), or a Russian house (`улица Ленина, дом 12`). The words
+        // English uses too (`via`, `place`, `avenue`) are left to the English rule and the
+        // model.
+        spec("street_word_first", r"\b(?:Via|Viale|Vicolo|Piazza|Piazzale|Corso|Calle|Avenida|Avda\.|Paseo|Carrer|Rua|Travessa|Praça|Rue|Chemin|Impasse|Allée|Quai|ulica|ul\.|aleja|Strada|Calea|Bulevardul)[ \t]+(?:(?:de|del|della|delle|dei|di|da|do|dos|das|la|le|les|des|du)[ \t]+)?\p{Lu}[\p{L}'’-]+(?:[ \t]+\p{Lu}[\p{L}'’-]+){0,2},?[ \t]+(?:(?:n\.?[ºo°]?|nr\.?|no\.?)[ \t]*)?\d{1,4}[A-Za-z]?\b", Label::StreetAddress, 0.85, checks::any),
+        spec("street_fr", r"(?i)\b\d{1,4}(?:[ \t]?(?:bis|ter))?,?[ \t]+(?:rue|avenue|av\.|boulevard|bd|place|chemin|allée|allee|impasse|quai|route|cours)[ \t]+(?:(?:de[ \t]+la|de[ \t]+l'|des|du|de|d')[ \t]*)?\p{Lu}[\p{L}'’-]+(?:[ \t]+\p{Lu}[\p{L}'’-]+){0,2}", Label::StreetAddress, 0.85, checks::any),
+        spec("street_word_last", r"\b\p{Lu}\p{Ll}+(?:straat|gracht|weg|laan|plein|kade|singel|dijk|steeg|straße|strasse|str\.|gasse|allee|platz|damm|gatan|vägen|gata|vej|gade|veien|katu)[ \t]+\d{1,4}[a-z]?\b", Label::StreetAddress, 0.85, checks::any),
+        spec("street_tr", r"\b\p{Lu}\p{L}+(?:[ \t]+\p{Lu}\p{L}+)?[ \t]+(?:Caddesi|Cad\.|Sokak|Sokağı|Sk\.|Bulvarı|Mahallesi|Mah\.)[ \t]+(?:No:?[ \t]*)?\d{1,4}\b", Label::StreetAddress, 0.85, checks::any),
+        spec("street_ru", r"(?:улица|ул\.|проспект|пр-т|переулок|пер\.|шоссе|бульвар|площадь|набережная)[ \t]+\p{Lu}[\p{L}-]+(?:[ \t]+\p{Lu}[\p{L}-]+)?,?[ \t]+(?:дом|д\.)[ \t]*\d{1,4}", Label::StreetAddress, 0.85, checks::any),
         // A rural route and its box (`RR 2 Box 24`, `Rural Route 3, Box 118`).
         spec("rural_route", r"(?i)\b(?:RR|R\.R\.|Rural\s+Route)\s*\d{1,3}\s*,?\s*Box\s+\d{1,5}\b", Label::StreetAddress, 0.85, checks::any),
         spec("po_box", r"(?i)\bP\.?\s?O\.?\s*Box\s+\d{1,6}\b", Label::StreetAddress, 0.85, checks::any),
@@ -491,6 +587,11 @@ pub(crate) fn all() -> Vec<Pattern> {
             let ascii = s.re.replace(r"\b", r"(?-u:\b)");
             #[allow(clippy::expect_used)]
             let re = Regex::new(&ascii).expect("built-in rule pattern compiles");
+            #[allow(clippy::expect_used)]
+            let listed = s.listed.map(|(item, items)| super::Listed {
+                item: Regex::new(item).expect("built-in list pattern compiles"),
+                items,
+            });
             Pattern {
                 name: s.name,
                 re,
@@ -501,7 +602,7 @@ pub(crate) fn all() -> Vec<Pattern> {
                 relabel: s.relabel,
                 check: s.check,
                 full_check: s.full_check,
-                listed: s.listed,
+                listed,
             }
         })
         .collect()
