@@ -8,7 +8,8 @@
 //! name span). Its score is the highest of its members' (a confidence threshold applied to
 //! the merged list keeps a union whenever it would have kept any member alone), and its
 //! label and [`Source`](super::Source) come from its best member: a specific label before
-//! a generic one, then a rule span over a model span that it covers, then the highest
+//! a generic one that it covers at least half of, then a rule span over a model span that
+//! it covers, then the highest
 //! score, then the longer span, then the earlier one. Spans that only touch
 //! (`end == start`) stay separate, so adjacent entities keep their labels.
 //!
@@ -69,11 +70,22 @@ fn covers(outer: &Span, inner: &Span) -> bool {
     outer.start <= inner.start && inner.end <= outer.end
 }
 
+/// True when the `specific` span covers at least half of the `generic` one: only then does
+/// its label say more about the same text. A name the model found inside a passport's
+/// machine-readable lines does not make the whole block a first name.
+fn names_most_of(specific: &Span, generic: &Span) -> bool {
+    let shared = specific
+        .end
+        .min(generic.end)
+        .saturating_sub(specific.start.max(generic.start));
+    2 * shared >= generic.len()
+}
+
 /// True when `a` should name a cluster instead of `b`.
 fn better(a: &Span, b: &Span) -> bool {
     match (generic(a.label), generic(b.label)) {
-        (false, true) => return true,
-        (true, false) => return false,
+        (false, true) if names_most_of(a, b) => return true,
+        (true, false) if names_most_of(b, a) => return false,
         _ => {}
     }
     // A rule read the context of the text it covers ("Fax:", "MRN"): on the same or a
@@ -128,6 +140,21 @@ mod tests {
         assert_eq!(
             out,
             vec![by_both(sp(4, 16, Label::AccountNumber, 0.9, Source::Model))]
+        );
+    }
+
+    #[test]
+    fn a_generic_rule_span_keeps_its_label_over_a_name_found_in_a_small_part_of_it() {
+        // A passport's two machine-readable lines (an identifier with its check digit) and
+        // the surname the model found in them: the block is an ID_NUM, not a first name.
+        let out = resolve(vec![
+            sp(10, 99, Label::IdNum, 0.95, Source::Rule),
+            sp(15, 23, Label::FirstName, 0.98, Source::Model),
+            sp(25, 29, Label::LastName, 0.97, Source::Model),
+        ]);
+        assert_eq!(
+            out,
+            vec![by_both(sp(10, 99, Label::IdNum, 0.98, Source::Rule))]
         );
     }
 

@@ -1239,6 +1239,28 @@ fn listed_dates_and_the_first_day_of_a_range_are_masked_with_the_bundled_model()
     );
 }
 
+/// A passport's machine-readable lines are one identifier: the model's name found inside
+/// them named the whole block, so it came out `[last_name]` or `[first_name]`.
+#[test]
+fn a_passport_machine_readable_zone_is_masked_as_an_identifier_with_the_bundled_model() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let o = deid_bundled_stdin(
+        t.path(),
+        &[],
+        Some(concat!(
+            "Passport scan:\n",
+            "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<\n",
+            "L898902C36UTO7408122F1204159ZE184226B<<<<<10\n",
+            "Copy filed.\n"
+        )),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "Passport scan:\n[id_num]\nCopy filed.\n"
+    );
+}
+
 /// A span ends where its sentence does, and a symbol glued to a word is no part of it:
 /// `BWH for ECMO. Records` was one organisation, so `. Records` was deleted with it;
 /// `Lagos. Daughter` one town; `😀Smith` kept its surname (the word was one unknown token

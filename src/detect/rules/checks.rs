@@ -53,6 +53,18 @@ pub(crate) fn day_of_month(s: &str) -> Option<&str> {
         .then_some(s)
 }
 
+/// A day and another language's month (`3 de mayo`, `4. Mai`, `5 marzo`): the day is one
+/// (see [`day_of_month`]), and a month named only in Spanish or Portuguese has the `de`
+/// those languages write before it, so `3 mayo packets` is no date.
+pub(crate) fn day_and_other_month(s: &str) -> Option<&str> {
+    day_of_month(s.split_whitespace().next()?)?;
+    let mut words = s.split_whitespace().skip(1);
+    let first = words.next()?;
+    let month = words.last().unwrap_or(first);
+    let de = first.eq_ignore_ascii_case("de") && month != first;
+    (de || !super::dates::iberian_month_word(month)).then_some(s)
+}
+
 /// A match that does not end in the verb `may` (`from 2 to 3 may be given`): the month is
 /// written `May` in English, and French writes `mai`.
 pub(crate) fn not_the_verb_may(s: &str) -> bool {

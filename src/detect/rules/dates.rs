@@ -441,6 +441,14 @@ fn month_word(word: &str) -> Option<(u32, NameStyle)> {
     })
 }
 
+/// True when `word` names a month only in Spanish or Portuguese (`mayo`, `junho`), which
+/// write `de` between a date's day and month (`3 de mayo`): without it, `3 mayo packets` is
+/// a condiment, not a date.
+pub(crate) fn iberian_month_word(word: &str) -> bool {
+    let iberian = Langs::of(Lang::Spanish).0 | Langs::of(Lang::Portuguese).0;
+    other_month_word(word).is_some_and(|(_, langs)| langs.0 & !iberian == 0)
+}
+
 /// The month (1–12) a word names in the other languages, and the languages it is that
 /// month's name in (`mai`: French, German and Romanian). Written with its accents or
 /// without them (`fevrier`, `aout`, `wrzesnia`).

@@ -401,7 +401,7 @@ fn specs() -> Vec<Spec> {
         // a month and a day, or a month and a year, are elements of a date all the same.
         // The month's edge is no letter rather than `\b`, which is ASCII here and so never
         // stands beside a Cyrillic month.
-        spec("date_day_month_other", &format!(r"(?i)\b(\d{{1,2}}\.?[ \t]+(?:de[ \t]+)?{OTHER_MONTH})(?:[^\p{{L}}]|$)"), Label::Date, 0.8, checks::day_of_month)
+        spec("date_day_month_other", &format!(r"(?i)\b(\d{{1,2}}\.?[ \t]+(?:de[ \t]+)?{OTHER_MONTH})(?:[^\p{{L}}]|$)"), Label::Date, 0.8, checks::day_and_other_month)
             .group(1),
         spec("date_month_year_other", &format!(r"(?i)(?:^|[^\p{{L}}\d])({OTHER_MONTH}(?:[ \t]+de)?,?[ \t]+\d{{4}})\b"), Label::Date, 0.8, checks::year_alone)
             .group(1),
