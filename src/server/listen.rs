@@ -231,6 +231,23 @@ async fn refuse(mut stream: TcpStream) {
     let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
 }
 
+/// `router` for one connection from `peer`: each request carries the peer as axum's
+/// `ConnectInfo`, as `axum::serve`'s `into_make_service_with_connect_info` would give it
+/// (this loop replaces `axum::serve`, so it inserts the extension itself).
+pub(crate) fn with_connect_info(
+    router: axum::Router,
+    peer: std::net::SocketAddr,
+) -> tower::util::MapRequest<
+    axum::Router,
+    impl FnMut(axum::http::Request<Incoming>) -> axum::http::Request<Incoming> + Clone,
+> {
+    router.map_request(move |mut req: axum::http::Request<Incoming>| {
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
+        req
+    })
+}
+
 /// The peer address a request came from, for tests of the loop itself.
 #[cfg(test)]
 fn peer_of(req: &axum::http::Request<axum::body::Body>) -> Option<std::net::SocketAddr> {
@@ -242,9 +259,7 @@ fn peer_of(req: &axum::http::Request<axum::body::Body>) -> Option<std::net::Sock
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::extract::ConnectInfo;
     use tokio::io::AsyncReadExt;
-    use tower::ServiceExt;
 
     type Stop = (
         tokio::sync::oneshot::Sender<()>,
@@ -276,14 +291,7 @@ mod tests {
             open: prometheus::IntGauge::new("open", "open").expect("gauge"),
             refused: prometheus::IntCounter::new("refused", "refused").expect("counter"),
         };
-        let app = move |peer| {
-            router
-                .clone()
-                .map_request(move |mut req: axum::http::Request<Incoming>| {
-                    req.extensions_mut().insert(ConnectInfo(peer));
-                    req
-                })
-        };
+        let app = move |peer| with_connect_info(router.clone(), peer);
         let task = tokio::spawn(serve(listener, app, limits, metrics, async {
             let _ = rx.await;
         }));

@@ -339,16 +339,7 @@ impl Server {
             };
             let task = tokio::spawn(listen::serve(
                 listener,
-                move |peer| {
-                    tower::ServiceExt::map_request(
-                        router.clone(),
-                        move |mut req: axum::http::Request<hyper::body::Incoming>| {
-                            req.extensions_mut()
-                                .insert(axum::extract::ConnectInfo(peer));
-                            req
-                        },
-                    )
-                },
+                move |peer| listen::with_connect_info(router.clone(), peer),
                 limits,
                 conn_metrics.clone(),
                 async move {
