@@ -495,9 +495,9 @@ macro_rules! deidentify_body {
             /// (422).
             #[serde(default, deserialize_with = "read::opt_boolean", skip_serializing_if = "Option::is_none")]
             pub shift_dates: Option<bool>,
-            /// Days to shift dates by; only with `method=shift_dates` (else 422); random
-            /// non-zero when absent.
-            #[serde(default, deserialize_with = "read::opt_int_in::<_, { -crate::deid::MAX_SHIFT_DAYS }, { crate::deid::MAX_SHIFT_DAYS }>", skip_serializing_if = "Option::is_none")]
+            /// Days to shift dates by, not 0 (422: it would leave every date as written);
+            /// only with `method=shift_dates` (else 422); random non-zero when absent.
+            #[serde(default, deserialize_with = "read::shift_days", skip_serializing_if = "Option::is_none")]
             // utoipa takes a literal here; the test `schema_agrees_with_parser` holds it to the
             // parser's bounds above.
             #[schema(minimum = -36500, maximum = 36500)]
@@ -973,6 +973,22 @@ mod tests {
         let d = parses::<DeidentifyRequest>(&json!({"text": "x", "policy": "HIPAA-Safe-Harbor"}))
             .expect("an alias");
         assert_eq!(d.policy.map(|p| p.0.name()), Some("hipaa_safe_harbor"));
+    }
+
+    /// A shift of 0 days is refused on the field, whatever its spelling (`0`, `-0`, `0.0`).
+    #[test]
+    fn a_date_shift_of_0_is_refused() {
+        for zero in [json!(0), json!(-0), json!(0.0)] {
+            let body = json!({"text": "x", "method": "shift_dates", "date_shift_days": zero});
+            let e = parses::<DeidentifyRequest>(&body).expect_err("refused");
+            assert_eq!(e["error"]["details"][0]["field"], "body.date_shift_days");
+            assert_eq!(e["error"]["details"][0]["type"], "value_error");
+            let e = parses::<DeidentifyStreamRequest>(&body).expect_err("refused");
+            assert_eq!(e["error"]["details"][0]["field"], "body.date_shift_days");
+        }
+        let body = json!({"text": "x", "method": "shift_dates", "date_shift_days": -1});
+        let d = parses::<DeidentifyRequest>(&body).expect("valid");
+        assert_eq!(d.date_shift_days, Some(-1));
     }
 
     #[test]

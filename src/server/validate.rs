@@ -558,6 +558,20 @@ pub mod read {
         int_in::<D, LO, HI>(d).map(Some)
     }
 
+    /// Days to shift dates by: a whole number within `deid::MAX_SHIFT_DAYS` of zero, and not
+    /// zero, which would hand every date back as written under a method that promised to
+    /// move them (OpenMed takes any integer; the CLI and `/fhir/deidentify` refuse 0 too).
+    pub fn shift_days<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        const MAX: i64 = crate::deid::MAX_SHIFT_DAYS;
+        match int_in::<D, { -MAX }, MAX>(d)? {
+            0 => Err(reject(
+                "value_error",
+                "Value error, date_shift_days must not be 0: it would leave every date as written",
+            )),
+            v => Ok(Some(v)),
+        }
+    }
+
     /// A count from `LO` (≥ 0) to `HI`.
     pub fn count_in<'de, D: Deserializer<'de>, const LO: i64, const HI: i64>(
         d: D,

@@ -114,6 +114,21 @@ async fn validation_errors_say_what_to_change() {
         assert!(!d.to_string().contains("Canary"), "{key} echoed: {d}");
     }
 
+    // A shift of 0 days would hand the dates back as written: refused on both routes, as
+    // the CLI and /fhir/deidentify refuse it; 1 day and -1 go through.
+    for path in ["/pii/deidentify", "/pii/deidentify/stream"] {
+        let body = json!({"text": "Zed Canary seen 03/04/2021", "method": "shift_dates", "date_shift_days": 0});
+        let d = problems(&t, path, body.to_string()).await;
+        assert_eq!(d[0]["field"], "body.date_shift_days", "{path}: {d}");
+        let msg = d[0]["message"].as_str().unwrap_or("");
+        assert!(msg.contains("must not be 0"), "{path}: {msg}");
+        assert!(!d.to_string().contains("Canary"), "{d}");
+        for days in [1, -1] {
+            let body = json!({"text": "Zed", "method": "shift_dates", "date_shift_days": days});
+            assert_eq!(t.post(path, body).await.status(), 200, "{path} {days}");
+        }
+    }
+
     // Bad JSON: line and column, and nothing of the body.
     let d = problems(&t, "/pii/extract", "{\n  \"text\": \"Zed\",\n  Canary\n}").await;
     assert_eq!(d[0]["type"], "json_invalid");
