@@ -81,6 +81,12 @@ pub struct Metrics {
     pub connections_open: IntGauge,
     /// Connections refused at the cap (`server.max_connections`).
     pub connections_refused: IntCounter,
+    /// The same two for the probe port (`server.probe_port`), apart: a kubelet's and a
+    /// scraper's connections are not clients, and the main port's gauge is read against
+    /// its own cap.
+    pub probe_connections_open: IntGauge,
+    /// Connections refused at the probe port's cap.
+    pub probe_connections_refused: IntCounter,
     /// Streams abandoned because the client stopped reading (`server.send_timeout_seconds`).
     pub streams_abandoned: IntCounter,
 }
@@ -133,6 +139,14 @@ impl Metrics {
             "phiguard_connections_refused_total",
             "connections answered 503 and closed at the connection cap",
         ));
+        let probe_connections_open = must(IntGauge::new(
+            "phiguard_probe_connections_open",
+            "connections open now on the probe port",
+        ));
+        let probe_connections_refused = must(IntCounter::new(
+            "phiguard_probe_connections_refused_total",
+            "connections answered 503 and closed at the probe port's connection cap",
+        ));
         let streams_abandoned = must(IntCounter::new(
             "phiguard_streams_abandoned_total",
             "streaming responses given up because the client stopped reading",
@@ -141,6 +155,8 @@ impl Metrics {
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(connections_open.clone()),
             Box::new(connections_refused.clone()),
+            Box::new(probe_connections_open.clone()),
+            Box::new(probe_connections_refused.clone()),
             Box::new(streams_abandoned.clone()),
             Box::new(duration.clone()),
             Box::new(inflight.clone()),
@@ -173,6 +189,8 @@ impl Metrics {
             degraded,
             connections_open,
             connections_refused,
+            probe_connections_open,
+            probe_connections_refused,
             streams_abandoned,
         }
     }

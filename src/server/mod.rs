@@ -341,7 +341,10 @@ impl Server {
                 listener,
                 move |peer| listen::with_connect_info(router.clone(), peer),
                 limits,
-                conn_metrics.clone(),
+                listen::ConnMetrics {
+                    open: state.metrics.probe_connections_open.clone(),
+                    refused: state.metrics.probe_connections_refused.clone(),
+                },
                 async move {
                     let _ = stop_rx.await;
                 },

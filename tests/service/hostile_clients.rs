@@ -186,6 +186,29 @@ async fn the_probe_port_answers_while_the_main_port_is_full_and_through_the_drai
         .await
         .expect("send");
     assert_eq!(anonymous.status(), 401);
+    // The probe port's connections are counted apart from the clients': the main port's
+    // gauge holds the two held connections only, read against its cap of 2.
+    let metrics = t
+        .http
+        .get(probe("/metrics"))
+        .send()
+        .await
+        .expect("send")
+        .text()
+        .await
+        .expect("body");
+    let value = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+    };
+    assert_eq!(value("phiguard_connections_open"), Some(2.0), "{metrics}");
+    assert_eq!(value("phiguard_connections_refused_total"), Some(1.0));
+    assert!(
+        value("phiguard_probe_connections_open") >= Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(value("phiguard_probe_connections_refused_total"), Some(0.0));
     drop(held);
     // Through the drain the probe port says not ready, and alive.
     tokio::time::sleep(Duration::from_millis(200)).await;
