@@ -9,7 +9,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::dates::DateParts;
+use super::dates::{ascii_digits, DateParts};
 
 /// Digits of `s`, as numbers.
 fn digits(s: &str) -> Vec<u32> {
@@ -121,41 +121,11 @@ pub(crate) fn spelled_number(s: &str) -> Option<&str> {
     ((7..=15).contains(&ds.len()) && !counting).then_some(s)
 }
 
-/// The zero of each block of ten decimal digits a note may be written in besides ASCII:
-/// Arabic-Indic, its Persian/Urdu form, Devanagari, Bengali, Gurmukhi, Gujarati, Oriya,
-/// Tamil, Telugu, Kannada, Malayalam, Thai, Lao, Myanmar, Khmer and full-width. Written out
-/// because the standard library reads ASCII digits only, and no kept crate gives a digit's
-/// value; Unicode lays each script's ten digits out in order from its zero.
-const DIGIT_ZEROS: [u32; 16] = [
-    0x0660, 0x06F0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0E50,
-    0x0ED0, 0x1040, 0x17E0, 0xFF10,
-];
-
-/// `s` with its digits in any script of [`DIGIT_ZEROS`] written as ASCII digits, and
-/// whether there was one.
-fn ascii_digits(s: &str) -> (String, bool) {
-    let mut native = false;
-    let out = s
-        .chars()
-        .map(|c| {
-            let code = u32::from(c);
-            match DIGIT_ZEROS.iter().find(|z| (**z..**z + 10).contains(&code)) {
-                Some(zero) => {
-                    native = true;
-                    char::from_digit(code - zero, 10).unwrap_or(c)
-                }
-                None => c,
-            }
-        })
-        .collect();
-    (out, native)
-}
-
 /// A numeric date in native digits (`১৪/০১/২০২৬`): a valid calendar date with a plausible
 /// year once its digits are read. ASCII dates are the other rules'.
 pub(crate) fn native_date(s: &str) -> Option<&str> {
     let (ascii, native) = ascii_digits(s);
-    (native && date(&ascii).is_some()).then_some(s)
+    (native.is_some() && date(&ascii).is_some()).then_some(s)
 }
 
 /// A day, a word and a year (`१२ ऑक्टोबर १९७९`, `15 במרץ 2020`), the word in a script

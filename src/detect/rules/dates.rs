@@ -401,6 +401,48 @@ enum Tok {
     },
 }
 
+/// The zero of each block of ten decimal digits a note may be written in besides ASCII:
+/// Arabic-Indic, its Persian/Urdu form, Devanagari, Bengali, Gurmukhi, Gujarati, Oriya,
+/// Tamil, Telugu, Kannada, Malayalam, Thai, Lao, Myanmar, Khmer and full-width. Written out
+/// because the standard library reads ASCII digits only, and no kept crate gives a digit's
+/// value; Unicode lays each script's ten digits out in order from its zero.
+const DIGIT_ZEROS: [u32; 16] = [
+    0x0660, 0x06F0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0E50,
+    0x0ED0, 0x1040, 0x17E0, 0xFF10,
+];
+
+/// `s` with its digits in any script of [`DIGIT_ZEROS`] written as ASCII digits, and the
+/// zero of that script when there was one (of the last, if `s` mixes scripts).
+pub(crate) fn ascii_digits(s: &str) -> (String, Option<char>) {
+    let mut native = None;
+    let out = s
+        .chars()
+        .map(|c| {
+            let code = u32::from(c);
+            match DIGIT_ZEROS.iter().find(|z| (**z..**z + 10).contains(&code)) {
+                Some(zero) => {
+                    native = char::from_u32(*zero);
+                    char::from_digit(code - zero, 10).unwrap_or(c)
+                }
+                None => c,
+            }
+        })
+        .collect();
+    (out, native)
+}
+
+/// `s` with its ASCII digits written in the script whose zero is `zero`.
+fn native_digits(s: &str, zero: char) -> String {
+    s.chars()
+        .map(|c| {
+            c.to_digit(10)
+                .filter(|_| c.is_ascii_digit())
+                .and_then(|d| char::from_u32(u32::from(zero) + d))
+                .unwrap_or(c)
+        })
+        .collect()
+}
+
 /// A parsed date and the format it was written in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct DateParts {
@@ -411,6 +453,9 @@ pub(crate) struct DateParts {
     /// Day of month, when the date has one.
     pub(crate) day: Option<u32>,
     tokens: Vec<Tok>,
+    /// The zero of the script its digits are written in, when not ASCII (`১৪/০১/২০২৬`):
+    /// a moved date is written back in the same digits.
+    zero: Option<char>,
 }
 
 enum Lexeme {
@@ -687,6 +732,19 @@ impl DateParts {
     /// Parses a date written in one of the supported formats; `None` when the text is not
     /// a valid calendar date (bad month, day past the end of the month, stray words).
     pub(crate) fn parse(s: &str) -> Option<DateParts> {
+        // Another script's digits are read as ASCII ones, where they stand alone: a date
+        // mixing them with ASCII digits is no one script's.
+        let (ascii, zero) = ascii_digits(s);
+        if zero.is_some() && s.bytes().any(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let mut parts = Self::parse_ascii(&ascii)?;
+        parts.zero = zero;
+        Some(parts)
+    }
+
+    /// [`DateParts::parse`] of a date in ASCII digits.
+    fn parse_ascii(s: &str) -> Option<DateParts> {
         // A two-digit year after an apostrophe (`Jan '19`) would be read as a day and moved
         // as one (`Jan '29`): such a date is not parsed, so it is masked.
         if s.contains(['\'', '’']) {
@@ -726,6 +784,7 @@ impl DateParts {
                 Tok::MonthNum { pad: true },
                 Tok::Day { pad: true },
             ],
+            zero: None,
         })
     }
 
@@ -934,6 +993,7 @@ impl DateParts {
             month,
             day,
             tokens,
+            zero: None,
         })
     }
 
@@ -969,7 +1029,7 @@ impl DateParts {
 
     /// The four-digit year alone (`01/02/80` → `1980`), when the date has a year.
     pub(crate) fn year_only(&self) -> Option<String> {
-        self.year.map(|y| format!("{y:04}"))
+        self.year.map(|y| self.in_its_digits(format!("{y:04}")))
     }
 
     /// The four-digit year of the date moved by `days`, when the date has a year and a day
@@ -980,7 +1040,15 @@ impl DateParts {
         let moved = self
             .anchor()?
             .checked_add_signed(Duration::try_days(days)?)?;
-        Some(format!("{:04}", moved.year()))
+        Some(self.in_its_digits(format!("{:04}", moved.year())))
+    }
+
+    /// `s`, written in ASCII digits, in the date's own.
+    fn in_its_digits(&self, s: String) -> String {
+        match self.zero {
+            Some(zero) => native_digits(&s, zero),
+            None => s,
+        }
     }
 
     fn render(&self, year: i32, month: u32, day: u32) -> Option<String> {
@@ -1029,7 +1097,7 @@ impl DateParts {
                 }
             }
         }
-        Some(out)
+        Some(self.in_its_digits(out))
     }
 }
 
@@ -1201,6 +1269,10 @@ mod tests {
         chinese: "1994年3月15日", 30, false => Some("1994年4月14日");
         korean_month_year: "1994년 3월", 31, false => Some("1994년 4월");
         vietnamese: "ngày 8 tháng 12 năm 1970", 30, false => Some("ngày 7 tháng 1 năm 1971");
+        bengali_digits: "১৪/০১/২০২৬", 1, false => Some("১৫/০১/২০২৬");
+        devanagari_digits_dotted: "१२.०३.२०२०", 30, false => Some("११.०४.२०२०");
+        arabic_indic_digits: "١٥/٠٣/٢٠٢٠", -15, false => Some("٢٩/٠٢/٢٠٢٠");
+        digits_of_two_scripts: "১৪/01/2026", 1, false => None;
         korean_bad_month: "1994년 13월 1일", 1, false => None;
         korean_unit_twice: "1994년 3월 4월", 1, false => None;
         korean_number_without_unit: "1994년 3 15일", 1, false => None;

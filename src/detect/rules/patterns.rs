@@ -410,8 +410,9 @@ fn specs() -> Vec<Spec> {
         spec("date_vi", r"(?i)(?:\bngày[ \t]+)?\b\d{1,2}[ \t]+tháng[ \t]+\d{1,2}[ \t]+năm[ \t]+\d{4}\b", Label::Date, 0.85, checks::day_month_year_numbers),
         // Dates in other scripts: in native digits (`১৪/০১/২০২৬`, `१२ ऑक्टोबर १९७९`), or a
         // month's name in a script after Latin, Greek, Cyrillic and Armenian between a day
-        // and a year (`15 במרץ 2020`, `15 مارس 2020`, `14 जनवरी 2026`). The parser reads none
-        // of them, so shifting masks them.
+        // and a year (`15 במרץ 2020`, `15 مارس 2020`, `14 जनवरी 2026`). Shifting moves the
+        // numeric ones in their digits (`dates::ascii_digits`); it cannot read those month
+        // names, so it masks those dates.
         spec("date_native_numeric", r"(?:^|[^\p{Nd}/.\-])(\p{Nd}{1,2}[/.\-]\p{Nd}{1,2}[/.\-]\p{Nd}{2,4})(?:[^\p{Nd}/.\-]|$)", Label::Date, 0.85, checks::native_date)
             .group(1),
         spec("date_native_words", r"(?:^|[^\p{L}\p{M}\p{Nd}])(\p{Nd}{1,2}[ \t]+[\p{L}\p{M}\u{200C}\u{200D}&&[^\x00-\u{058F}]]+[ \t]+\p{Nd}{4})(?:[^\p{L}\p{M}\p{Nd}]|$)", Label::Date, 0.8, checks::native_day_word_year)
