@@ -563,12 +563,16 @@ pub mod read {
     /// move them (OpenMed takes any integer; the CLI and `/fhir/deidentify` refuse 0 too).
     pub fn shift_days<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
         const MAX: i64 = crate::deid::MAX_SHIFT_DAYS;
-        match int_in::<D, { -MAX }, MAX>(d)? {
-            0 => Err(reject(
+        // The bounds first, for their own error types; then the rule the CLI and
+        // `/fhir/deidentify` apply, which leaves only 0 to refuse here.
+        let days = int_in::<D, { -MAX }, MAX>(d)?;
+        if crate::deid::usable_shift_days(days) {
+            Ok(Some(days))
+        } else {
+            Err(reject(
                 "value_error",
                 "Value error, date_shift_days must not be 0: it would leave every date as written",
-            )),
-            v => Ok(Some(v)),
+            ))
         }
     }
 

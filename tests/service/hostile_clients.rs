@@ -9,7 +9,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::support::{expect_error, Draining, TestServer, ADMIN, CLIENT};
+use crate::support::{expect_error, metric_value, Draining, TestServer, ADMIN, CLIENT};
 
 /// A raw connection to the server.
 async fn connect(t: &TestServer) -> TcpStream {
@@ -188,20 +188,8 @@ async fn the_probe_port_answers_while_the_main_port_is_full_and_through_the_drai
     assert_eq!(anonymous.status(), 401);
     // The probe port's connections are counted apart from the clients': the main port's
     // gauge holds the two held connections only, read against its cap of 2.
-    let metrics = t
-        .http
-        .get(probe("/metrics"))
-        .send()
-        .await
-        .expect("send")
-        .text()
-        .await
-        .expect("body");
-    let value = |name: &str| {
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
-    };
+    let metrics = t.text_at(&probe("/metrics")).await;
+    let value = |name: &str| metric_value(&metrics, name);
     assert_eq!(value("phiguard_connections_open"), Some(2.0), "{metrics}");
     assert_eq!(value("phiguard_connections_refused_total"), Some(1.0));
     assert!(

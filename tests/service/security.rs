@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{envelope, expect_error, TestServer, ADMIN, CLIENT};
+use crate::support::{envelope, expect_error, metric_value, TestServer, ADMIN, CLIENT};
 
 /// A client whose connections come from `ip` (any 127.0.0.0/8 address is loopback on Linux).
 fn client_from(ip: [u8; 4]) -> reqwest::Client {
@@ -18,9 +18,7 @@ fn client_from(ip: [u8; 4]) -> reqwest::Client {
 }
 
 async fn metric(t: &TestServer, name: &str) -> f64 {
-    let text = t.metrics_text().await;
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+    metric_value(&t.metrics_text().await, name)
         .unwrap_or_else(|| panic!("no {name} in the metrics"))
 }
 

@@ -218,8 +218,13 @@ impl TestServer {
 
     /// The Prometheus text of `/metrics` (open route; the test server enables it).
     pub(crate) async fn metrics_text(&self) -> String {
+        self.text_at(&self.url("/metrics")).await
+    }
+
+    /// The body of a GET of `url` (any port), without a token.
+    pub(crate) async fn text_at(&self, url: &str) -> String {
         self.http
-            .get(self.url("/metrics"))
+            .get(url)
             .send()
             .await
             .expect("metrics")
@@ -375,4 +380,10 @@ pub(crate) async fn envelope(
         "envelope without request_id: {body}"
     );
     (status, body, headers)
+}
+
+/// The value of the unlabelled metric `name` in Prometheus text, if it is there.
+pub(crate) fn metric_value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }

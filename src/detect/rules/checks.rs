@@ -124,8 +124,8 @@ pub(crate) fn spelled_number(s: &str) -> Option<&str> {
 /// A numeric date in native digits (`১৪/০১/২০২৬`): a valid calendar date with a plausible
 /// year once its digits are read. ASCII dates are the other rules'.
 pub(crate) fn native_date(s: &str) -> Option<&str> {
-    let (ascii, native) = ascii_digits(s);
-    (native.is_some() && date(&ascii).is_some()).then_some(s)
+    // The parser reads the native digits itself.
+    (ascii_digits(s).1.is_some() && date(s).is_some()).then_some(s)
 }
 
 /// A day, a word and a year (`१२ ऑक्टोबर १९७९`, `15 במרץ 2020`), the word in a script

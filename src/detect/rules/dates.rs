@@ -435,8 +435,8 @@ pub(crate) fn ascii_digits(s: &str) -> (String, Option<char>) {
 fn native_digits(s: &str, zero: char) -> String {
     s.chars()
         .map(|c| {
+            // `to_digit` reads ASCII digits only.
             c.to_digit(10)
-                .filter(|_| c.is_ascii_digit())
                 .and_then(|d| char::from_u32(u32::from(zero) + d))
                 .unwrap_or(c)
         })
@@ -732,6 +732,10 @@ impl DateParts {
     /// Parses a date written in one of the supported formats; `None` when the text is not
     /// a valid calendar date (bad month, day past the end of the month, stray words).
     pub(crate) fn parse(s: &str) -> Option<DateParts> {
+        // Most dates are ASCII: read them as they are, without a copy.
+        if s.is_ascii() {
+            return Self::parse_ascii(s);
+        }
         // Another script's digits are read as ASCII ones, where they stand alone: a date
         // mixing them with ASCII digits is no one script's.
         let (ascii, zero) = ascii_digits(s);
