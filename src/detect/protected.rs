@@ -916,6 +916,22 @@ pub(crate) const TITLES: &[&str] = &[
     "גברת",
     "አቶ",
     "ወይዘሮ",
+    // Doctor, and the short married woman's title, in the same scripts.
+    "सौ",
+    "डॉक्टर",
+    "ডা",
+    "ডাক্তার",
+    "ડૉ",
+    "ଡା",
+    "டாக்டர்",
+    "డా",
+    "డాక్టర్",
+    "ಡಾ",
+    "ഡോ",
+    "ഡോക്ടർ",
+    "ڈاکٹر",
+    "ወ/ሮ",
+    "ዶ/ር",
 ];
 
 /// The word for the patient in scripts without letter case, as written before the

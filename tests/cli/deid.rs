@@ -1262,6 +1262,49 @@ fn a_passport_machine_readable_zone_is_masked_as_an_identifier_with_the_bundled_
     );
 }
 
+/// Notes in scripts without capitals, where the bundled model finds little: a name after
+/// a doctor's title, an address after its field label (Tamil, Urdu, Chinese: no street
+/// suffix the rules know), a postcode in Tamil or Arabic-Indic digits between the
+/// isolates right-to-left text puts around numbers. Each leaked before (OpenMed's
+/// multilingual notes).
+#[test]
+fn labelled_addresses_native_digit_postcodes_and_titled_names_in_other_scripts_are_masked() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let o = deid_bundled_stdin(
+        t.path(),
+        &[],
+        Some(concat!(
+            "குறிப்பு: டாக்டர் ஸ்ரீ. ஸ்ரீநிவாசன்; முகவரி ௧௨ அண்ணா சாலை சென்னை. அஞ்சல் குறியீடு ௬௦௦௦௦௧.\n",
+            "پتہ سڑک ٢٤ حیدرآباد، پن کوڈ \u{2066}٥٠٠٠٠١\u{2069}۔\n",
+            "合成病例：患者姓名林晓，住址北京市朝阳区示例路88号。\n",
+        )),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for phi in [
+        "ஸ்ரீநிவாசன்",
+        "அண்ணா சாலை",
+        "௧௨",
+        "௬௦௦௦௦௧",
+        "سڑک",
+        "٢٤",
+        "٥٠٠٠٠١",
+        "林晓",
+        "北京市",
+        "88号",
+    ] {
+        assert!(!out.contains(phi), "{phi} left in {out}");
+    }
+    assert!(
+        out.contains("முகவரி [street_address]. அஞ்சல் குறியீடு [zipcode]."),
+        "{out}"
+    );
+    assert!(
+        out.contains("پتہ [street_address]، پن کوڈ \u{2066}[zipcode]\u{2069}۔"),
+        "{out}"
+    );
+}
+
 /// A span ends where its sentence does, and a symbol glued to a word is no part of it:
 /// `BWH for ECMO. Records` was one organisation, so `. Records` was deleted with it;
 /// `Lagos. Daughter` one town; `😀Smith` kept its surname (the word was one unknown token

@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use regex::Regex;
+use unicode_normalization::char::is_combining_mark;
 
 use super::{re, ByteSpan, STRONG, WEAK};
 use crate::detect::protected::{followed_by_head, is_protected_at, PATIENT_WORDS, TITLES};
@@ -438,6 +439,8 @@ pub(crate) struct Names {
     capword: Regex,
     nick: Regex,
     greeting: Regex,
+    /// A Han or Hangul name field and the name after it (group 1).
+    name_field_cjk: Regex,
     initial_name: Regex,
     addressee: Regex,
     consults: Regex,
@@ -486,6 +489,9 @@ impl Names {
                 (re(&title), Mode::Person),
                 (re(&patient), Mode::Person),
                 (re(field), Mode::Person),
+                // The Amharic name field (`ስም፡ ሰላም ተስፋዬ`), with the Ethiopic wordspace
+                // as its colon.
+                (re(r"(?:^|[^\p{L}\p{M}])ስም[ \t]*[፡:][ \t]*"), Mode::Person),
                 (re(phrase), Mode::Strong),
                 (re(relation), Mode::Relation),
                 (re(signature), Mode::Signature),
@@ -497,6 +503,12 @@ impl Names {
             )),
             capword: re(r"\b\p{Lu}[\p{L}\p{M}'’-]+"),
             greeting: re(r"(?m)^(?:Hi|Hello|Dear)[ \t]+(\p{Ll}[\p{L}\p{M}'’-]*),"),
+            // Han and Hangul run words together (`患者姓名林晓，居民…`), so the name is at
+            // most four of their characters, and one more such run after a space (`佐藤
+            // 花子`); the field needs no boundary before it (`患者姓名`).
+            name_field_cjk: re(
+                r"(?:姓名|氏名|名前|이름|성명)[ \t]*[:：]?[ \t]*([\p{Han}\p{Hangul}]{1,4}(?:[ 　][\p{Han}\p{Hangul}]{1,4})?)",
+            ),
             initial_name: re(
                 r"\b(\p{Lu}\p{Ll}[\p{L}\p{M}'’-]+)[ \t]+(\p{Lu})\.[ \t]+(\p{Lu}[\p{L}\p{M}'’-]*\p{L})",
             ),
@@ -634,6 +646,11 @@ impl Names {
                 out.push(ByteSpan::new(g.start(), g.end(), Label::FirstName, WEAK));
             }
         }
+        for caps in self.name_field_cjk.captures_iter(text) {
+            if let Some(g) = caps.get(1) {
+                out.push(ByteSpan::new(g.start(), g.end(), Label::Person, STRONG));
+            }
+        }
     }
 
     /// Reads name tokens from byte `pos` (see the module docs).
@@ -711,9 +728,15 @@ impl Names {
             });
             // Separator: an initial's full stop, then one space, or a comma and a space once.
             let mut p = end;
-            // A short caseless word with a full stop is an initial too (`மு.`, `कु.`).
+            // A short caseless word with a full stop is an initial too (`மு.`, `कु.`,
+            // `ஸ்ரீ.`): two letters at most, its vowel signs not counted (they are
+            // alphabetic to `char`, and combining marks).
             let caseless_initial = kind == Kind::Caseless
-                && word.chars().filter(|c| c.is_alphabetic()).count() <= 2
+                && word
+                    .chars()
+                    .filter(|c| c.is_alphabetic() && !is_combining_mark(*c))
+                    .count()
+                    <= 2
                 && text[p..].starts_with(". ");
             if (kind == Kind::Initial || caseless_initial) && text[p..].starts_with('.') {
                 p += 1;

@@ -96,6 +96,13 @@ rows! {
     honorific_tamil: "பதிவு: திரு மு. கார்த்திக், பிறந்த", "கார்த்திக்" => Some(Label::LastName);
     patient_word_arabic: "المريض كريم حسن حضر", "كريم" => Some(Label::FirstName);
     honorific_urdu_before_latin_text: "مریض جناب علی خان, DOB", "خان" => Some(Label::LastName);
+    honorific_doctor_tamil: "குறிப்பு: டாக்டர் ஸ்ரீ. ஸ்ரீநிவாசன்; தேதி", "ஸ்ரீநிவாசன்" => Some(Label::LastName);
+    honorific_married_marathi: "नाव सौ. वैशाली सुरेश देशमुख. जन्म", "देशमुख" => Some(Label::LastName);
+    honorific_doctor_malayalam: "Patient ഡോ. പുതുശ്ശേരി രാമൻ. DOB", "രാമൻ" => Some(Label::LastName);
+    name_field_amharic: "ስም፡ ሰላም ተስፋዬ። የትውልድ", "ተስፋዬ" => Some(Label::LastName);
+    name_field_chinese: "合成病例：患者姓名林晓，居民身份证号", "林晓" => Some(Label::Person);
+    name_field_japanese: "氏名: 佐藤 花子、生年月日", "佐藤 花子" => Some(Label::Person);
+    name_field_cjk_reads_four_characters_at_most: "姓名林晓居民身份证号", "林晓居民" => Some(Label::Person);
     caseless_words_after_a_phrase_are_not_a_name: "Discussed with आरव शर्मा today", "आरव" => None;
     eponym_after_a_given_name_is_a_surname: "correct it to Mr. Janina Hartmann?", "Hartmann" => Some(Label::LastName);
     eponym_after_a_given_name_is_a_surname_given: "correct it to Mr. Janina Hartmann?", "Janina" => Some(Label::FirstName);

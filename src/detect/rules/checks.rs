@@ -9,7 +9,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::dates::{ascii_digits, DateParts};
+use super::dates::{ascii_digits, is_decimal_digit, DateParts};
 
 /// Digits of `s`, as numbers.
 fn digits(s: &str) -> Vec<u32> {
@@ -42,6 +42,47 @@ pub(crate) fn luhn(ds: &[u32]) -> bool {
 /// Accepts any candidate unchanged.
 pub(crate) fn any(s: &str) -> Option<&str> {
     Some(s)
+}
+
+/// The value after an address's field label (`Adresse`, `पता`, `住所`), trimmed, when it
+/// reads as an address: a house number in any script's digits and a word, no `@` (an
+/// e-mail address is a contact, not a place) and at most [`ADDRESS_CHARS`] characters
+/// (the regex leaves the length open: a bounded repetition of a Unicode class is that
+/// many copies of it in the automaton, megabytes of it at run time). Without a number the
+/// field more often holds something else (`adresse e-mail`, `domicilio`'s home visits)
+/// than an address.
+pub(crate) fn address_value(s: &str) -> Option<&str> {
+    let v = s.trim_end_matches(|c: char| {
+        c.is_whitespace() || matches!(c, ',' | '،' | '\u{2066}'..='\u{2069}')
+    });
+    let numbered = v.chars().any(is_decimal_digit);
+    let worded = v.chars().any(char::is_alphabetic);
+    let short = v.chars().nth(ADDRESS_CHARS).is_none();
+    (numbered && worded && short && !v.contains('@')).then_some(v)
+}
+
+/// The longest address value read after a field label, in characters: a street, a
+/// district and a town (`123 ถนนสุขุมวิท แขวงคลองตัน เขตคลองเตย กรุงเทพฯ` is 46).
+const ADDRESS_CHARS: usize = 120;
+
+/// [`address_value`] after the English word `address` in a note of another script
+/// (`address गली 12 लखनऊ`): the value must start with a number or a word of another
+/// script and hold a letter outside the Latin script. A Latin address is the English
+/// street rules' and the model's, with finer labels, and English prose uses the word as
+/// a verb too (`change my address to …`).
+pub(crate) fn address_value_other_script(s: &str) -> Option<&str> {
+    let v = address_value(s)?;
+    let first = v.split_whitespace().next()?;
+    let opens = first.chars().all(is_decimal_digit) || !first.chars().any(is_latin);
+    (opens && v.chars().any(|c| c.is_alphabetic() && !is_latin(c))).then_some(v)
+}
+
+/// True for a letter of the Latin script (ASCII, Latin-1, Latin Extended-A and -B, and
+/// the Vietnamese block of Latin Extended Additional).
+fn is_latin(c: char) -> bool {
+    c.is_ascii_alphabetic()
+        || ('\u{00C0}'..='\u{024F}').contains(&c)
+        || ('\u{1E00}'..='\u{1EFF}').contains(&c)
 }
 
 /// A day of a month, 1 to 31, with or without its ordinal suffix (`1er`, `2nd`).

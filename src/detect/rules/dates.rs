@@ -411,21 +411,33 @@ const DIGIT_ZEROS: [u32; 16] = [
     0x0ED0, 0x1040, 0x17E0, 0xFF10,
 ];
 
+/// The value of `c` when it is a digit of a script of [`DIGIT_ZEROS`], with that script's
+/// zero.
+fn native_digit(c: char) -> Option<(u32, char)> {
+    let code = u32::from(c);
+    let zero = DIGIT_ZEROS
+        .iter()
+        .find(|z| (**z..**z + 10).contains(&code))?;
+    Some((code - zero, char::from_u32(*zero)?))
+}
+
+/// True when `c` is a decimal digit, ASCII or of a script of [`DIGIT_ZEROS`].
+pub(crate) fn is_decimal_digit(c: char) -> bool {
+    c.is_ascii_digit() || native_digit(c).is_some()
+}
+
 /// `s` with its digits in any script of [`DIGIT_ZEROS`] written as ASCII digits, and the
 /// zero of that script when there was one (of the last, if `s` mixes scripts).
 pub(crate) fn ascii_digits(s: &str) -> (String, Option<char>) {
     let mut native = None;
     let out = s
         .chars()
-        .map(|c| {
-            let code = u32::from(c);
-            match DIGIT_ZEROS.iter().find(|z| (**z..**z + 10).contains(&code)) {
-                Some(zero) => {
-                    native = char::from_u32(*zero);
-                    char::from_digit(code - zero, 10).unwrap_or(c)
-                }
-                None => c,
+        .map(|c| match native_digit(c) {
+            Some((value, zero)) => {
+                native = Some(zero);
+                char::from_digit(value, 10).unwrap_or(c)
             }
+            None => c,
         })
         .collect();
     (out, native)

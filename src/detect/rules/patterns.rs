@@ -31,7 +31,10 @@
 //!   addresses are a house number, one to three capitalised words and a street suffix,
 //!   optionally a unit, city and state; PO boxes. Other languages' streets need their
 //!   street word and a number (`Via Roma 12`, `Keizersgracht 123`, `улица Ленина, дом
-//!   12`), their postal codes the postal word right before them (`PIN 411001`).
+//!   12`), their postal codes the postal word right before them (`PIN 411001`, `पिन कोड
+//!   ૩૮૦૦૦૧` in any script's digits). Where a note has no street word the rules know (most
+//!   scripts other than Latin, `東京都新宿区西新宿2丁目8番1号`), an address's field label
+//!   (`Adresse`, `पता`, `住址`) and a number in what follows it are the evidence.
 //! - **Ages over 89** (C): only ages of 90 and more are identifiers; the number must be
 //!   tied to an age phrase (`92-year-old`, `age 95`, `96 yo`, `97 y/o`, `is 101M`).
 //! - **Partial identifiers and short forms**: the last four digits of an SSN or a card
@@ -257,7 +260,112 @@ const POSTAL_WORDS: &[&str] = &[
     "郵便番号",
     "邮编",
     "우편번호",
+    "પિન કોડ",
+    "પિન",
+    "پن کوڈ",
+    "پِن کوڈ",
+    "அஞ்சல் குறியீடு",
+    "ପିନ୍",
+    "പിൻ",
+    "పిన్",
+    "ਪਿੰਨ ਕੋਡ",
+    "टपाल",
+    "کد پستی",
+    "מיקוד",
+    "รหัสไปรษณีย์",
+    "邮政编码",
+    "郵遞區號",
+    "kod pocztowy",
+    "cod poștal",
+    "cod postal",
+    "irányítószám",
+    "poskode",
+    "mã bưu chính",
+    "koodu nzipu ozi",
+    "kóòdù ìfìwéránṣẹ́",
+    "ταχυδρομικός κώδικας",
+    "пощенски код",
+    "поштански број",
+    "поштовий індекс",
 ];
+/// What fills the gap between a field label and its value: blanks, and the invisible
+/// isolates (U+2066 to U+2069) and marks that right-to-left text puts around numbers
+/// (`پن کوڈ`, an isolate, `٥٠٠٠٠١`).
+const GAP: &str = r"[ \t\x{2066}-\x{2069}\x{200E}\x{200F}]*";
+/// An address's field label in languages that put a space after it (`Adresse`, `địa
+/// chỉ`, `पता`, `முகவரி`, `ที่อยู่`), English left out (see [`labelled_address`]). Words
+/// with another common sense (`domicilio`'s home visits, `عنوان`'s titles) are left out.
+const ADDRESS_WORDS: &[&str] = &[
+    "adres",
+    "woonadres",
+    "adresse",
+    "anschrift",
+    "wohnadresse",
+    "dirección",
+    "direccion",
+    "indirizzo",
+    "morada",
+    "endereço",
+    "endereco",
+    "adresă",
+    "adresa",
+    "lakcím",
+    "osoite",
+    "adress",
+    "adreesị",
+    "àdírẹ́sì",
+    "anwani",
+    "ikheli",
+    "idilesi",
+    "alamat",
+    "địa chỉ",
+    "địa chỉ thường trú",
+    "адрес",
+    "адреса",
+    "διεύθυνση",
+    "نشانی",
+    "آدرس",
+    "پتہ",
+    "כתובת",
+    "पता",
+    "पत्ता",
+    "ঠিকানা",
+    "ঠিকনা",
+    "ଠିକଣା",
+    "સરનામું",
+    "ਪਤਾ",
+    "முகவரி",
+    "చిరునామా",
+    "ವಿಳಾಸ",
+    "വിലാസം",
+    "ที่อยู่",
+    "አድራሻ",
+];
+/// An address's field label in the scripts that write none after it (`住址北京市…`).
+const ADDRESS_WORDS_UNSPACED: &[&str] = &["住所", "住址", "地址", "주소는", "주소"];
+
+/// An address after its field label (`words`, and with `unspaced` the CJK labels): the
+/// value runs to the end of its sentence or field (`;`, `|`, a line end, a full stop of
+/// any script, a `.` then a blank) or to the postcode's label or digits after a comma,
+/// whichever comes first; `checks::address_value` then asks for a number in it. Street
+/// suffixes differ in every language and are missing in many scripts' notes (`አዲስ አበባ
+/// ቦሌ 12`, `東京都新宿区西新宿2丁目8番1号`), so the label is the evidence. (The end of a
+/// value takes the blank after its `.`, so a label right after that sentence is not read:
+/// the regex crate has no look-ahead, and a Unicode `\b` would cost every note with an
+/// accent the fast engine, see [`all`].)
+fn labelled_address(words: &[&str], unspaced: &[&str]) -> String {
+    let stops = r"[;。।॥|\n۔።؛!?]";
+    let unspaced = if unspaced.is_empty() {
+        String::new()
+    } else {
+        format!(r"|(?:{}){GAP}[:：]?{GAP}", unspaced.join("|"))
+    };
+    format!(
+        r"(?i)(?:^|[^\p{{L}}\p{{M}}])(?:(?:{words}){GAP}[:：፡=]{GAP}|(?:{words})[ \t\x{{2066}}-\x{{2069}}]+{GAP}{unspaced})([^;。।॥|\n۔።؛!?]+?)(?:(?:[ \t]*[,،][ \t]*|[ \t]+)(?:{postal})(?:[^\p{{L}}\p{{M}}]|$)|[ \t]*[,،][ \t]*\d|{stops}|\.(?:\s|$)|$)",
+        words = words.join("|"),
+        postal = POSTAL_WORDS.join("|"),
+    )
+}
 /// What says a number with `F` after it is a temperature (or a catheter's French size),
 /// not an age and a sex.
 const TEMPERATURE_WORDS: &[&str] = &[
@@ -522,8 +630,10 @@ fn specs() -> Vec<Spec> {
             .group(1)
             .whole(|m| checks::state_zip(m).is_some()),
         spec("zip_ctx", r"\b\d{5}(?:-\d{4})?\b", Label::Zipcode, 0.85, checks::any).needs(ZIP_WORDS),
-        spec("postal_code_ctx", &format!(r"(?i)(?:^|[^\p{{L}}\p{{M}}])(?:{})[ \t]*[:=#]?[ \t]*(\d{{4,6}})\b", POSTAL_WORDS.join("|")), Label::Zipcode, 0.8, checks::any)
+        spec("postal_code_ctx", &format!(r"(?i)(?:^|[^\p{{L}}\p{{M}}])(?:{}){GAP}[:=#：፡]?{GAP}(\d{{4,6}})(?:[^\p{{L}}\p{{M}}\p{{N}}]|$)", POSTAL_WORDS.join("|")), Label::Zipcode, 0.8, checks::any)
             .group(1),
+        spec("address_labelled", &labelled_address(ADDRESS_WORDS, ADDRESS_WORDS_UNSPACED), Label::StreetAddress, 0.8, checks::address_value).group(1),
+        spec("address_labelled_english", &labelled_address(&["address"], &[]), Label::StreetAddress, 0.8, checks::address_value_other_script).group(1),
         spec(
             "street_address",
             r"\b\d{1,6}(?:-?[A-Z])?[ \t]+(?:[NSEW]\.?[ \t]+|(?:North|South|East|West)[ \t]+)?(?:(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))[ \t]+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Terrace|Ter|Way|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Square|Sq|Trail|Trl)\b(?:,?\s+(?:Apt|Apartment|Unit|Suite|Ste|Rm|Room|Fl|Floor)\.?\s*#?\s*[A-Za-z0-9-]+|,?\s+#\s*[A-Za-z0-9-]+)?(?:,\s*[A-Z][a-z]+(?:\s[A-Z][a-z]+)?,\s*[A-Z]{2}\b)?",
