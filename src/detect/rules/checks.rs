@@ -77,6 +77,16 @@ pub(crate) fn address_value_other_script(s: &str) -> Option<&str> {
     (opens && v.chars().any(|c| c.is_alphabetic() && !is_latin(c))).then_some(v)
 }
 
+/// [`address_value`] with a number as its first or second word (`44 कमल मार्ग`, `سڑک ٢٤
+/// حیدرآباد`), after a label that is also an everyday word.
+pub(crate) fn address_value_numbered_early(s: &str) -> Option<&str> {
+    let v = address_value(s)?;
+    v.split_whitespace()
+        .take(2)
+        .any(|w| w.chars().all(is_decimal_digit))
+        .then_some(v)
+}
+
 /// True for a letter of the Latin script (ASCII, Latin-1, Latin Extended-A and -B, and
 /// the Vietnamese block of Latin Extended Additional).
 fn is_latin(c: char) -> bool {

@@ -293,8 +293,9 @@ const POSTAL_WORDS: &[&str] = &[
 /// (`پن کوڈ`, an isolate, `٥٠٠٠٠١`).
 const GAP: &str = r"[ \t\x{2066}-\x{2069}\x{200E}\x{200F}]*";
 /// An address's field label in languages that put a space after it (`Adresse`, `địa
-/// chỉ`, `पता`, `முகவரி`, `ที่อยู่`), English left out (see [`labelled_address`]). Words
-/// with another common sense (`domicilio`'s home visits, `عنوان`'s titles) are left out.
+/// chỉ`, `पत्ता`, `முகவரி`, `ที่อยู่`), English left out (see [`labelled_address`]). Words
+/// with another common sense (`domicilio`'s home visits, `عنوان`'s titles) are left out,
+/// and Swedish `adress`, English's commonest misspelling (`will adress 3 issues`).
 const ADDRESS_WORDS: &[&str] = &[
     "adres",
     "woonadres",
@@ -311,7 +312,6 @@ const ADDRESS_WORDS: &[&str] = &[
     "adresa",
     "lakcím",
     "osoite",
-    "adress",
     "adreesị",
     "àdírẹ́sì",
     "anwani",
@@ -325,15 +325,12 @@ const ADDRESS_WORDS: &[&str] = &[
     "διεύθυνση",
     "نشانی",
     "آدرس",
-    "پتہ",
     "כתובת",
-    "पता",
     "पत्ता",
     "ঠিকানা",
     "ঠিকনা",
     "ଠିକଣା",
     "સરનામું",
-    "ਪਤਾ",
     "முகவரி",
     "చిరునామా",
     "ವಿಳಾಸ",
@@ -341,6 +338,10 @@ const ADDRESS_WORDS: &[&str] = &[
     "ที่อยู่",
     "አድራሻ",
 ];
+/// Address labels that are also the word for knowing (Hindi and Punjabi `pata`, Urdu
+/// `patah`: `पता चला कि 3 दिन से`, "found out that for 3 days"): their value needs a number
+/// in its first two words (`पता 44 कमल मार्ग`, `پتہ سڑک ٢٤ حیدرآباد`).
+const ADDRESS_WORDS_ALSO_KNOWING: &[&str] = &["पता", "ਪਤਾ", "پتہ"];
 /// An address's field label in the scripts that write none after it (`住址北京市…`).
 const ADDRESS_WORDS_UNSPACED: &[&str] = &["住所", "住址", "地址", "주소는", "주소"];
 
@@ -634,6 +635,7 @@ fn specs() -> Vec<Spec> {
             .group(1),
         spec("address_labelled", &labelled_address(ADDRESS_WORDS, ADDRESS_WORDS_UNSPACED), Label::StreetAddress, 0.8, checks::address_value).group(1),
         spec("address_labelled_english", &labelled_address(&["address"], &[]), Label::StreetAddress, 0.8, checks::address_value_other_script).group(1),
+        spec("address_labelled_also_knowing", &labelled_address(ADDRESS_WORDS_ALSO_KNOWING, &[]), Label::StreetAddress, 0.8, checks::address_value_numbered_early).group(1),
         spec(
             "street_address",
             r"\b\d{1,6}(?:-?[A-Z])?[ \t]+(?:[NSEW]\.?[ \t]+|(?:North|South|East|West)[ \t]+)?(?:(?:[A-Z][a-z]+|\d+(?:st|nd|rd|th))[ \t]+){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Terrace|Ter|Way|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Square|Sq|Trail|Trl)\b(?:,?\s+(?:Apt|Apartment|Unit|Suite|Ste|Rm|Room|Fl|Floor)\.?\s*#?\s*[A-Za-z0-9-]+|,?\s+#\s*[A-Za-z0-9-]+)?(?:,\s*[A-Z][a-z]+(?:\s[A-Z][a-z]+)?,\s*[A-Z]{2}\b)?",
