@@ -1177,26 +1177,27 @@ fn a_date_and_the_age_after_it_are_two_entities_with_the_bundled_model() {
     );
 }
 
-/// A date in another language (`3 de marzo de 2020`, `4. Mai 2019`, `1994년 3월 15일`) is
+/// A date in another language (`3 de marzo de 2020`, `4. Mai 2019`, `1994년 3월 15일`, the
+/// Greek `16 Νοεμβρίου 1975`, which leaked before) is
 /// found (it came out as written before), moved in its own language (`4. Mai` had become the
 /// French `3. Juin`) or cut to its year, and masked whole where it can be neither; a date in
 /// another script's digits (`১৪/০১/২০২৬`) is moved and written back in them (it was masked).
 #[test]
 fn a_date_in_another_language_is_moved_in_its_language_or_masked() {
     let t = tempfile::tempdir().expect("tempdir");
-    let note = "Nacida el 3 de marzo de 2020; 1994년 3월 15일; 5 марта 2020; am 4. Mai 2019; ১৪/০১/২০২৬; १२ ऑक्टोबर १९७९.\n";
+    let note = "Nacida el 3 de marzo de 2020; 1994년 3월 15일; 5 марта 2020; am 4. Mai 2019; ১৪/০১/২০২৬; १२ ऑक्टोबर १९७९; 16 Νοεμβρίου 1975.\n";
     for (args, want) in [
         (
             &["--method", "shift_dates", "--date-shift-days", "30"][..],
-            "Nacida el 2 de abril de 2020; 1994년 4월 14일; 4 апреля 2020; am 3. Juni 2019; ১৩/০২/২০২৬; [date].\n",
+            "Nacida el 2 de abril de 2020; 1994년 4월 14일; 4 апреля 2020; am 3. Juni 2019; ১৩/০২/২০২৬; [date]; 16 Δεκεμβρίου 1975.\n",
         ),
         (
             &["--policy", "hipaa_safe_harbor"][..],
-            "Nacida el 2020; 1994; 2020; am 2019; ২০২৬; [date].\n",
+            "Nacida el 2020; 1994; 2020; am 2019; ২০২৬; [date]; 1975.\n",
         ),
         (
             &["--method", "mask"][..],
-            "Nacida el [date]; [date]; [date]; am [date]; [date]; [date].\n",
+            "Nacida el [date]; [date]; [date]; am [date]; [date]; [date]; [date].\n",
         ),
     ] {
         let o = deid_stdin(t.path(), args, Some(note));

@@ -72,6 +72,8 @@ enum Lang {
     /// In the genitive a date takes (`5 марта 2020`).
     Russian,
     Hungarian,
+    /// In the genitive a date takes (`16 Νοεμβρίου 1975`).
+    Greek,
 }
 
 /// The languages of [`Lang`] as bits of one set, in the order of [`OTHER_MONTHS`].
@@ -125,7 +127,7 @@ impl Langs {
 /// them. A moved date keeps its language: `4. Mai 2019` moved by a month is `3. Juni 2019`,
 /// not the French `juin`. `patterns::OTHER_MONTH` and `patterns::HU_MONTH` are these as
 /// regexes (a test below holds them together).
-const OTHER_MONTHS: [(Lang, [&str; 12]); 10] = [
+const OTHER_MONTHS: [(Lang, [&str; 12]); 11] = [
     (Lang::French, FRENCH_MONTHS),
     (
         Lang::Spanish,
@@ -278,6 +280,23 @@ const OTHER_MONTHS: [(Lang, [&str; 12]); 10] = [
             "október",
             "november",
             "december",
+        ],
+    ),
+    (
+        Lang::Greek,
+        [
+            "ιανουαρίου",
+            "φεβρουαρίου",
+            "μαρτίου",
+            "απριλίου",
+            "μαΐου",
+            "ιουνίου",
+            "ιουλίου",
+            "αυγούστου",
+            "σεπτεμβρίου",
+            "οκτωβρίου",
+            "νοεμβρίου",
+            "δεκεμβρίου",
         ],
     ),
 ];
@@ -982,6 +1001,7 @@ impl DateParts {
                     Lang::Romanian,
                     Lang::Russian,
                     Lang::Hungarian,
+                    Lang::Greek,
                 ])
             };
             // German writes a stop after the day (`4. Mai`) and capitalises the month
@@ -1272,6 +1292,8 @@ mod tests {
         polish_unaccented: "5 wrzesnia 2001", 30, false => Some("5 października 2001");
         romanian: "12 martie 1985", 30, false => Some("11 aprilie 1985");
         russian_genitive: "5 марта 2020", 30, false => Some("4 апреля 2020");
+        greek_genitive: "16 Νοεμβρίου 1975", 30, false => Some("16 Δεκεμβρίου 1975");
+        greek_diaeresis: "3 μαΐου 2001", 30, false => Some("2 ιουνίου 2001");
         spanish_with_the_word_before: "el 3 de mayo de 1950", 30, false => Some("el 2 de junio de 1950");
         english_with_the_word_before: "on 03/04/2021", 1, false => Some("on 03/05/2021");
         german_with_the_word_before: "am 4. Mai 2019", 30, false => Some("am 3. Juni 2019");

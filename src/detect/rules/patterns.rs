@@ -81,7 +81,8 @@ pub(super) const OTHER_MONTH: &str = concat!(
     r"januari|februari|maart|mei|augustus|",
     r"stycznia|lutego|marca|kwietnia|maja|czerwca|lipca|sierpnia|wrze[sś]nia|pa[zź]dziernika|listopada|grudnia|",
     r"ianuarie|februarie|martie|aprilie|iunie|iulie|septembrie|octombrie|noiembrie|decembrie|",
-    r"января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря)"
+    r"января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря|",
+    r"ιανουαρίου|φεβρουαρίου|μαρτίου|απριλίου|μαΐου|ιουνίου|ιουλίου|αυγούστου|σεπτεμβρίου|οκτωβρίου|νοεμβρίου|δεκεμβρίου)"
 );
 
 /// A digit spelled out, as a number is read aloud (`oh` for zero).
@@ -288,6 +289,11 @@ const POSTAL_WORDS: &[&str] = &[
     "поштански број",
     "поштовий індекс",
 ];
+/// The start of a word that may begin with a letter outside ASCII: the start of the text
+/// or a character that is no letter, mark, digit or `_`, consumed (a rule using it puts
+/// what it finds in a group). `\b` is rewritten to ASCII in [`all`], and an ASCII `\b`
+/// before `Å` or `Ş` never holds.
+const WORD_START: &str = r"(?:^|[^\p{L}\p{M}\p{N}_])";
 /// What fills the gap between a field label and its value: blanks, and the invisible
 /// isolates (U+2066 to U+2069) and marks that right-to-left text puts around numbers
 /// (`پن کوڈ`, an isolate, `٥٠٠٠٠١`).
@@ -362,7 +368,7 @@ fn labelled_address(words: &[&str], unspaced: &[&str]) -> String {
         format!(r"|(?:{}){GAP}[:：]?{GAP}", unspaced.join("|"))
     };
     format!(
-        r"(?i)(?:^|[^\p{{L}}\p{{M}}])(?:(?:{words}){GAP}[:：፡=]{GAP}|(?:{words})[ \t\x{{2066}}-\x{{2069}}]+{GAP}{unspaced})([^;。।॥|\n۔።؛!?]+?)(?:(?:[ \t]*[,،][ \t]*|[ \t]+)(?:{postal})(?:[^\p{{L}}\p{{M}}]|$)|[ \t]*[,،][ \t]*\d|{stops}|\.(?:\s|$)|$)",
+        r"(?i){WORD_START}(?:(?:{words}){GAP}[:：፡=]{GAP}|(?:{words})[ \t\x{{2066}}-\x{{2069}}]+{GAP}{unspaced})([^;。।॥|\n۔።؛!?]+?)(?:(?:[ \t]*[,،][ \t]*|[ \t]+)(?:{postal})(?:[^\p{{L}}\p{{M}}]|$)|[ \t]*[,،][ \t]*\d|{stops}|\.(?:\s|$)|$)",
         words = words.join("|"),
         postal = POSTAL_WORDS.join("|"),
     )
@@ -651,8 +657,11 @@ fn specs() -> Vec<Spec> {
         // model.
         spec("street_word_first", r"\b(?:Via|Viale|Vicolo|Piazza|Piazzale|Corso|Calle|Avenida|Avda\.|Paseo|Carrer|Rua|Travessa|Praça|Rue|Chemin|Impasse|Allée|Quai|ulica|ul\.|aleja|Strada|Calea|Bulevardul)[ \t]+(?:(?:de|del|della|delle|dei|di|da|do|dos|das|la|le|les|des|du)[ \t]+)?\p{Lu}[\p{L}'’-]+(?:[ \t]+\p{Lu}[\p{L}'’-]+){0,2},?[ \t]+(?:(?:n\.?[ºo°]?|nr\.?|no\.?)[ \t]*)?\d{1,4}[A-Za-z]?\b", Label::StreetAddress, 0.85, checks::any),
         spec("street_fr", r"(?i)\b\d{1,4}(?:[ \t]?(?:bis|ter))?,?[ \t]+(?:rue|avenue|av\.|boulevard|bd|place|chemin|allée|allee|impasse|quai|route|cours)[ \t]+(?:(?:de[ \t]+la|de[ \t]+l'|des|du|de|d')[ \t]*)?\p{Lu}[\p{L}'’-]+(?:[ \t]+\p{Lu}[\p{L}'’-]+){0,2}", Label::StreetAddress, 0.85, checks::any),
-        spec("street_word_last", r"\b\p{Lu}\p{Ll}+(?:straat|gracht|weg|laan|plein|kade|singel|dijk|steeg|straße|strasse|str\.|gasse|allee|platz|damm|gatan|vägen|gata|vej|gade|veien|katu)[ \t]+\d{1,4}[a-z]?\b", Label::StreetAddress, 0.85, checks::any),
-        spec("street_tr", r"\b\p{Lu}\p{L}+(?:[ \t]+\p{Lu}\p{L}+)?[ \t]+(?:Caddesi|Cad\.|Sokak|Sokağı|Sk\.|Bulvarı|Mahallesi|Mah\.)[ \t]+(?:No:?[ \t]*)?\d{1,4}\b", Label::StreetAddress, 0.85, checks::any),
+        // These two start with a capital that may be no ASCII letter (`Ålgade 3`, `Şehit
+        // Sokak 5`), where the ASCII `\b` of `all` never holds: a word's start is read as
+        // the character before it, outside the span (group 1).
+        spec("street_word_last", &format!(r"{WORD_START}(\p{{Lu}}\p{{Ll}}+(?:straat|gracht|weg|laan|plein|kade|singel|dijk|steeg|straße|strasse|str\.|gasse|allee|platz|damm|gatan|vägen|gata|vej|gade|veien|katu)[ \t]+\d{{1,4}}[a-z]?)\b"), Label::StreetAddress, 0.85, checks::any).group(1),
+        spec("street_tr", &format!(r"{WORD_START}(\p{{Lu}}\p{{L}}+(?:[ \t]+\p{{Lu}}\p{{L}}+)?[ \t]+(?:Caddesi|Cad\.|Sokak|Sokağı|Sk\.|Bulvarı|Mahallesi|Mah\.)[ \t]+(?:No:?[ \t]*)?\d{{1,4}})\b"), Label::StreetAddress, 0.85, checks::any).group(1),
         spec("street_ru", r"(?:улица|ул\.|проспект|пр-т|переулок|пер\.|шоссе|бульвар|площадь|набережная)[ \t]+\p{Lu}[\p{L}-]+(?:[ \t]+\p{Lu}[\p{L}-]+)?,?[ \t]+(?:дом|д\.)[ \t]*\d{1,4}", Label::StreetAddress, 0.85, checks::any),
         // A rural route and its box (`RR 2 Box 24`, `Rural Route 3, Box 118`).
         spec("rural_route", r"(?i)\b(?:RR|R\.R\.|Rural\s+Route)\s*\d{1,3}\s*,?\s*Box\s+\d{1,5}\b", Label::StreetAddress, 0.85, checks::any),
