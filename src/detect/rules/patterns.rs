@@ -294,10 +294,14 @@ const POSTAL_WORDS: &[&str] = &[
 /// what it finds in a group). `\b` is rewritten to ASCII in [`all`], and an ASCII `\b`
 /// before `Å` or `Ş` never holds.
 const WORD_START: &str = r"(?:^|[^\p{L}\p{M}\p{N}_])";
-/// What fills the gap between a field label and its value: blanks, and the invisible
-/// isolates (U+2066 to U+2069) and marks that right-to-left text puts around numbers
-/// (`پن کوڈ`, an isolate, `٥٠٠٠٠١`).
-const GAP: &str = r"[ \t\x{2066}-\x{2069}\x{200E}\x{200F}]*";
+/// One character of the gap between a field label and its value: a blank, or one of the
+/// invisible isolates (U+2066 to U+2069) and marks that right-to-left text puts around
+/// numbers (`پن کوڈ`, an isolate, `٥٠٠٠٠١`).
+const GAP_CHAR: &str = r"[ \t\x{2066}-\x{2069}\x{200E}\x{200F}]";
+/// What ends a labelled address's value: a field's or a sentence's end in any script
+/// (`;`, `|`, a line end, the danda, the Urdu and Ethiopic full stops, the Arabic
+/// semicolon), as the inside of a regex class.
+const STOP_CHARS: &str = r";。।॥|\n۔።؛!?";
 /// An address's field label in languages that put a space after it (`Adresse`, `địa
 /// chỉ`, `पत्ता`, `முகவரி`, `ที่อยู่`), English left out (see [`labelled_address`]). Words
 /// with another common sense (`domicilio`'s home visits, `عنوان`'s titles) are left out,
@@ -361,14 +365,13 @@ const ADDRESS_WORDS_UNSPACED: &[&str] = &["住所", "住址", "地址", "주소�
 /// the regex crate has no look-ahead, and a Unicode `\b` would cost every note with an
 /// accent the fast engine, see [`all`].)
 fn labelled_address(words: &[&str], unspaced: &[&str]) -> String {
-    let stops = r"[;。।॥|\n۔።؛!?]";
     let unspaced = if unspaced.is_empty() {
         String::new()
     } else {
-        format!(r"|(?:{}){GAP}[:：]?{GAP}", unspaced.join("|"))
+        format!(r"|(?:{}){GAP_CHAR}*[:：]?{GAP_CHAR}*", unspaced.join("|"))
     };
     format!(
-        r"(?i){WORD_START}(?:(?:{words}){GAP}[:：፡=]{GAP}|(?:{words})[ \t\x{{2066}}-\x{{2069}}]+{GAP}{unspaced})([^;。।॥|\n۔።؛!?]+?)(?:(?:[ \t]*[,،][ \t]*|[ \t]+)(?:{postal})(?:[^\p{{L}}\p{{M}}]|$)|[ \t]*[,،][ \t]*\d|{stops}|\.(?:\s|$)|$)",
+        r"(?i){WORD_START}(?:(?:{words}){GAP_CHAR}*[:：፡=]{GAP_CHAR}*|(?:{words}){GAP_CHAR}+{unspaced})([^{STOP_CHARS}]+?)(?:(?:[ \t]*[,،][ \t]*|[ \t]+)(?:{postal})(?:[^\p{{L}}\p{{M}}]|$)|[ \t]*[,،][ \t]*\d|[{STOP_CHARS}]|\.(?:\s|$)|$)",
         words = words.join("|"),
         postal = POSTAL_WORDS.join("|"),
     )
@@ -637,7 +640,7 @@ fn specs() -> Vec<Spec> {
             .group(1)
             .whole(|m| checks::state_zip(m).is_some()),
         spec("zip_ctx", r"\b\d{5}(?:-\d{4})?\b", Label::Zipcode, 0.85, checks::any).needs(ZIP_WORDS),
-        spec("postal_code_ctx", &format!(r"(?i)(?:^|[^\p{{L}}\p{{M}}])(?:{}){GAP}[:=#：፡]?{GAP}(\d{{4,6}})(?:[^\p{{L}}\p{{M}}\p{{N}}]|$)", POSTAL_WORDS.join("|")), Label::Zipcode, 0.8, checks::any)
+        spec("postal_code_ctx", &format!(r"(?i)(?:^|[^\p{{L}}\p{{M}}])(?:{}){GAP_CHAR}*[:=#：፡]?{GAP_CHAR}*(\d{{4,6}})(?:[^\p{{L}}\p{{M}}\p{{N}}]|$)", POSTAL_WORDS.join("|")), Label::Zipcode, 0.8, checks::any)
             .group(1),
         spec("address_labelled", &labelled_address(ADDRESS_WORDS, ADDRESS_WORDS_UNSPACED), Label::StreetAddress, 0.8, checks::address_value).group(1),
         spec("address_labelled_english", &labelled_address(&["address"], &[]), Label::StreetAddress, 0.8, checks::address_value_other_script).group(1),
