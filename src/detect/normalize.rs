@@ -109,6 +109,36 @@ pub(crate) fn decimal_value(c: char) -> Option<u32> {
     })
 }
 
+/// `spans` (sorted, disjoint, code-point offsets of `text`) widened so that none starts on a
+/// combining mark or ends just before one, resolving any overlap that creates.
+fn whole_segments(text: &str, mut spans: Vec<Span>) -> Vec<Span> {
+    if text.is_ascii() || spans.is_empty() {
+        return spans;
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mark = |i: usize| {
+        chars.get(i).is_some_and(|&c| {
+            canonical_combining_class(c) != 0 || unicode_normalization::char::is_combining_mark(c)
+        })
+    };
+    let mut widened = false;
+    for s in &mut spans {
+        while s.start > 0 && mark(s.start) {
+            s.start -= 1;
+            widened = true;
+        }
+        while s.end < chars.len() && mark(s.end) {
+            s.end += 1;
+            widened = true;
+        }
+    }
+    if widened {
+        super::merge::resolve(spans)
+    } else {
+        spans
+    }
+}
+
 /// A text as recognizers read it (see the module docs).
 #[derive(Clone, Debug)]
 pub struct View<'t> {
@@ -193,10 +223,13 @@ impl<'t> View<'t> {
 
     /// Maps spans in view offsets to spans in offsets of the submitted text, resolving any
     /// overlap the mapping creates (two view code points from one segment). Spans past the
-    /// end of the view are dropped.
+    /// end of the view are dropped. A mapped span always holds whole segments: a letter
+    /// with its combining marks (the vowel signs of Indic and Thai scripts). A model's span
+    /// ended before `ಿ` in `ಶ್ರೀಮತಿ` where the tokenizer had dropped the mark, and the mask
+    /// left it hanging after the placeholder.
     pub fn to_original(&self, spans: Vec<Span>) -> Vec<Span> {
         if self.text.is_none() {
-            return spans;
+            return whole_segments(self.original, spans);
         }
         let mapped = spans
             .into_iter()
@@ -273,6 +306,23 @@ mod tests {
         assert_eq!(v.text(), "Dr finn");
         let found = v.to_original(vec![span(4, 7)]);
         assert_eq!((found[0].start, found[0].end), (3, 6));
+    }
+
+    /// In a text the view leaves as it is, a span that stops before a vowel sign, or starts
+    /// on one, takes the whole letter; ASCII and whole spans stay.
+    #[test]
+    fn spans_in_an_unchanged_text_take_whole_letters() {
+        let text = "Patient ಶ್ರೀಮತಿ K. วันที่ ok";
+        let v = View::new(text);
+        assert!(!v.is_changed());
+        let i = text.chars().position(|c| c == 'ಶ').unwrap_or(0);
+        // `ಶ್ರೀಮತ` without its final `ಿ`; `ี่` of `วันที่` alone.
+        let t = text.chars().position(|c| c == 'ว').unwrap_or(0);
+        let found = v.to_original(vec![span(i, i + 6), span(t + 4, t + 5)]);
+        let got: Vec<String> = found.iter().map(|s| chars(text, s)).collect();
+        assert_eq!(got, ["ಶ್ರೀಮತಿ", "ที่"]);
+        let whole = vec![span(0, 7), span(i, i + 7)];
+        assert_eq!(v.to_original(whole.clone()), whole);
     }
 
     #[test]
