@@ -894,6 +894,8 @@ pub(crate) const TITLES: &[&str] = &[
     "ਸ਼੍ਰੀਮਤੀ",
     "ਸ੍ਰੀਮਤੀ",
     "ਬੀਬੀ",
+    // Sardar, written as its first letter with a full stop (`ਸ. ਜੱਸਪ੍ਰੀਤ ਸਿੰਘ`).
+    "ਸ",
     "ଶ୍ରୀ",
     "ଶ୍ରୀମତୀ",
     "திரு",
@@ -940,6 +942,9 @@ pub(crate) const PATIENT_WORDS: &[&str] = &[
     "रोगी",
     "मरीज़",
     "मरीज",
+    // Punjabi, with its nukta apart as every view has it (NFKC never composes `ਜ਼`).
+    "ਮਰੀਜ\u{0A3C}",
+    "रुग्ण",
     "রোগী",
     "நோயாளர்",
     "நோயாளி",

@@ -730,13 +730,20 @@ impl Names {
             let mut p = end;
             // A short caseless word with a full stop is an initial too (`மு.`, `कु.`,
             // `ஸ்ரீ.`): two letters at most, its vowel signs not counted (they are
-            // alphabetic to `char`, and combining marks).
-            let caseless_initial = kind == Kind::Caseless
-                && word
-                    .chars()
+            // alphabetic to `char`, and combining marks), and only before the name's
+            // first whole word: after one, the full stop ends the name (`ਜੱਸਪ੍ਰੀਤ ਸਿੰਘ. ਜਨਮ`,
+            // "Singh. Born", where `ਸਿੰਘ` has two letters).
+            let short = |w: &str| {
+                w.chars()
                     .filter(|c| c.is_alphabetic() && !is_combining_mark(*c))
                     .count()
                     <= 2
+            };
+            let caseless_initial = kind == Kind::Caseless
+                && short(word)
+                && !toks[..toks.len() - 1]
+                    .iter()
+                    .any(|t| t.kind == Kind::Caseless && !short(&text[t.start..t.end]))
                 && text[p..].starts_with(". ");
             if (kind == Kind::Initial || caseless_initial) && text[p..].starts_with('.') {
                 p += 1;

@@ -99,6 +99,8 @@ rows! {
     honorific_doctor_tamil: "குறிப்பு: டாக்டர் ஸ்ரீ. ஸ்ரீநிவாசன்; தேதி", "ஸ்ரீநிவாசன்" => Some(Label::LastName);
     honorific_married_marathi: "नाव सौ. वैशाली सुरेश देशमुख. जन्म", "देशमुख" => Some(Label::LastName);
     honorific_doctor_malayalam: "Patient ഡോ. പുതുശ്ശേരി രാമൻ. DOB", "രാമൻ" => Some(Label::LastName);
+    patient_word_and_sardar_punjabi: "ਮਰੀਜ\u{0A3C} ਸ. ਜੱਸਪ੍ਰੀਤ ਸਿੰਘ. ਜਨਮ ਮਿਤੀ", "ਸਿੰਘ" => Some(Label::LastName);
+    patient_word_and_sardar_punjabi_given: "ਮਰੀਜ\u{0A3C} ਸ. ਜੱਸਪ੍ਰੀਤ ਸਿੰਘ. ਜਨਮ ਮਿਤੀ", "ਜੱਸਪ੍ਰੀਤ" => Some(Label::FirstName);
     name_field_amharic: "ስም፡ ሰላም ተስፋዬ። የትውልድ", "ተስፋዬ" => Some(Label::LastName);
     name_field_chinese: "合成病例：患者姓名林晓，居民身份证号", "林晓" => Some(Label::Person);
     name_field_japanese: "氏名: 佐藤 花子、生年月日", "佐藤 花子" => Some(Label::Person);

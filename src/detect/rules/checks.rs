@@ -129,9 +129,14 @@ pub(crate) fn not_the_verb_may(s: &str) -> bool {
 /// one year from 1850 to 2150, and the other numbers days of a month (1–31), one of them a
 /// month (1–12) when there are two.
 pub(crate) fn day_month_year_numbers(s: &str) -> Option<&str> {
+    day_month_year_in_era(s, 0)
+}
+
+/// [`day_month_year_numbers`] with the year counted `era` years later than the common era.
+fn day_month_year_in_era(s: &str, era: u32) -> Option<&str> {
     let nums = numbers(s);
     let (years, rest): (Vec<u32>, Vec<u32>) = nums.iter().partition(|n| **n >= 1000);
-    let ok = matches!(years.as_slice(), [y] if (1850..=2150).contains(y))
+    let ok = matches!(years.as_slice(), [y] if (1850 + era..=2150 + era).contains(y))
         && !rest.is_empty()
         && rest.iter().all(|n| (1..=31).contains(n))
         && (rest.len() < 2 || rest.iter().any(|n| *n <= 12));
@@ -182,8 +187,51 @@ pub(crate) fn native_date(s: &str) -> Option<&str> {
 /// A day, a word and a year (`१२ ऑक्टोबर १९७९`, `15 במרץ 2020`), the word in a script
 /// after Latin, Greek, Cyrillic and Armenian (the rule's pattern sees to that: `12 patients
 /// 2020` is no date): [`day_month_year_numbers`] once its digits are read.
+///
+/// A Thai date may count its year in the Buddhist era, 543 years ahead
+/// (`15 มกราคม 2567` is 15 January 2024), so after a Thai word that year is read too.
 pub(crate) fn native_day_word_year(s: &str) -> Option<&str> {
-    day_month_year_numbers(&ascii_digits(s).0).map(|_| s)
+    /// The Thai block.
+    const THAI: std::ops::RangeInclusive<char> = '\u{0E00}'..='\u{0E7F}';
+    /// How many years the Buddhist era runs ahead of the common era.
+    const BUDDHIST_ERA: u32 = 543;
+    let ascii = ascii_digits(s).0;
+    let thai = s.chars().any(|c| THAI.contains(&c));
+    (day_month_year_numbers(&ascii).is_some()
+        || (thai && day_month_year_in_era(&ascii, BUDDHIST_ERA).is_some()))
+    .then_some(s)
+}
+
+/// A date in Ethiopic numerals (`፲፬/፭/፲፱፻፹፰`): a day (1–30, or the 13th month's 1–6) and a
+/// month (1–13) in either order, and a year from 1800 to 2200 (the Ethiopian calendar runs
+/// seven or eight years behind).
+pub(crate) fn ethiopic_date(s: &str) -> Option<&str> {
+    let parts: Option<Vec<u32>> = s.split('/').map(ethiopic_number).collect();
+    let [a, b, year] = parts?[..] else {
+        return None;
+    };
+    let day_month = |d: u32, m: u32| (1..=13).contains(&m) && (1..=30).contains(&d);
+    ((day_month(a, b) || day_month(b, a)) && (1800..=2200).contains(&year)).then_some(s)
+}
+
+/// The value of a number in Ethiopic numerals: units `፩`–`፱`, tens `፲`–`፺`, `፻` a hundred
+/// times what is before it (`፲፱፻፹፰` is 19 × 100 + 88). `None` for anything else, and for
+/// `፼` (ten thousand), which no date needs.
+fn ethiopic_number(s: &str) -> Option<u32> {
+    let (mut total, mut group) = (0u32, 0u32);
+    for c in s.chars() {
+        match u32::from(c) {
+            u @ 0x1369..=0x1371 => group += u - 0x1368,
+            t @ 0x1372..=0x137A => group += (t - 0x1371) * 10,
+            0x137B => {
+                total += group.max(1) * 100;
+                group = 0;
+            }
+            _ => return None,
+        }
+    }
+    let n = total + group;
+    (n > 0).then_some(n)
 }
 
 /// A Russian SNILS whose check number holds: the first nine digits weighted 9 down to 1 and

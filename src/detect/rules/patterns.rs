@@ -348,10 +348,12 @@ const ADDRESS_WORDS: &[&str] = &[
     "ที่อยู่",
     "አድራሻ",
 ];
-/// Address labels that are also the word for knowing (Hindi and Punjabi `pata`, Urdu
-/// `patah`: `पता चला कि 3 दिन से`, "found out that for 3 days"): their value needs a number
-/// in its first two words (`पता 44 कमल मार्ग`, `پتہ سڑک ٢٤ حیدرآباد`).
-const ADDRESS_WORDS_ALSO_KNOWING: &[&str] = &["पता", "ਪਤਾ", "پتہ"];
+/// Address labels that are also everyday words: the word for knowing (Hindi and Punjabi
+/// `pata`, Urdu `patah`: `पता चला कि 3 दिन से`, "found out that for 3 days"), and home or
+/// residence (Bengali `basa`, Urdu `rihaish`: `বাসা থেকে 3 কিমি`, "3 km from home"). Their
+/// value needs a number in its first two words (`पता 44 कमल मार्ग`, `پتہ سڑک ٢٤ حیدرآباد`,
+/// `বাসা ৭ শান্তি নগর`, `رہائش مکان ۳۴ سری نگر`).
+const ADDRESS_WORDS_ALSO_KNOWING: &[&str] = &["पता", "ਪਤਾ", "پتہ", "বাসা", "رہائش"];
 /// An address's field label in the scripts that write none after it (`住址北京市…`).
 const ADDRESS_WORDS_UNSPACED: &[&str] = &["住所", "住址", "地址", "주소는", "주소"];
 
@@ -535,6 +537,10 @@ fn specs() -> Vec<Spec> {
             .group(1),
         spec("date_native_words", r"(?:^|[^\p{L}\p{M}\p{Nd}])(\p{Nd}{1,2}[ \t]+[\p{L}\p{M}\u{200C}\u{200D}&&[^\x00-\u{058F}]]+[ \t]+\p{Nd}{4})(?:[^\p{L}\p{M}\p{Nd}]|$)", Label::Date, 0.8, checks::native_day_word_year)
             .group(1),
+        // In Ethiopic numerals, which are no decimal digits (`፲፬/፭/፲፱፻፹፰`, 14/5/1988 in the
+        // Ethiopian calendar): masked, as shifting cannot read them.
+        spec("date_ethiopic", r"(?:^|[^\p{L}\p{M}\p{N}])([\x{1369}-\x{137C}]{1,3}/[\x{1369}-\x{137C}]{1,3}/[\x{1369}-\x{137C}]{2,6})(?:[^\p{L}\p{M}\p{N}]|$)", Label::Date, 0.85, checks::ethiopic_date)
+            .group(1),
         spec("date_num_month_year", r"\b\d{1,2}/\d{4}\b", Label::Date, 0.7, checks::date),
         // A month and a day with no year (`Sep-08`); a month name leaves no doubt.
         spec("date_mon_day_dash", &format!(r"(?i)\b{m}-(\d{{1,2}})\b"), Label::Date, 0.8, checks::any)
@@ -595,6 +601,8 @@ fn specs() -> Vec<Spec> {
         // Indian PAN (`AFZPK7190K`, the fourth letter the holder's kind).
         spec("snils", r"\b\d{3}-\d{3}-\d{3}[ -]\d{2}\b", Label::IdNum, 0.9, checks::snils),
         spec("pan_in", r"\b[A-Z]{3}[PCHFATBLJG][A-Z]\d{4}[A-Z]\b", Label::IdNum, 0.85, checks::any),
+        // After its label a PAN's shape is enough (a test or mistyped one, `PAN=ABCDE1234F`).
+        spec("pan_in_labelled", r"\b(?i:pan)(?:[ \t]*(?i:no\.?|number))?[ \t]*[:=#][ \t]*([A-Z]{5}[0-9]{4}[A-Z])\b", Label::IdNum, 0.85, checks::any).group(1),
         // --- ssn
         spec("ssn_dashed", r"\b\d{3}-\d{2}-\d{4}\b", Label::Ssn, 0.95, checks::ssn),
         spec("ssn_spaced", r"\b\d{3} \d{2} \d{4}\b", Label::Ssn, 0.8, checks::ssn),
