@@ -97,15 +97,27 @@ fn chain_dashes(text: &str) -> Vec<usize> {
 /// consecutive code points (Arabic-Indic, Devanagari, Bengali, Thai …): found by walking
 /// back to the block's zero, which `char::to_digit` does not do. `None` for ASCII digits
 /// and anything else.
+///
+/// Only decimal digits (general category Nd) count: other numerals that run in order, like
+/// Ethiopic `፩`–`፼` (one to ten thousand, no zero), were read as digits from zero, so
+/// `፲፬/፭/፲፱፻፹፰` became an ASCII number no rule knew and its date leaked.
 pub(crate) fn decimal_value(c: char) -> Option<u32> {
-    let numeric = |code: u32| char::from_u32(code).is_some_and(char::is_numeric);
+    /// One decimal digit of any script: the standard library has no general category, and
+    /// the regex crate's Unicode tables are current.
+    static DECIMAL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        #[allow(clippy::expect_used)]
+        regex::Regex::new(r"^\p{Nd}$").expect("a class compiles")
+    });
+    let decimal = |code: u32| {
+        char::from_u32(code).is_some_and(|c| DECIMAL.is_match(c.encode_utf8(&mut [0; 4])))
+    };
     let code = u32::from(c);
-    if !c.is_numeric() || c.is_ascii_digit() || c.is_ascii() {
+    if !c.is_numeric() || c.is_ascii_digit() || c.is_ascii() || !decimal(code) {
         return None;
     }
     (0..10).find(|&k| {
         let zero = code - k.min(code);
-        zero > 0 && !numeric(zero - 1) && (0..10).all(|d| numeric(zero + d))
+        zero > 0 && !decimal(zero - 1) && (0..10).all(|d| decimal(zero + d))
     })
 }
 
@@ -223,8 +235,8 @@ impl<'t> View<'t> {
 
     /// Maps spans in view offsets to spans in offsets of the submitted text, resolving any
     /// overlap the mapping creates (two view code points from one segment). Spans past the
-    /// end of the view are dropped. A mapped span always holds whole segments: a letter
-    /// with its combining marks (the vowel signs of Indic and Thai scripts). A model's span
+    /// end of the view are dropped. A mapped span always holds whole letters: a base with
+    /// its combining marks (the vowel signs of Indic and Thai scripts). A model's span
     /// ended before `ಿ` in `ಶ್ರೀಮತಿ` where the tokenizer had dropped the mark, and the mask
     /// left it hanging after the placeholder.
     pub fn to_original(&self, spans: Vec<Span>) -> Vec<Span> {
@@ -240,7 +252,9 @@ impl<'t> View<'t> {
                 s
             })
             .collect();
-        super::merge::resolve(mapped)
+        // Segments end at every starter, and most Indic vowel signs are starters
+        // (canonical combining class 0): they need the same widening.
+        whole_segments(self.original, super::merge::resolve(mapped))
     }
 }
 
@@ -298,6 +312,19 @@ mod tests {
         }
     }
 
+    /// Decimal digits of every script read as ASCII, the last of a block too where other
+    /// numerals follow it (Tamil `௯` before `௰`, ten); numerals without a zero do not
+    /// (Ethiopic `፩`–`፼`, which were read as `0`–`9`).
+    #[test]
+    fn decimal_digits_read_as_ascii_and_other_numerals_stay() {
+        assert_eq!(View::new("MRN ௧௨௯ ٤٥ ९").text(), "MRN 129 45 9");
+        for c in ['௰', '፩', '፲', '፻', 'Ⅻ', '½'] {
+            assert_eq!(decimal_value(c), None, "{c}");
+        }
+        let text = "ቀን፡ ፲፬/፭/፲፱፻፹፰።";
+        assert!(!View::new(text).is_changed());
+    }
+
     #[test]
     fn a_ligature_split_by_a_span_maps_to_the_whole_ligature() {
         // "ﬁ" is one code point and two in the view.
@@ -323,6 +350,13 @@ mod tests {
         assert_eq!(got, ["ಶ್ರೀಮತಿ", "ที่"]);
         let whole = vec![span(0, 7), span(i, i + 7)];
         assert_eq!(v.to_original(whole.clone()), whole);
+        // The same where the view differs (full-width letters): most Indic vowel signs
+        // are segments of their own.
+        let text = "ＭＲＮ ಶ್ರೀಮತಿ";
+        let v = View::new(text);
+        assert!(v.is_changed());
+        let found = v.to_original(vec![span(4, 10)]);
+        assert_eq!(chars(text, &found[0]), "ಶ್ರೀಮತಿ");
     }
 
     #[test]

@@ -1306,6 +1306,50 @@ fn labelled_addresses_native_digit_postcodes_and_titled_names_in_other_scripts_a
     );
 }
 
+/// A Thai date in the Buddhist era, an Ethiopic-numeral date, a Punjabi name after the
+/// patient word and `ਸ.`, and a model span that stopped before a vowel sign: each leaked
+/// something before (OpenMed's multilingual notes), and no mask may leave a vowel sign
+/// hanging after its placeholder (a mark right after `]`).
+#[test]
+fn thai_and_ethiopic_dates_punjabi_names_and_whole_letters_with_the_bundled_model() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let o = deid_bundled_stdin(
+        t.path(),
+        &[],
+        Some(concat!(
+            "บันทึก: วันที่ 15 มกราคม 2567 โทร 081-234-5678\n",
+            "የትውልድ ቀን፡ ፲፬/፭/፲፱፻፹፰።\n",
+            "ਮਰੀਜ਼ ਸ. ਜੱਸਪ੍ਰੀਤ ਸਿੰਘ. ਜਨਮ ਮਿਤੀ ੧੪ ਜੁਲਾਈ ੨੦੨੬.\n",
+            "Patient ಶ್ರೀಮತಿ K. S. Ravi ಅವರು. PAN=ABCDE1234F\n",
+        )),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for phi in [
+        "มกราคม",
+        "2567",
+        "፲፱፻፹፰",
+        "ਜੱਸਪ੍ਰੀਤ",
+        "ਸਿੰਘ",
+        "੨੦੨੬",
+        "Ravi",
+        "ABCDE1234F",
+    ] {
+        assert!(!out.contains(phi), "{phi} left in {out}");
+    }
+    assert!(out.contains("ቀን፡ [date]።"), "{out}");
+    assert!(out.contains("ਜਨਮ ਮਿਤੀ [date]."), "{out}");
+    let hanging = out.split(']').skip(1).find(|rest| {
+        rest.chars()
+            .next()
+            .is_some_and(unicode_normalization::char::is_combining_mark)
+    });
+    assert!(
+        hanging.is_none(),
+        "a vowel sign after a placeholder in {out}"
+    );
+}
+
 /// A span ends where its sentence does, and a symbol glued to a word is no part of it:
 /// `BWH for ECMO. Records` was one organisation, so `. Records` was deleted with it;
 /// `Lagos. Daughter` one town; `😀Smith` kept its surname (the word was one unknown token
