@@ -998,6 +998,10 @@ mod tests {
             "NYHA class II",
             "methimazole",
             "HFrEF",
+            "Nota sintética",
+            "रोगी",
+            "Nambari",
+            "ABHA",
         ] {
             assert!(is_clinical(v), "{v}");
         }
@@ -1011,6 +1015,7 @@ mod tests {
             "the",
             "Aki",
             "Pomáz, PE",
+            "रोगी अनिता",
         ] {
             assert!(!is_clinical(v), "{v}");
         }

@@ -101,6 +101,8 @@ rows! {
     honorific_doctor_malayalam: "Patient ഡോ. പുതുശ്ശേരി രാമൻ. DOB", "രാമൻ" => Some(Label::LastName);
     patient_word_and_sardar_punjabi: "ਮਰੀਜ\u{0A3C} ਸ. ਜੱਸਪ੍ਰੀਤ ਸਿੰਘ. ਜਨਮ ਮਿਤੀ", "ਸਿੰਘ" => Some(Label::LastName);
     patient_word_and_sardar_punjabi_given: "ਮਰੀਜ\u{0A3C} ਸ. ਜੱਸਪ੍ਰੀਤ ਸਿੰਘ. ਜਨਮ ਮਿਤੀ", "ਜੱਸਪ੍ਰੀਤ" => Some(Label::FirstName);
+    function_words_after_a_patient_word_are_no_name: "रोगी को मधुमेह है और", "मधुमेह" => None;
+    function_words_end_a_caseless_name: "रोगी आरव शर्मा की ABHA संख्या", "शर्मा" => Some(Label::LastName);
     name_field_amharic: "ስም፡ ሰላም ተስፋዬ። የትውልድ", "ተስፋዬ" => Some(Label::LastName);
     name_field_chinese: "合成病例：患者姓名林晓，居民身份证号", "林晓" => Some(Label::Person);
     name_field_japanese: "氏名: 佐藤 花子、生年月日", "佐藤 花子" => Some(Label::Person);
