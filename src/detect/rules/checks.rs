@@ -234,6 +234,26 @@ fn ethiopic_number(s: &str) -> Option<u32> {
     (n > 0).then_some(n)
 }
 
+/// A French social security number (NIR, `1 51 04 69 123 456 42`) whose key holds: 97 less
+/// the first thirteen digits modulo 97, Corsica's departments `2A` and `2B` read as 19 and
+/// 18.
+pub(crate) fn nir(s: &str) -> Option<&str> {
+    let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    if compact.len() != 15 || !compact.is_ascii() {
+        return None;
+    }
+    let department = match &compact[5..7] {
+        "2A" => "19",
+        "2B" => "18",
+        d => d,
+    };
+    let body: u64 = format!("{}{department}{}", &compact[..5], &compact[7..13])
+        .parse()
+        .ok()?;
+    let key: u64 = compact[13..].parse().ok()?;
+    (key == 97 - body % 97).then_some(s)
+}
+
 /// A Russian SNILS whose check number holds: the first nine digits weighted 9 down to 1 and
 /// summed, taken modulo 101, with 100 written `00`.
 pub(crate) fn snils(s: &str) -> Option<&str> {

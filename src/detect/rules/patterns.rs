@@ -600,6 +600,9 @@ fn specs() -> Vec<Spec> {
         // National numbers with a check digit: a Russian SNILS (`945-180-612 14`) and an
         // Indian PAN (`AFZPK7190K`, the fourth letter the holder's kind).
         spec("snils", r"\b\d{3}-\d{3}-\d{3}[ -]\d{2}\b", Label::IdNum, 0.9, checks::snils),
+        // A French social security number (NIR: sex, year, month, department, commune,
+        // order, key), spaced as the carte Vitale prints it or not.
+        spec("nir_fr", r"\b[1-478] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}\b", Label::IdNum, 0.9, checks::nir),
         spec("pan_in", r"\b[A-Z]{3}[PCHFATBLJG][A-Z]\d{4}[A-Z]\b", Label::IdNum, 0.85, checks::any),
         // After its label a PAN's shape is enough (a test or mistyped one, `PAN=ABCDE1234F`).
         spec("pan_in_labelled", r"\b(?i:pan)(?:[ \t]*(?i:no\.?|number))?[ \t]*[:=#][ \t]*([A-Z]{5}[0-9]{4}[A-Z])\b", Label::IdNum, 0.85, checks::any).group(1),

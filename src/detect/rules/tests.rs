@@ -96,6 +96,7 @@ rows! {
     date_thai_in_the_buddhist_era: "บันทึก: วันที่ 15 มกราคม 2567 โทร; ๓ มีนาคม ๒๕๖๖; 15 มกราคม 3100; 15 ابريل 2567" => [("15 มกราคม 2567", Date), ("๓ มีนาคม ๒๕๖๖", Date)];
     date_ethiopic_numerals: "የትውልድ ቀን፡ ፲፬/፭/፲፱፻፹፰። ፲፬/፭/፲፯፻; ፴፭/፲፬/፲፱፻፹፰; ፲፬/፭/፳፻፲" => [("፲፬/፭/፲፱፻፹፰", Date), ("፲፬/፭/፳፻፲", Date)];
     pan_after_its_label_in_any_shape: "PAN=ABCDE1234F; pan no: QWERT5678Y; Pan: abcde1234f; span: ABCDE1234F" => [("ABCDE1234F", IdNum), ("QWERT5678Y", IdNum)];
+    nir_with_its_key: "NIR 1 51 04 69 123 456 42, n° SS 269057511223302; Corse 1 85 08 2A 123 045 07; faux 1 51 04 69 123 456 43" => [("1 51 04 69 123 456 42", IdNum), ("269057511223302", IdNum), ("1 85 08 2A 123 045 07", IdNum)];
     national_numbers_with_check_digits: "телефон 8 (495) 123-45-67, СНИЛС 945-180-612 14, PAN=AFZPK7190K; patient" => [("8 (495) 123-45-67", Phone), ("945-180-612 14", IdNum), ("AFZPK7190K", IdNum)];
     national_numbers_need_their_check_digit: "ref 945-180-612 15; code ABCDE1234F; 8 495 123" => [];
     phone_spelled: "Callback five five five, one two three four. Cell oh two oh - seven nine four six eight one two." => [("five five five, one two three four", Phone), ("oh two oh - seven nine four six eight one two", Phone)];
