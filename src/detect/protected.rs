@@ -384,14 +384,15 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         if crate::detect::rules::hl7::is_segment_id(idx.slice(text, s.start, s.end).trim(), after) {
             continue;
         }
-        // A name of one or two letters is an initial (`Silke K. Loewe`), not potassium.
+        // A name of one or two letters is an initial (`Silke K. Loewe`), not potassium; in
+        // Han or Hangul two characters are a whole word (`患者`, `환자`: "patient").
         let value = idx.slice(text, s.start, s.end);
         if in_value_chain(text, &idx, &s) {
             continue;
         }
         // A surname that is a ward's word (`Kerry Ward`) stays a name.
         let name = is_name_label(s.label)
-            && value.trim().chars().count() > 2
+            && (value.trim().chars().count() > 2 || !value.is_ascii())
             && !value
                 .split_whitespace()
                 .any(|w| PLACE_WORDS.contains(&w.to_lowercase().as_str()));
@@ -1031,6 +1032,22 @@ mod tests {
         drop_protected(text, &mut spans);
         let kept: Vec<usize> = spans.iter().map(|s| s.start).collect();
         assert_eq!(kept, [24, 64]);
+    }
+
+    /// A label word of two Han or Hangul characters taken for a name is dropped, as a longer
+    /// one is; a two-letter Latin name stays (an initial, not the analyte).
+    #[test]
+    fn a_two_character_label_word_is_no_name_and_a_latin_initial_stays() {
+        let text = "환자: 김민준; 患者: 王芳; Silke K. Loewe";
+        let mut spans = vec![
+            Span::new(0, 2, Label::FirstName, 0.9, Source::Model),
+            Span::new(4, 7, Label::Person, 0.9, Source::Model),
+            Span::new(9, 11, Label::FirstName, 0.9, Source::Model),
+            Span::new(23, 24, Label::MiddleName, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<usize> = spans.iter().map(|s| s.start).collect();
+        assert_eq!(kept, [4, 23]);
     }
 
     /// A model span starting on the stop before its entity starts at the entity, and an

@@ -336,6 +336,20 @@ const STOP: &[&str] = &[
     "ಮತ್ತು",
     "ಇದೆ",
     "ಅವರು",
+    // The names of national identifiers, which a name's comma ran on to (`Anna Kowalska,
+    // PESEL 44051401359` read as `Last, First`).
+    "PESEL",
+    "BSN",
+    "CPF",
+    "DNI",
+    "NIE",
+    "NIR",
+    "CURP",
+    "ABHA",
+    "PAN",
+    "NHS",
+    "NIDA",
+    "NHIF",
 ];
 /// Services and their short forms, which a consult list joins with `/` or a dash as it
 /// joins a service and its consultant (`ID/Pulm`, `Heme/Onc`, `GI—Hepatology`).
@@ -601,9 +615,12 @@ impl Names {
             greeting: re(r"(?m)^(?:Hi|Hello|Dear)[ \t]+(\p{Ll}[\p{L}\p{M}'’-]*),"),
             // Han and Hangul run words together (`患者姓名林晓，居民…`), so the name is at
             // most four of their characters, and one more such run after a space (`佐藤
-            // 花子`); the field needs no boundary before it (`患者姓名`).
+            // 花子`); the field needs no boundary before it (`患者姓名`). The word for the
+            // patient is a field only with its colon, and its name only two to four
+            // characters with a stop after them (`환자: 김민준,`): `患者主诉头痛` is "the
+            // patient complains of headache".
             name_field_cjk: re(
-                r"(?:姓名|氏名|名前|이름|성명)[ \t]*[:：]?[ \t]*([\p{Han}\p{Hangul}]{1,4}(?:[ 　][\p{Han}\p{Hangul}]{1,4})?)",
+                r"(?:(?:姓名|氏名|名前|이름|성명)[ \t]*[:：]?[ \t]*([\p{Han}\p{Hangul}]{1,4}(?:[ 　][\p{Han}\p{Hangul}]{1,4})?)|(?:患者|病人|환자)[ \t]*[:：][ \t]*([\p{Han}\p{Hangul}]{2,4})(?:[，,、。；; \t]|$))",
             ),
             initial_name: re(
                 r"\b(\p{Lu}\p{Ll}[\p{L}\p{M}'’-]+)[ \t]+(\p{Lu})\.[ \t]+(\p{Lu}[\p{L}\p{M}'’-]*\p{L})",
@@ -743,7 +760,7 @@ impl Names {
             }
         }
         for caps in self.name_field_cjk.captures_iter(text) {
-            if let Some(g) = caps.get(1) {
+            if let Some(g) = caps.get(1).or_else(|| caps.get(2)) {
                 out.push(ByteSpan::new(g.start(), g.end(), Label::Person, STRONG));
             }
         }

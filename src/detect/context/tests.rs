@@ -106,6 +106,9 @@ rows! {
     name_field_amharic: "ስም፡ ሰላም ተስፋዬ። የትውልድ", "ተስፋዬ" => Some(Label::LastName);
     name_field_chinese: "合成病例：患者姓名林晓，居民身份证号", "林晓" => Some(Label::Person);
     name_field_japanese: "氏名: 佐藤 花子、生年月日", "佐藤 花子" => Some(Label::Person);
+    patient_field_korean: "환자: 김민준, 주민등록번호", "김민준" => Some(Label::Person);
+    patient_word_chinese_without_a_colon_is_no_field: "患者主诉头痛，三天", "主诉头痛" => None;
+    identifier_name_after_a_comma_is_no_given_name: "Pacjent: Anna Kowalska, PESEL 44051401359", "PESEL" => None;
     name_field_cjk_reads_four_characters_at_most: "姓名林晓居民身份证号", "林晓居民" => Some(Label::Person);
     caseless_words_after_a_phrase_are_not_a_name: "Discussed with आरव शर्मा today", "आरव" => None;
     eponym_after_a_given_name_is_a_surname: "correct it to Mr. Janina Hartmann?", "Hartmann" => Some(Label::LastName);
