@@ -568,6 +568,20 @@ fn first_names() -> &'static HashSet<&'static str> {
     })
 }
 
+/// Function words that no name is, written in capitals by notes in capitals (`PT IS A 76
+/// YO M` read `IS A` as a name). Not [`STOP`]'s capitalised words: `APRIL` and `JUNE` are
+/// given names there too; nor `MAY`, `WILL`, `CAN`, which are names.
+const SHOUTED: &[&str] = &[
+    "IS", "WAS", "WHO", "AT", "AND", "THE", "OF", "IN", "ON", "TO", "WITH", "HAS", "HAD", "HAVE",
+    "SAYS", "SAID", "HIS", "HER", "THEIR", "ARE", "WERE", "BY", "FOR", "FROM", "THAT", "THIS",
+    "NOT", "NO", "BUT", "OR", "VIA", "ABOUT",
+];
+
+/// True when `word` is in `stop` or is one of [`SHOUTED`].
+fn is_stop(stop: &HashSet<&'static str>, word: &str) -> bool {
+    stop.contains(word) || SHOUTED.contains(&word)
+}
+
 fn stop_words() -> &'static HashSet<&'static str> {
     static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
     SET.get_or_init(|| STOP.iter().copied().collect())
@@ -813,12 +827,12 @@ impl Names {
                 toks.last()
                     .is_some_and(|t| matches!(t.kind, Kind::Cap | Kind::Initial | Kind::Nick))
             };
-            let stopped = stop.contains(word)
+            let stopped = is_stop(stop, word)
                 // A word run into digits is a code or a measure (`SpO2`, `G2P1`, `L4-L5`),
                 // never a name.
                 || after.starts_with(|c: char| c.is_ascii_digit())
                 || word.starts_with("non-")
-                || stop.contains(word.trim_end_matches('.'))
+                || is_stop(stop, word.trim_end_matches('.'))
                 || (is_protected_at(word, after) && (!name_position || followed_by_head(after)))
                 // Any word before a clinical head noun names a term (`Hickman line`,
                 // `Holter monitor`), listed or not; only a title or label makes it a person.
