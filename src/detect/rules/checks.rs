@@ -532,6 +532,12 @@ pub(crate) fn age_over_89(s: &str) -> Option<&str> {
     (90..=125).contains(&v).then_some(s)
 }
 
+/// A decade of life from the nineties on (`90s`, `90's`, `100s`): [`age_over_89`] of its
+/// number.
+pub(crate) fn age_decade_over_89(s: &str) -> Option<&str> {
+    age_over_89(s.trim_end_matches('s').trim_end_matches(['\'', '’'])).map(|_| s)
+}
+
 /// A URL without the sentence punctuation that often follows it.
 pub(crate) fn url(s: &str) -> Option<&str> {
     let trimmed = s.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '}', '\'', '"']);

@@ -681,7 +681,11 @@ fn specs() -> Vec<Spec> {
         spec("rural_route", r"(?i)\b(?:RR|R\.R\.|Rural\s+Route)\s*\d{1,3}\s*,?\s*Box\s+\d{1,5}\b", Label::StreetAddress, 0.85, checks::any),
         spec("po_box", r"(?i)\bP\.?\s?O\.?\s*Box\s+\d{1,6}\b", Label::StreetAddress, 0.85, checks::any),
         // --- ages over 89
-        spec("age_year_old", r"(?i)\b(\d{2,3})[- ](?:years?|yrs?)[- ]old\b", Label::Age, 0.9, checks::age_over_89).group(1),
+        spec("age_year_old", r"(?i)\b(\d{2,3})(?:[- ](?:years?|yrs?)[- ]old|[ \t]+(?:years?|yrs?)[ \t]+of[ \t]+age)\b", Label::Age, 0.9, checks::age_over_89).group(1),
+        // An age over 89 as its decade (`in her late 90s`) or its birthday (`his 90th
+        // birthday`): each says more than Safe Harbor's "90 or older".
+        spec("age_decade", r"(?i)\bin[ \t]+(?:his|her|their|the)[ \t]+(?:(?:early|mid|late)[ \t-]+)?(\d{1,2}0'?s)\b", Label::Age, 0.85, checks::age_decade_over_89).group(1),
+        spec("age_birthday", r"(?i)\b(\d{2,3})(?:st|nd|rd|th)[ \t]+birthday\b", Label::Age, 0.85, checks::age_over_89).group(1),
         spec("age_word", r"(?i)\b(?:age|aged|age:)\s*(\d{2,3})\b", Label::Age, 0.9, checks::age_over_89).group(1),
         // Age and sex run together (`Patient is 101M with CHF`): only after "is", since
         // `101F` alone is as often a temperature.
@@ -702,7 +706,7 @@ fn specs() -> Vec<Spec> {
         // An age over 89 in words (`ninety-one`, `Ninety two yo`, `one hundred and two`):
         // before the words of an age, or after `aged`/`age:` or a person's `is`/`was`
         // where the number ends the clause.
-        spec("age_words_yo", &format!(r"(?i)\b({AGE_WORDS})[ \t-]*(?:years?[ \t-]+old|yrs?[ \t-]+old|y/o|yo|y\.o\.|year)\b"), Label::Age, 0.85, checks::any).group(1),
+        spec("age_words_yo", &format!(r"(?i)\b({AGE_WORDS})[ \t-]*(?:years?[ \t-]+old|years?[ \t-]+of[ \t-]+age|yrs?[ \t-]+old|y/o|yo|y\.o\.|years?)\b"), Label::Age, 0.85, checks::any).group(1),
         spec("age_words_is", &format!(r"(?i)\b(?:age|aged|age:|is|was|turn|turned|turns|turning)[ \t]+({AGE_WORDS})(?:[ \t]*[,;.)!]|[ \t]*$|[ \t]+(?:and|but|who|now|today|next|this|soon|tomorrow|in|on)\b)"), Label::Age, 0.85, checks::any).group(1),
     ]
 }

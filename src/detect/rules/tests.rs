@@ -181,6 +181,8 @@ rows! {
     po_box: "mail to P.O. Box 1234" => [("P.O. Box 1234", StreetAddress)];
     // ages
     age_year_old: "a 92-year-old man" => [("92", Age)];
+    age_years_of_age: "95 years of age; ninety-four years of age; 45 years of age; 2 years of follow-up" => [("95", Age), ("ninety-four", Age)];
+    age_decade_and_birthday: "in her late 90s; in his 90's; in the early 100s; in her 80s; her 90th birthday; his 50th birthday; the 1990s" => [("90s", Age), ("90's", Age), ("100s", Age), ("90", Age)];
     age_word: "age 95, frail" => [("95", Age)];
     age_aged: "aged 101 years" => [("101", Age)];
     age_yo: "96 yo female" => [("96", Age)];
