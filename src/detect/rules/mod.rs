@@ -109,7 +109,7 @@ impl RuleRecognizer {
         let idx = CharIndex::new(text);
         let mut spans = Vec::new();
         for p in &self.patterns {
-            for caps in p.re.captures_iter(text) {
+            for caps in matches(p, text) {
                 let Some(m) = caps.get(p.group) else { continue };
                 if !caps
                     .get(0)
@@ -164,6 +164,30 @@ impl RuleRecognizer {
     pub fn rule_names(&self) -> Vec<&'static str> {
         self.patterns.iter().map(|p| p.name).collect()
     }
+}
+
+/// The matches of `p` in `text`, left to right. A rule whose span is a group may consume a
+/// delimiter after it (`(?:[^\p{L}]|$)`, a `.` and a blank: the regex crate has no
+/// look-ahead); the next search starts where the group ends, not where the match does, so
+/// that delimiter can begin the next match (`ঠিকানা ১২ রোড. ঠিকানা ১৪ রোড`: the second label
+/// was never read). A rule whose span is the whole match searches on from its end.
+fn matches<'t>(p: &'t Pattern, text: &'t str) -> impl Iterator<Item = regex::Captures<'t>> + 't {
+    let mut at = Some(0);
+    std::iter::from_fn(move || {
+        let caps = p.re.captures_at(text, at?)?;
+        let whole = caps.get(0)?;
+        let end = match caps.get(p.group) {
+            Some(m) if p.group != 0 && m.end() > whole.start() => m.end(),
+            _ => whole.end(),
+        };
+        // An empty match moves on by one character, as `captures_iter` does.
+        at = if end > whole.start() || end > at.unwrap_or(0) {
+            Some(end)
+        } else {
+            text[end..].chars().next().map(|c| end + c.len_utf8())
+        };
+        Some(caps)
+    })
 }
 
 impl Default for RuleRecognizer {
