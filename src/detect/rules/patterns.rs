@@ -785,22 +785,8 @@ mod tests {
                 (set, empty || rep.min == 0)
             }
             HirKind::Capture(cap) => edge(&cap.sub, first),
-            HirKind::Concat(parts) => {
-                let mut all = Vec::new();
-                let ordered: Vec<&Hir> = if first {
-                    parts.iter().collect()
-                } else {
-                    parts.iter().rev().collect()
-                };
-                for part in ordered {
-                    let (set, empty) = edge(part, first);
-                    all.extend(set);
-                    if !empty {
-                        return (all, false);
-                    }
-                }
-                (all, true)
-            }
+            HirKind::Concat(parts) if first => edge_of_run(parts.iter(), true),
+            HirKind::Concat(parts) => edge_of_run(parts.iter().rev(), false),
             HirKind::Alternation(alts) => {
                 let mut all = Vec::new();
                 let mut any_empty = false;
@@ -835,14 +821,22 @@ mod tests {
     /// (`after`) or before it, up to the first that cannot be empty, and whether all of
     /// them can be empty (the neighbour then lies outside this concatenation).
     fn beside(parts: &[Hir], at: usize, after: bool) -> (Vec<(char, char)>, bool) {
-        let side: Vec<&Hir> = if after {
-            parts[at + 1..].iter().collect()
+        if after {
+            edge_of_run(parts[at + 1..].iter(), true)
         } else {
-            parts[..at].iter().rev().collect()
-        };
+            edge_of_run(parts[..at].iter().rev(), false)
+        }
+    }
+
+    /// The edge ([`edge`]) of parts matched one after another, walked from the edge in:
+    /// each part's characters until one cannot be empty, and whether all can.
+    fn edge_of_run<'h>(
+        parts: impl Iterator<Item = &'h Hir>,
+        first: bool,
+    ) -> (Vec<(char, char)>, bool) {
         let mut set = Vec::new();
-        for part in side {
-            let (s, empty) = edge(part, after);
+        for part in parts {
+            let (s, empty) = edge(part, first);
             set.extend(s);
             if !empty {
                 return (set, false);
