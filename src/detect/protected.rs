@@ -643,12 +643,25 @@ fn trim_date_fragment(text: &str, idx: &CharIndex, s: &mut Span) {
     }
 }
 
-/// Ends `s` where it ran on past its entity (see [`run_on`]).
+/// Ends `s` where it ran on past its entity (see [`run_on`]), and an organisation before
+/// a connector and clinical words alone (`Mass General for ECMO`: the reason for the
+/// transfer was masked with the hospital; `Hospital for Special Surgery` stays whole).
 fn end_run_on(text: &str, idx: &CharIndex, s: &mut Span) {
     let chars: Vec<char> = idx.slice(text, s.start, s.end).chars().collect();
     let mut end = (1..chars.len().saturating_sub(1))
         .find(|&i| run_on(s.label, &chars, i))
         .unwrap_or(chars.len());
+    if s.label == Label::Organization {
+        let value: String = chars[..end].iter().collect();
+        let cut = value.match_indices(' ').map(|(i, _)| i).find(|&i| {
+            let rest = &value[i + 1..];
+            let (word, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            CONNECTORS.contains(&word) && is_clinical(tail)
+        });
+        if let Some(i) = cut {
+            end = value[..i].chars().count();
+        }
+    }
     // The sentence's own full stop, before the next sentence, is no part of the entity
     // (`ECMO. Records`); an abbreviation's is (`Inc. Boston`, `Jan. 5`).
     let next_sentence = || {
@@ -1034,6 +1047,20 @@ mod tests {
         assert_eq!(kept, [24, 64]);
     }
 
+    /// An organisation ends before a connector and clinical words alone: the reason for a
+    /// transfer is no part of the hospital; a name that goes on in other words stays whole.
+    #[test]
+    fn an_organisation_ends_before_what_the_patient_was_sent_for() {
+        let text = "From Mass General for ECMO. To Hospital for Special Surgery for rehab.";
+        let mut spans = vec![
+            Span::new(5, 26, Label::Organization, 0.9, Source::Model),
+            Span::new(31, 69, Label::Organization, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<&str> = spans.iter().map(|s| &text[s.start..s.end]).collect();
+        assert_eq!(kept, ["Mass General", "Hospital for Special Surgery"]);
+    }
+
     /// A label word of two Han or Hangul characters taken for a name is dropped, as a longer
     /// one is; a two-letter Latin name stays (an initial, not the analyte).
     #[test]
@@ -1219,6 +1246,8 @@ mod tests {
         assert_eq!(got, vec![(8, 18), (29, 40)]);
     }
 
+    /// `for ECMO` goes too: what the patient was sent for is no part of the hospital
+    /// ([`end_run_on`]).
     #[test]
     fn a_span_that_ran_on_into_the_next_sentence_or_line_ends_at_its_stop() {
         let text = "to BWH for ECMO. Records; in Lagos. Daughter; St. Patrick's Church; \
@@ -1238,7 +1267,7 @@ mod tests {
         assert_eq!(
             got,
             [
-                "BWH for ECMO",
+                "BWH",
                 "Lagos",
                 "St. Patrick's Church",
                 "12 Main St. Boston",

@@ -1351,7 +1351,8 @@ fn thai_and_ethiopic_dates_punjabi_names_and_whole_letters_with_the_bundled_mode
 }
 
 /// A span ends where its sentence does, and a symbol glued to a word is no part of it:
-/// `BWH for ECMO. Records` was one organisation, so `. Records` was deleted with it;
+/// `BWH for ECMO. Records` was one organisation, so `. Records` was deleted with it (and
+/// `for ECMO`, the reason for the transfer, is no part of the hospital either);
 /// `Lagos. Daughter` one town; `😀Smith` kept its surname (the word was one unknown token
 /// to the model); `03/04/2021📞617-555-0142` was one date (found by outside testers).
 /// The bundled model: the rules alone never ran on.
@@ -1370,7 +1371,7 @@ fn a_span_ends_with_its_sentence_and_a_symbol_splits_words_with_the_bundled_mode
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         String::from_utf8_lossy(&o.stdout),
-        "Pt transferred to [organization]. Records faxed to [organization].\n\
+        "Pt transferred to [organization] for ECMO. Records faxed to [organization].\n\
          Lives in [city]. Daughter lives in [city].\n\
          Patient [first_name] 😀[last_name], call [date]📞[phone_number].\n"
     );

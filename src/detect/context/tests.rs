@@ -108,6 +108,8 @@ rows! {
     name_field_japanese: "氏名: 佐藤 花子、生年月日", "佐藤 花子" => Some(Label::Person);
     words_of_a_note_in_capitals_are_no_name: "PT IS A 76 YO M FROM TOWN", "IS" => None;
     a_name_in_capitals_after_a_field_stays: "PATIENT NAME: JOHNSON, ROBERT A    DOB", "ROBERT" => Some(Label::FirstName);
+    medical_centre_by_its_short_name: "She had surgery at Mass General in 2015.", "Mass General" => Some(Label::Organization);
+    medical_centre_with_a_hyphen: "prior care at Cedars-Sinai; PCP", "Cedars-Sinai" => Some(Label::Organization);
     patient_field_korean: "환자: 김민준, 주민등록번호", "김민준" => Some(Label::Person);
     patient_word_chinese_without_a_colon_is_no_field: "患者主诉头痛，三天", "主诉头痛" => None;
     identifier_name_after_a_comma_is_no_given_name: "Pacjent: Anna Kowalska, PESEL 44051401359", "PESEL" => None;

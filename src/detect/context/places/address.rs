@@ -265,6 +265,8 @@ fn region_abbrevs() -> &'static HashSet<&'static str> {
 #[derive(Debug)]
 pub(super) struct Named {
     countries: Regex,
+    /// Medical centres known by a short name (`I:` lines).
+    institutions: Regex,
     regions: Regex,
     /// The city before `, <region>`.
     city_before: Regex,
@@ -282,6 +284,7 @@ impl Named {
     pub(super) fn new() -> Self {
         Named {
             countries: re(&format!(r"\b({})(?:\b|$)", alternation("C:"))),
+            institutions: re(&format!(r"\b(?:{})(?:\b|$)", alternation("I:"))),
             regions: re(&format!(r"\b({})\b", alternation("S:"))),
             city_before: re(
                 r"(?:^|[,\n][ \t]*)(\p{Lu}[\p{L}\p{M}'’.-]*(?:[ \t]\p{Lu}[\p{L}\p{M}'’.-]*){0,2})[ \t]*\z",
@@ -303,6 +306,14 @@ impl Named {
     /// postcode and the city before the comma); a region abbreviation only between a
     /// city and a postcode.
     pub(super) fn find(&self, text: &str, out: &mut Vec<ByteSpan>) {
+        for m in self.institutions.find_iter(text) {
+            out.push(ByteSpan::new(
+                m.start(),
+                m.end(),
+                Label::Organization,
+                STRONG,
+            ));
+        }
         for m in self.countries.find_iter(text) {
             out.push(ByteSpan::new(m.start(), m.end(), Label::Country, WEAK));
             // A country starting a line ends a postal block: the line above it, when it is
