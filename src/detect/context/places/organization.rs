@@ -76,9 +76,11 @@ pub(super) const SLOTS: &[Cue] = &[
     ),
     // a signature's role line: "Family Physician, <institution>"
     Cue::institution(
-        r"(?m)^[ \t]*[\p{L}\p{M}. ]{0,40}?(?i:physician|practitioner|medizin|surgeon|consultant|nurse|therapist|doctor|specialist|registrar|resident|fellow|attending|midwife|pharmacist|dietitian|psychologist|radiologist|pathologist|cardiologist|neurologist|oncologist|pa?ediatrician|obstetrician|gyn(?:a)?ecologist|psychiatrist|dentist|optometrist|social[ \t]+worker|case[ \t]+manager),[ \t]+({ORG_NAME})[ \t]*\r?$",
+        r"(?m)^[ \t]*(?P<lead>[\p{L}\p{M}. ]*?)(?i:physician|practitioner|medizin|surgeon|consultant|nurse|therapist|doctor|specialist|registrar|resident|fellow|attending|midwife|pharmacist|dietitian|psychologist|radiologist|pathologist|cardiologist|neurologist|oncologist|pa?ediatrician|obstetrician|gyn(?:a)?ecologist|psychiatrist|dentist|optometrist|social[ \t]+worker|case[ \t]+manager),[ \t]+({ORG_NAME})[ \t]*\r?$",
         STRONG,
-    ),
+    )
+    .group(2)
+    .lead_at_most(40),
     Cue::institution(
         r"\bat[ \t]+(?:the[ \t]+)?({ORG_NAME})[ \t]*[;,][ \t]*(?i:(?:clinic|office|practice|surgery|department|ward|main)[ \t]+)?(?i:phone|tel|telephone|fax)\b",
         STRONG,
@@ -213,6 +215,9 @@ mod tests {
         letterhead_without_department: "Mount Carmel East Laboratory Services\nPatient: X", "Mount Carmel East" => Some(Label::Organization);
         org_ed_slot: "who presented to the Fecuraka Gisezamu East emergency department on 5/1", "Fecuraka Gisezamu East" => Some(Label::Organization);
         org_role_line: "Yours sincerely,\n\nC. Mwangi\nFamily Physician, Sulode Neustadt-Süd\nRegistration no. 2919168", "Sulode Neustadt-Süd" => Some(Label::Organization);
+        // A role line's words before the role: forty characters at most.
+        org_role_line_lead_of_forty: "Locums in Elder Care and Acute Medicine Physician, Sulode Neustadt\n", "Sulode Neustadt" => Some(Label::Organization);
+        org_role_line_lead_of_forty_one: "Locum in Elderly Care and Acute Medicine Physician, Sulode Neustadt\n", "Sulode Neustadt" => None;
         org_clinic_phone: "seen by Dr. Reddy on 11/2018 at Tiwo Vale; clinic phone +1 666 812 0000", "Tiwo Vale" => Some(Label::Organization);
         org_comparison: "COMPARISON: 08/2015 from Lapodiza Rinu.\n\nFINDINGS:", "Lapodiza Rinu" => Some(Label::Organization);
         org_letter_from: "We also received the letter from Sude Malo about your knee.", "Sude Malo" => Some(Label::Organization);
