@@ -376,6 +376,16 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         if s.start == s.end {
             continue;
         }
+        // The word for the patient before a name (`रोगी काव्या`: "patient Kavya") is no part
+        // of it: the rules' patient field starts after it, the model took it with the name.
+        if is_name_label(s.label) {
+            trim_patient_word(text, &idx, &mut s);
+        }
+        // A part of a German doctor's degree after the title (`Dr. med. Klaus Weber`,
+        // `Dr. rer. nat.`) is no name.
+        if is_name_label(s.label) && degree_part(text, &idx, &s) {
+            continue;
+        }
         // Clinical content taken for a place, an organisation or a name (`Na 140, K 4.0`,
         // `the ICU`, `carbidopa/levodopa 25/100 TID`, `NYHA`), and an eponym's place name
         // (`Glasgow Coma Scale`, `Romberg sign`), are no one's.
@@ -971,6 +981,49 @@ pub(crate) const PATIENT_WORDS: &[&str] = &[
     "החולה",
 ];
 
+/// The parts of a German or Austrian doctor's degree written after `Dr.` or `Prof.`, each
+/// with its stop (`Dr. med.`, `Dr. med. dent.`, `Dr. rer. nat.`, `Prof. Dr. med. habil.`).
+const DEGREE_PARTS: &[&str] = &[
+    "med", "dent", "vet", "rer", "nat", "pol", "soc", "oec", "phil", "jur", "theol", "habil",
+    "univ", "sc", "techn", "ing",
+];
+
+/// True for a name span that is one of [`DEGREE_PARTS`] with its stop, right after a title
+/// or another such part (`Dr. med.`, `Dr. rer. nat.`).
+fn degree_part(text: &str, idx: &CharIndex, s: &Span) -> bool {
+    let value = idx.slice(text, s.start, s.end);
+    let before = &text[..idx.byte(s.start)];
+    let after = &text[idx.byte(s.end)..];
+    if !(DEGREE_PARTS.contains(&value) && after.starts_with('.')) {
+        return false;
+    }
+    let mut head = before.trim_end();
+    // Other parts before this one (`rer.` before `nat.`), then the title.
+    while let Some(rest) = head.strip_suffix('.') {
+        let word_start = rest.rfind(|c: char| !c.is_alphabetic()).map_or(0, |i| {
+            i + rest[i..].chars().next().map_or(1, char::len_utf8)
+        });
+        if !DEGREE_PARTS.contains(&&rest[word_start..]) {
+            break;
+        }
+        head = rest[..word_start].trim_end();
+    }
+    after_title(head)
+}
+
+/// Moves a name span's start past a leading word for the patient ([`PATIENT_WORDS`]) and the
+/// space after it, when a name is left.
+fn trim_patient_word(text: &str, idx: &CharIndex, s: &mut Span) {
+    let value = idx.slice(text, s.start, s.end);
+    let Some((first, rest)) = value.split_once(char::is_whitespace) else {
+        return;
+    };
+    let name = rest.trim_start();
+    if PATIENT_WORDS.contains(&first) && !name.is_empty() {
+        s.start += value[..value.len() - name.len()].chars().count();
+    }
+}
+
 /// True when the text before a word ends in a personal title (`Dr.`, `Mrs `, `Prof.`).
 pub(crate) fn after_title(before: &str) -> bool {
     let word = before
@@ -985,6 +1038,54 @@ pub(crate) fn after_title(before: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_degree_after_the_title_is_no_name_but_the_name_after_it_is() {
+        let text = "Seen by Dr. med. Klaus Weber and Prof. Dr. rer. nat. Jana Med. Dr. Med.";
+        let span = |word: &str, nth: usize, label| {
+            let b = text.match_indices(word).nth(nth).expect("in the text").0;
+            let start = text[..b].chars().count();
+            Span::new(
+                start,
+                start + word.chars().count(),
+                label,
+                0.9,
+                Source::Model,
+            )
+        };
+        let mut spans = vec![
+            span("med", 0, Label::FirstName),
+            span("Klaus", 0, Label::FirstName),
+            span("nat", 0, Label::FirstName),
+            span("Jana", 0, Label::FirstName),
+            span("Med", 0, Label::LastName),
+            span("Med", 1, Label::LastName),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<&str> = spans
+            .iter()
+            .map(|s| CharIndex::new(text).slice(text, s.start, s.end))
+            .collect();
+        // `Jana Med.` is a surname; the last `Med` follows a title but is no degree part
+        // written in lowercase.
+        assert_eq!(kept, ["Klaus", "Jana", "Med", "Med"]);
+    }
+
+    #[test]
+    fn the_word_for_the_patient_is_no_part_of_the_name_after_it() {
+        let text = "रोगी काव्या शर्मा, उम्र 34 वर्ष। रोगी ठीक है।";
+        let idx = CharIndex::new(text);
+        let mut spans = vec![
+            Span::new(0, 11, Label::FirstName, 0.9, Source::Model),
+            Span::new(12, 17, Label::LastName, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<&str> = spans
+            .iter()
+            .map(|s| idx.slice(text, s.start, s.end))
+            .collect();
+        assert_eq!(kept, ["काव्या", "शर्मा"]);
+    }
 
     #[test]
     fn a_bare_year_is_not_a_postcode_but_a_postcode_after_a_region_is() {

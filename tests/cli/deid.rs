@@ -1350,6 +1350,29 @@ fn thai_and_ethiopic_dates_punjabi_names_and_whole_letters_with_the_bundled_mode
     );
 }
 
+/// A German doctor's degree is kept beside the masked name (`Dr. med. Klaus Weber`: the
+/// model took `med` for a given name), and so is the word for the patient before a Hindi
+/// name (`रोगी काव्या`: the model took "patient" with the name). The bundled model.
+#[test]
+fn a_doctors_degree_and_the_word_for_the_patient_stay_beside_the_masked_name() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let o = deid_bundled_stdin(
+        t.path(),
+        &[],
+        Some(concat!(
+            "Seen by Dr. med. Klaus Weber, Innere Medizin.\n",
+            "रोगी काव्या शर्मा, उम्र 34 वर्ष।\n",
+        )),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for phi in ["Klaus", "Weber", "काव्या", "शर्मा"] {
+        assert!(!out.contains(phi), "{phi} left in {out}");
+    }
+    assert!(out.contains("Dr. med. ["), "{out}");
+    assert!(out.contains("रोगी ["), "{out}");
+}
+
 /// A span ends where its sentence does, and a symbol glued to a word is no part of it:
 /// `BWH for ECMO. Records` was one organisation, so `. Records` was deleted with it (and
 /// `for ECMO`, the reason for the transfer, is no part of the hospital either);
