@@ -140,7 +140,39 @@ fn is_clinical_term(word: &str) -> bool {
 /// Field names of a record, in capitals as forms write them: never a name, though a model
 /// sometimes takes one for the name before its value. Not clinical vocabulary: a number
 /// after them is an identifier or a date, not a value to keep.
-const RECORD_FIELDS: &[&str] = &["DOB", "MRN", "SSN", "DOS", "DOD", "EMR", "EHR", "PCP"];
+pub(crate) const RECORD_FIELDS: &[&str] = &[
+    "DOB", "MRN", "SSN", "DOS", "DOD", "EMR", "EHR", "PCP", "IBAN", "SWIFT", "BIC",
+];
+
+/// The names of national and health identifiers, as notes write them. The one list of
+/// them: a number after one is that person's identifier (the identifier cues), the name
+/// ends a name read across a comma (`Anna Kowalska, PESEL 44051401359` is no `Last,
+/// First`), and a model span of the name alone is no one's name or place.
+pub(crate) const IDENTIFIER_NAMES: &[&str] = &[
+    "PESEL", "BSN", "CPF", "DNI", "NIE", "NIR", "CURP", "ABHA", "PAN", "NHS", "NIDA", "NHIF",
+    "Aadhaar", "AADHAAR", "kimlik", "Kimlik", "KIMLIK",
+];
+
+/// True for a record's field name or an identifier's name ([`RECORD_FIELDS`],
+/// [`IDENTIFIER_NAMES`]).
+pub(crate) fn is_record_word(word: &str) -> bool {
+    RECORD_FIELDS.contains(&word) || IDENTIFIER_NAMES.contains(&word)
+}
+
+/// True when `value` is a record's field or identifier's name with at most label words
+/// beside it (`ABHA`, `NHIF nambari`: "NHIF number") and nothing else: no number, which
+/// would be the identifier itself.
+fn names_a_record(value: &str) -> bool {
+    let mut any = false;
+    value
+        .split_whitespace()
+        .map(|w| w.trim_end_matches([':', '.']))
+        .all(|w| {
+            any |= is_record_word(w);
+            is_record_word(w) || is_clinical_term(w)
+        })
+        && any
+}
 
 /// Words that join clinical terms and numbers in a span (`NYHA class II`, `the ICU`).
 const CONNECTORS: &[&str] = &[
@@ -406,7 +438,7 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
             && !value
                 .split_whitespace()
                 .any(|w| PLACE_WORDS.contains(&w.to_lowercase().as_str()));
-        if (place_label(s.label) || name) && is_clinical(value) {
+        if (place_label(s.label) || name) && (is_clinical(value) || names_a_record(value)) {
             continue;
         }
         // A record's field name taken for the name beside it (`Initials: RW. DOB 3/4/1950`
@@ -621,7 +653,10 @@ fn in_record_field(text: &str, idx: &CharIndex, s: &Span) -> bool {
             .chars()
             .filter(|c| !matches!(c, '.' | ':' | ',' | ';'))
     };
-    RECORD_FIELDS.iter().any(|f| f.chars().eq(letters()))
+    RECORD_FIELDS
+        .iter()
+        .chain(IDENTIFIER_NAMES)
+        .any(|f| f.chars().eq(letters()))
 }
 
 /// True for a TNM cancer stage (`T2N1M0`, `pT3aN0M1`, `ypT1N0MX`).
@@ -1100,6 +1135,32 @@ mod tests {
         assert_eq!(kept, [31]);
     }
 
+    /// The name of an identifier a model took for a name or a place is dropped; the number
+    /// after it is kept, and no clinical word makes it a value to keep (`Aadhaar`,
+    /// `kimlik` were clinical words, so a number after them taken for a postcode was
+    /// dropped).
+    #[test]
+    fn the_name_of_an_identifier_is_no_name_but_its_number_stays() {
+        let text = "PESEL 44051401359, ABHA 12345, Aadhaar 56789, NHIF nambari 246813579";
+        let span = |word: &str, label| {
+            let start = text.find(word).expect("in the text");
+            Span::new(start, start + word.len(), label, 0.9, Source::Model)
+        };
+        let mut spans = vec![
+            span("PESEL", Label::LastName),
+            span("44051401359", Label::IdNum),
+            span("ABHA", Label::City),
+            span("12345", Label::Zipcode),
+            span("Aadhaar", Label::FirstName),
+            span("56789", Label::Zipcode),
+            span("NHIF nambari", Label::City),
+            span("246813579", Label::IdNum),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<&str> = spans.iter().map(|s| &text[s.start..s.end]).collect();
+        assert_eq!(kept, ["44051401359", "12345", "56789", "246813579"]);
+    }
+
     /// Clinical content a model took for a place, organisation or name is dropped; real
     /// places and names beside clinical words are kept.
     #[test]
@@ -1116,7 +1177,6 @@ mod tests {
             "Nota sintética",
             "रोगी",
             "Nambari",
-            "ABHA",
         ] {
             assert!(is_clinical(v), "{v}");
         }

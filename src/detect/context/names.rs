@@ -51,7 +51,9 @@ const CAP_PARTICLES: &[&str] = &[
     "Van", "Von", "De", "Del", "Della", "Da", "Di", "Du", "La", "Le", "Mac", "Mc", "St.", "Ó", "O",
     "Ní", "Nic", "Bin", "Al", "El", "Ten", "Ter", "Dos", "Das",
 ];
-/// Words that end a name: credentials, field names, roles and common capitalised words.
+/// Words that end a name: credentials, field names, roles and common capitalised words;
+/// with them a record's field names and the names of identifiers
+/// ([`crate::detect::protected::is_record_word`]).
 const STOP: &[&str] = &[
     "MD",
     "DO",
@@ -73,10 +75,6 @@ const STOP: &[&str] = &[
     "DDS",
     "FACP",
     "FACC",
-    "MRN",
-    "DOB",
-    "SSN",
-    "NHS",
     "ID",
     "Age",
     "Sex",
@@ -336,20 +334,6 @@ const STOP: &[&str] = &[
     "ಮತ್ತು",
     "ಇದೆ",
     "ಅವರು",
-    // The names of national identifiers, which a name's comma ran on to (`Anna Kowalska,
-    // PESEL 44051401359` read as `Last, First`).
-    "PESEL",
-    "BSN",
-    "CPF",
-    "DNI",
-    "NIE",
-    "NIR",
-    "CURP",
-    "ABHA",
-    "PAN",
-    "NHS",
-    "NIDA",
-    "NHIF",
 ];
 /// Services and their short forms, which a consult list joins with `/` or a dash as it
 /// joins a service and its consultant (`ID/Pulm`, `Heme/Onc`, `GI—Hepatology`).
@@ -584,7 +568,13 @@ fn is_stop(stop: &HashSet<&'static str>, word: &str) -> bool {
 
 fn stop_words() -> &'static HashSet<&'static str> {
     static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
-    SET.get_or_init(|| STOP.iter().copied().collect())
+    SET.get_or_init(|| {
+        STOP.iter()
+            .chain(crate::detect::protected::RECORD_FIELDS)
+            .chain(crate::detect::protected::IDENTIFIER_NAMES)
+            .copied()
+            .collect()
+    })
 }
 
 impl Names {

@@ -21,6 +21,7 @@ use regex::Regex;
 
 use super::super::{re, ByteSpan, STRONG, WEAK};
 use super::cues::{trim_punct, Cue};
+use crate::detect::protected::IDENTIFIER_NAMES;
 use crate::detect::Label;
 
 /// A free-form identifier after a bare `#` (`#A-20331`, `order #88412`).
@@ -158,11 +159,27 @@ pub(super) struct Identifiers {
 
 impl Identifiers {
     pub(super) fn new() -> Self {
+        let mut fields: Vec<(Regex, Label)> = FIELDS
+            .iter()
+            .map(|f| (re(&format!(r"(?i)\b(?:{}){VALUE}", f.words)), f.label))
+            .collect();
+        // The names of national identifiers, as written (`PAN`, not the Polish `pan`,
+        // "Mr."; `NIE`, not `nie`, "not"), except those a field above already reads.
+        let national: Vec<&str> = IDENTIFIER_NAMES
+            .iter()
+            .copied()
+            .filter(|name| {
+                !FIELDS
+                    .iter()
+                    .any(|f| f.words.split('|').any(|w| w.eq_ignore_ascii_case(name)))
+            })
+            .collect();
+        fields.push((
+            re(&format!(r"(?i)\b(?-i:{}){VALUE}", national.join("|"))),
+            Label::IdNum,
+        ));
         Identifiers {
-            fields: FIELDS
-                .iter()
-                .map(|f| (re(&format!(r"(?i)\b(?:{}){VALUE}", f.words)), f.label))
-                .collect(),
+            fields,
             token: re(TOKEN),
             spaced: re(SPACED_DIGITS),
             nino: re(UK_NINO),
@@ -341,6 +358,8 @@ mod tests {
         bare_national_number: "ID-nommer 8001015009087, gebore", "8001015009087" => Some(Label::IdNum);
         dotted_national_number: "Nota: CPF 804.536.729-65 registrado", "804.536.729-65" => Some(Label::IdNum);
         spaced_national_number: "Aadhaar 2467 7832 5484 on file", "2467 7832 5484" => Some(Label::IdNum);
+        national_name_short_number: "NHIF 44712 member since 2019.", "44712" => Some(Label::IdNum);
+        national_name_as_written: "Pan 4471 przyszedł.", "4471" => None;
         spaced_number_with_check_group: "card 7604 8764 7593 81 seen", "7604 8764 7593 81" => Some(Label::IdNum);
         letters_around_digits: "DNI Z8939936W, Madrid", "Z8939936W" => Some(Label::IdNum);
         prefixed_number: "lwezonyango BON-765432109 ", "BON-765432109" => Some(Label::IdNum);
