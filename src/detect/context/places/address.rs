@@ -32,6 +32,17 @@ const CODE_SYSTEMS: &[&str] = &[
     "CPT", "ICD", "HCPCS", "DRG", "NDC", "LOINC", "SNOMED", "RxNorm", "CVX", "CDT", "NPI",
 ];
 
+/// True when the "city" before a region and a postcode is a billing code's system (`CPT
+/// 99214`) or ends in an identifier's field name (`Patient ID 12345` read as a city in
+/// Idaho).
+fn not_a_city(city: &str) -> bool {
+    CODE_SYSTEMS.contains(&city)
+        || city
+            .rsplit([' ', '\t'])
+            .next()
+            .is_some_and(super::identifier::is_field_name)
+}
+
 /// Postcodes by shape, and the city before an Indian PIN code.
 pub(super) const POSTCODES: &[Cue] = &[
     // Canada: A1A 1A1, without the letters Canada Post never uses
@@ -363,7 +374,7 @@ impl Named {
             let (Some(city), Some(zip)) = (caps.get(1), caps.get(2)) else {
                 continue;
             };
-            if CODE_SYSTEMS.contains(&city.as_str()) {
+            if not_a_city(city.as_str()) {
                 continue;
             }
             let Some((ss, se)) = street_before(&text[..city.start()]) else {
@@ -379,7 +390,7 @@ impl Named {
             else {
                 continue;
             };
-            if CODE_SYSTEMS.contains(&city.as_str()) {
+            if not_a_city(city.as_str()) {
                 continue;
             }
             // A region code the list lacks (`Tallinn, HA 10119`, `Brirem, 32 8127`) counts
@@ -413,6 +424,9 @@ mod tests {
         city_state_zip: "25 Coronation Drive, Glenelg SA 5045, Australia", "Glenelg" => Some(Label::City);
         code_system_is_no_city: "Tanner stage 3, CPT 99214.", "CPT" => None;
         code_system_is_no_city_zip: "Tanner stage 3, CPT 99214.", "99214" => None;
+        field_name_is_no_city: "Patient ID 12345 seen today.", "Patient" => None;
+        field_name_is_no_region: "Patient ID 12345 seen today.", "ID" => None;
+        city_in_idaho: "Lives at 40 Elm St, Boise ID 83702.", "Boise" => Some(Label::City);
         canadian_postcode: "Toronto ON  M5V 2T6\n", "M5V 2T6" => Some(Label::Zipcode);
         uk_postcode: "Norwich\nNR2 3PH\n", "NR2 3PH" => Some(Label::Zipcode);
         state_after_comma: "Bengaluru - 560038, Karnataka\n", "Karnataka" => Some(Label::State);

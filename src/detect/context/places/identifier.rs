@@ -148,6 +148,15 @@ const CODE_SYSTEMS: &[&str] = &[
     "cas",
 ];
 
+/// True when `word` is one of [`FIELDS`]' one-word field names, in any case (`Patient`,
+/// `Member`, `ID`).
+pub(super) fn is_field_name(word: &str) -> bool {
+    FIELDS
+        .iter()
+        .flat_map(|f| f.words.split('|'))
+        .any(|w| w.eq_ignore_ascii_case(word))
+}
+
 /// The compiled [`FIELDS`] and identifier shapes.
 #[derive(Debug)]
 pub(super) struct Identifiers {
