@@ -106,35 +106,59 @@ const HEADS: &[&str] = &[
 
 const CLINICAL_RAW: &str = include_str!("lists/clinical_terms.txt");
 
-/// The clinical vocabulary (`lists/clinical_terms.txt`): `(words, abbreviations)`. A word
-/// (`Cardiology`, `Na`, `daily`) matches in any case; an abbreviation, a term with a
-/// capital after its first letter (`AKI`, `HFrEF`, `mRS`), only as written or in capitals,
-/// so that `AKI` is no `Aki Maruyama`.
-fn clinical() -> &'static (HashSet<String>, HashSet<String>) {
-    static CLINICAL: OnceLock<(HashSet<String>, HashSet<String>)> = OnceLock::new();
+/// The clinical vocabulary (`lists/clinical_terms.txt`).
+struct Clinical {
+    /// Words (`Cardiology`, `Na`, `daily`), lower case: they match in any case.
+    words: HashSet<String>,
+    /// Terms with a capital after their first letter (`AKI`, `HFrEF`, `mRS`): they match
+    /// only as written or in capitals, so that `AKI` is no `Aki Maruyama`.
+    abbreviations: HashSet<String>,
+    /// The words of the section of a note's labels (`Pt`, `Nota`, `Nambari`: "number"),
+    /// lower case: clinical words, but a number after one is no analyte's value.
+    labels: HashSet<String>,
+}
+
+/// The header of `lists/clinical_terms.txt`'s section of label words.
+const LABELS_SECTION: &str = "# --- the words of a note's labels";
+
+fn clinical() -> &'static Clinical {
+    static CLINICAL: OnceLock<Clinical> = OnceLock::new();
     CLINICAL.get_or_init(|| {
-        let mut words = HashSet::new();
-        let mut abbreviations = HashSet::new();
+        let mut c = Clinical {
+            words: HashSet::new(),
+            abbreviations: HashSet::new(),
+            labels: HashSet::new(),
+        };
+        let mut in_labels = false;
         for l in CLINICAL_RAW
             .lines()
             .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .filter(|l| !l.is_empty())
         {
+            if l.starts_with("# ---") {
+                in_labels = l.starts_with(LABELS_SECTION);
+            }
+            if l.starts_with('#') {
+                continue;
+            }
+            if in_labels {
+                c.labels.insert(l.to_lowercase());
+            }
             if l.chars().skip(1).any(char::is_uppercase) {
-                abbreviations.insert(l.to_owned());
-                abbreviations.insert(l.to_uppercase());
+                c.abbreviations.insert(l.to_owned());
+                c.abbreviations.insert(l.to_uppercase());
             } else {
-                words.insert(l.to_lowercase());
+                c.words.insert(l.to_lowercase());
             }
         }
-        (words, abbreviations)
+        c
     })
 }
 
 /// True when `word` is a term of the clinical vocabulary ([`clinical`]).
 fn is_clinical_term(word: &str) -> bool {
-    let (words, abbreviations) = clinical();
-    abbreviations.contains(word) || words.contains(&word.to_lowercase())
+    let c = clinical();
+    c.abbreviations.contains(word) || c.words.contains(&word.to_lowercase())
 }
 
 /// Field names of a record, in capitals as forms write them: never a name, though a model
@@ -222,7 +246,10 @@ fn value_of_clinical_word(text: &str, idx: &CharIndex, s: &Span) -> bool {
         .next()
         .unwrap_or("");
     let word = word.to_lowercase();
-    !word.is_empty() && is_clinical_term(&word) && !PLACE_WORDS.contains(&word.as_str())
+    !word.is_empty()
+        && is_clinical_term(&word)
+        && !PLACE_WORDS.contains(&word.as_str())
+        && !clinical().labels.contains(&word)
 }
 
 /// Words of the clinical list that name parts of a hospital (lower case): a number after
@@ -481,6 +508,11 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         if !is_name_label(s.label) {
             let mut s = s;
             end_run_on(text, &idx, &mut s);
+            // What is left once the next sentence is cut off may be clinical alone
+            // (`at bedside. HCP is son …`: `bedside` was masked as an organisation).
+            if place_label(s.label) && is_clinical(idx.slice(text, s.start, s.end)) {
+                continue;
+            }
             if matches!(s.label, Label::Date | Label::DateOfBirth) {
                 trim_date_fragment(text, &idx, &mut s);
             }
@@ -1133,6 +1165,46 @@ mod tests {
         drop_protected(text, &mut spans);
         let kept: Vec<usize> = spans.iter().map(|s| s.start).collect();
         assert_eq!(kept, [31]);
+    }
+
+    /// A number after a label word (`Pt`, `Nambari`: "number") taken for a postcode is
+    /// kept: no analyte's value. After an analyte it is dropped (`Plt 210`).
+    #[test]
+    fn a_number_after_a_label_word_is_no_analytes_value() {
+        assert!(clinical().labels.contains("pt") && clinical().labels.contains("nambari"));
+        assert!(!clinical().labels.contains("icu"));
+        let text = "Pt 48213 seen. Nambari 55213. Plt 21000";
+        let span = |word: &str| {
+            let start = text.find(word).expect("in the text");
+            Span::new(
+                start,
+                start + word.len(),
+                Label::Zipcode,
+                0.9,
+                Source::Model,
+            )
+        };
+        let mut spans = vec![span("48213"), span("55213"), span("21000")];
+        drop_protected(text, &mut spans);
+        let kept: Vec<&str> = spans.iter().map(|s| &text[s.start..s.end]).collect();
+        assert_eq!(kept, ["48213", "55213"]);
+    }
+
+    /// A place that runs on into the next sentence and is clinical once cut there is
+    /// dropped (`at bedside. HCP`).
+    #[test]
+    fn a_place_cut_at_its_sentence_end_may_be_clinical() {
+        let text = "Daughter at bedside. HCP is son Michael.";
+        let start = text.find("bedside").expect("in the text");
+        let mut spans = vec![Span::new(
+            start,
+            start + "bedside. HCP".len(),
+            Label::Organization,
+            0.9,
+            Source::Model,
+        )];
+        drop_protected(text, &mut spans);
+        assert!(spans.is_empty(), "{spans:?}");
     }
 
     /// The name of an identifier a model took for a name or a place is dropped; the number

@@ -593,7 +593,9 @@ impl Names {
             TITLES.join("|")
         );
         let field = r"(?i)\b(?:patient(?:[ \t]+name)?|pt|name|re|attending(?:[ \t]+physician)?|pcp|ordering(?:[ \t]+(?:provider|physician))?|referring(?:[ \t]+(?:provider|physician|doctor))?|provider|physician|surgeon|consultant|resident|nurse|dictated[ \t]+by|signed[ \t]+by|reviewed[ \t]+by|transcribed[ \t]+by|verified[ \t]+by|cc|guarantor|emergency[ \t]+contact|next[ \t]+of[ \t]+kin|nok|to|from|author|clinician|therapist|midwife|pharmacist|gp)[ \t]*(?:[:#]|\|)[ \t]*";
-        let phrase = r"(?i)\b(?:electronically[ \t]+signed[ \t]+by|signed[ \t]+by|seen[ \t]+by|seen[ \t]+with|discussed[ \t]+with|reviewed[ \t]+with|dictated[ \t]+by|referred[ \t]+by|examined[ \t]+by|spoke[ \t]+(?:with|to)|care[ \t]+of|c/o|dear|re|pt|attn\.?|called[ \t]+to|reported[ \t]+to|medical[ \t]+student|student|hi|hello|states|with|per|paged|notified|informed|contacted)[ \t]+";
+        // A nurse's or practitioner's credential may stand as a title after the phrase
+        // (`f/u with NP Chen`, `discussed with RN Okafor`).
+        let phrase = r"(?i)\b(?:electronically[ \t]+signed[ \t]+by|signed[ \t]+by|seen[ \t]+by|seen[ \t]+with|discussed[ \t]+with|reviewed[ \t]+with|dictated[ \t]+by|referred[ \t]+by|examined[ \t]+by|spoke[ \t]+(?:with|to)|care[ \t]+of|c/o|dear|re|pt|attn\.?|called[ \t]+to|reported[ \t]+to|medical[ \t]+student|student|hi|hello|states|with|per|paged|notified|informed|contacted)[ \t]+(?-i:(?:NP|RN|LPN|APRN|PA-C|CRNA|CNM|LCSW|CNA)\.?[ \t]+)?";
         let relation = r"(?i)\b(?:son|daughter|brother|sister|wife|husband|mother|father|mom|mum|dad|partner|spouse|neighbou?r|friend|niece|nephew|aunt|uncle|cousin|grandson|granddaughter|grandmother|grandfather|guardian|caregiver|carer|fianc[ée]e?|roommate|landlord|employer|colleague|sibling)s?\b,?[ \t]+";
         let signature = r"(?m)^[ \t]*(?:--|/s/|—)[ \t]*";
         let valediction = r"(?i)\b(?:sincerely|regards|best[ \t]+wishes|yours[ \t]+truly|yours[ \t]+faithfully|with[ \t]+thanks),?[ \t]*\r?\n(?:[ \t]*\r?\n)*[ \t]*";
