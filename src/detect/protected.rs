@@ -374,8 +374,6 @@ const CREDENTIALS: [&str; 22] = [
     "PharmD", "DDS", "LCSW", "LICSW", "MBBS", "FACP", "FACC", "RRT",
 ];
 
-/// Two capitals that a note writes before a number as a measurement (`HR 72`, `RR 18`),
-/// not as a region's code; none is a US state's or a Canadian province's.
 /// True for a word that says the date after it is a birth date (`DOB`, `D.O.B.`, `born`,
 /// `birth`, `Geburtsdatum`, `né(e)`), whatever its case and punctuation.
 pub(crate) fn is_birth_cue_word(word: &str) -> bool {
@@ -390,7 +388,34 @@ pub(crate) fn is_birth_cue_word(word: &str) -> bool {
     ) || w.starts_with("birth")
 }
 
+/// Two capitals that a note writes before a number as a measurement (`HR 72`, `RR 18`),
+/// not as a region's code; none is a US state's or a Canadian province's.
 const VITAL_SIGNS: [&str; 9] = ["HR", "RR", "BP", "EF", "BS", "BM", "PO", "IV", "VS"];
+
+/// True when span `s` is a credential right after a name and its comma (`Tomás Aguirre,
+/// MD`, `J. Whitfield-Osei, PA-C`): `MD` and `PA` are states' codes too, and a model took
+/// them for states there. `Baltimore, MD` has no name before it.
+fn credential_after_name(
+    text: &str,
+    idx: &CharIndex,
+    s: &Span,
+    name_ends: &HashSet<usize>,
+) -> bool {
+    let value = idx.slice(text, s.start, s.end).trim();
+    let after = &text[idx.byte(s.end)..];
+    let whole = if after.starts_with("-C") {
+        format!("{value}-C")
+    } else {
+        value.replace('.', "")
+    };
+    if !CREDENTIALS.contains(&whole.as_str()) {
+        return false;
+    }
+    let before = &text[..idx.byte(s.start)];
+    let gap = before.len() - before.trim_end_matches([' ', ',']).len();
+    let name_end = idx.char_at_byte(before.len() - gap);
+    gap > 0 && name_ends.contains(&name_end)
+}
 
 /// Cleans model spans: a name never crosses a line break (`Smirnov⏎Facharzt` is split at
 /// it), a name part that is protected is dropped (see the module docs), a postcode
@@ -412,6 +437,12 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
             let after: String = text[idx.byte(s.end)..].chars().take(40).collect();
             !is_protected_at(idx.slice(text, s.start, s.end), &after)
         })
+        .map(|s| s.end)
+        .collect();
+    // Where any name span ends, for a credential after it.
+    let all_name_ends: HashSet<usize> = spans
+        .iter()
+        .filter(|s| is_name_label(s.label))
         .map(|s| s.end)
         .collect();
     let mut out = Vec::with_capacity(spans.len());
@@ -461,7 +492,9 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         }
         // A surname that is a ward's word (`Kerry Ward`) stays a name.
         let name = is_name_label(s.label)
-            && (value.trim().chars().count() > 2 || !value.is_ascii())
+            && (value.trim().chars().count() > 2
+                || !value.is_ascii()
+                || clinical().labels.contains(&value.trim().to_lowercase()))
             && !value
                 .split_whitespace()
                 .any(|w| PLACE_WORDS.contains(&w.to_lowercase().as_str()));
@@ -528,10 +561,16 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
             // Harbor).
             let cue_only = matches!(s.label, Label::Date | Label::DateOfBirth | Label::Time)
                 && value.split_whitespace().all(is_birth_cue_word);
-            // A credential after a name (`Quixadale PhD`) is no organisation either.
-            let credential = s.label == Label::Organization
-                && CREDENTIALS.contains(&value.replace('.', "").as_str());
-            if !(lone_letter || vital_sign || cue_only || credential) {
+            // A credential after a name (`Quixadale PhD`) is no organisation either, nor
+            // a state (`Tomás Aguirre, MD`).
+            let credential = (s.label == Label::Organization
+                && CREDENTIALS.contains(&value.replace('.', "").as_str()))
+                || (s.label == Label::State
+                    && credential_after_name(text, &idx, &s, &all_name_ends));
+            // A phone or fax number has digits (`cell` before one was taken with it).
+            let no_number = matches!(s.label, Label::Phone | Label::Fax)
+                && !value.chars().any(char::is_numeric);
+            if !(lone_letter || vital_sign || cue_only || credential || no_number) {
                 out.push(s);
             }
             continue;
@@ -1188,6 +1227,53 @@ mod tests {
         drop_protected(text, &mut spans);
         let kept: Vec<&str> = spans.iter().map(|s| &text[s.start..s.end]).collect();
         assert_eq!(kept, ["48213", "55213"]);
+    }
+
+    /// A credential after a name is no state (`Tomás Aguirre, MD`, `J. Whitfield-Osei,
+    /// PA-C`), a state after a town is (`Baltimore, MD`); a phone without a digit is
+    /// none (`cell`); `Pt` is no given name.
+    #[test]
+    fn credentials_words_and_label_abbreviations_are_not_entities() {
+        let text = "Resident: Tomás Aguirre, MD. Signed: J. Whitfield-Osei, PA-C. \
+                    Lives in Baltimore, MD. Daughter (cell 319.555.0147). Pt reports pain.";
+        let idx = CharIndex::new(text);
+        let span = |word: &str, nth: usize, label| {
+            let b = text.match_indices(word).nth(nth).expect("in the text").0;
+            let start = idx.char_at_byte(b);
+            Span::new(
+                start,
+                start + word.chars().count(),
+                label,
+                0.9,
+                Source::Model,
+            )
+        };
+        let mut spans = vec![
+            span("Aguirre", 0, Label::LastName),
+            span("MD", 0, Label::State),
+            span("Whitfield-Osei", 0, Label::LastName),
+            span("PA", 0, Label::State),
+            span("Baltimore", 0, Label::City),
+            span("MD", 1, Label::State),
+            span("cell", 0, Label::Phone),
+            span("319.555.0147", 0, Label::Phone),
+            span("Pt", 0, Label::FirstName),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<&str> = spans
+            .iter()
+            .map(|s| idx.slice(text, s.start, s.end))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                "Aguirre",
+                "Whitfield-Osei",
+                "Baltimore",
+                "MD",
+                "319.555.0147"
+            ]
+        );
     }
 
     /// A place that runs on into the next sentence and is clinical once cut there is
