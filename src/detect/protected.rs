@@ -369,10 +369,21 @@ pub fn followed_by_head(after: &str) -> bool {
 
 /// Credentials and roles written after a name, which the model sometimes reads as a
 /// given name.
-const CREDENTIALS: [&str; 22] = [
+const CREDENTIALS: [&str; 24] = [
     "MD", "DO", "RN", "NP", "PA", "PA-C", "PhD", "LPN", "APRN", "DNP", "BSN", "MSN", "CNA", "CRNA",
-    "PharmD", "DDS", "LCSW", "LICSW", "MBBS", "FACP", "FACC", "RRT",
+    "PharmD", "DDS", "LCSW", "LICSW", "MBBS", "FACP", "FACC", "RRT", "SW", "MSW",
 ];
+
+/// True for an organisation span that is the start of a discharge summary's heading
+/// (`Brief Hospital Course:`), not a hospital's name.
+fn heading_not_org(text: &str, idx: &CharIndex, s: &Span) -> bool {
+    let after = text[idx.byte(s.end)..].trim_start_matches([' ', '\t']);
+    s.label == Label::Organization
+        && idx.slice(text, s.start, s.end).ends_with("Hospital")
+        && after
+            .get(..6)
+            .is_some_and(|w| w.eq_ignore_ascii_case("course"))
+}
 
 /// True for a word that says the date after it is a birth date (`DOB`, `D.O.B.`, `born`,
 /// `birth`, `Geburtsdatum`, `né(e)`), whatever its case and punctuation.
@@ -540,6 +551,9 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
         }
         if !is_name_label(s.label) {
             let mut s = s;
+            if heading_not_org(text, &idx, &s) {
+                continue;
+            }
             end_run_on(text, &idx, &mut s);
             // What is left once the next sentence is cut off may be clinical alone
             // (`at bedside. HCP is son …`: `bedside` was masked as an organisation).
@@ -575,9 +589,10 @@ pub fn drop_protected(text: &str, spans: &mut Vec<Span>) {
             }
             continue;
         }
-        // A credential after a name (`Maria Lopez, RN`) is no name of its own.
+        // A credential after a name (`Maria Lopez, RN`) is no name of its own, nor a title
+        // before one (`Rev. Thomas Brennan`).
         let value = idx.slice(text, s.start, s.end).trim().replace('.', "");
-        if CREDENTIALS.contains(&value.as_str()) {
+        if CREDENTIALS.contains(&value.as_str()) || TITLES.contains(&value.as_str()) {
             continue;
         }
         // One part per line and per sentence, trimmed of whitespace.
@@ -858,6 +873,7 @@ pub fn clean_rule_spans(text: &str, spans: &mut Vec<Span>) {
         s.label != Label::Zipcode || s.end > idx.char_len() || !stage_or_score(text, &idx, s)
     });
     spans.retain(|s| s.end > idx.char_len() || !in_value_chain(text, &idx, s));
+    spans.retain(|s| s.end > idx.char_len() || !heading_not_org(text, &idx, s));
     // A context word's organisation or place that is a unit of the hospital (`transferred
     // from the ED`, `discharged to SNF`) is no one's.
     spans.retain(|s| {
@@ -1002,6 +1018,11 @@ pub(crate) const TITLES: &[&str] = &[
     "Professor",
     "Sir",
     "Dame",
+    "Rev",
+    "Revd",
+    "Pastor",
+    "Rabbi",
+    "Imam",
     // Honorifics of scripts without letter case, where a capital cannot mark a name and
     // the title is the only cue (Devanagari, Bengali and Assamese, Gujarati, Gurmukhi,
     // Odia, Tamil, Telugu, Kannada, Malayalam, Arabic, Urdu, Persian, Hebrew, Amharic).
@@ -1274,6 +1295,53 @@ mod tests {
                 "319.555.0147"
             ]
         );
+    }
+
+    /// A title a model took for a given name is none (`Rev. Thomas Brennan`).
+    #[test]
+    fn a_title_is_no_given_name() {
+        let text = "Contact: Rev. Thomas Brennan.";
+        let mut spans = vec![
+            Span::new(9, 12, Label::FirstName, 0.9, Source::Model),
+            Span::new(14, 28, Label::LastName, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<&str> = spans.iter().map(|s| &text[s.start..s.end]).collect();
+        assert_eq!(kept, ["Thomas Brennan"]);
+    }
+
+    /// A discharge summary's heading is no hospital (`Brief Hospital Course:`), and a
+    /// social worker's credential is no name (`SW (Kathleen)`).
+    #[test]
+    fn a_heading_and_a_role_are_not_entities() {
+        let text = "Brief Hospital Course: seen by SW (Kathleen). Moved to Mercy Hospital today.";
+        let idx = CharIndex::new(text);
+        let span = |word: &str, label| {
+            let start = text.find(word).expect("in the text");
+            Span::new(start, start + word.len(), label, 0.9, Source::Model)
+        };
+        let mut spans = vec![
+            span("Brief Hospital", Label::Organization),
+            span("SW", Label::FirstName),
+            span("Kathleen", Label::FirstName),
+            span("Mercy Hospital", Label::Organization),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<&str> = spans
+            .iter()
+            .map(|s| idx.slice(text, s.start, s.end))
+            .collect();
+        assert_eq!(kept, ["Kathleen", "Mercy Hospital"]);
+        let mut rules = vec![
+            Span::new(0, 14, Label::Organization, 0.8, Source::Rule),
+            Span::new(55, 69, Label::Organization, 0.8, Source::Rule),
+        ];
+        clean_rule_spans(text, &mut rules);
+        let kept: Vec<&str> = rules
+            .iter()
+            .map(|s| idx.slice(text, s.start, s.end))
+            .collect();
+        assert_eq!(kept, ["Mercy Hospital"]);
     }
 
     /// A place that runs on into the next sentence and is clinical once cut there is

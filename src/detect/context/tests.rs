@@ -50,6 +50,7 @@ rows! {
     consult_in_parentheses: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "Garcia" => Some(Label::LastName);
     consult_after_a_dash: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "LaFleur" => Some(Label::LastName);
     consult_after_a_slash: "Consults: cardiology(Garcia); GI—LaFleur—signed off; renal/Venkataraman.", "Venkataraman" => Some(Label::LastName);
+    clergy_title: "Contact: Rev. Thomas Brennan, St. Patrick's Parish.", "Thomas Brennan" => Some(Label::LastName);
     credential_as_a_title: "Stable; f/u with NP Chen in 2 wks.", "Chen" => Some(Label::LastName);
     credential_as_a_title_no_name: "Discussed with RN at bedside.", "RN" => None;
     consult_service_pair_is_not_a_name: "Consults: ID/Pulm following; Heme/Onc signed off.", "Pulm" => None;

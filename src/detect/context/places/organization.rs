@@ -218,6 +218,7 @@ mod tests {
         // A role line's words before the role: forty characters at most.
         org_role_line_lead_of_forty: "Locums in Elder Care and Acute Medicine Physician, Sulode Neustadt\n", "Sulode Neustadt" => Some(Label::Organization);
         org_role_line_lead_of_forty_one: "Locum in Elderly Care and Acute Medicine Physician, Sulode Neustadt\n", "Sulode Neustadt" => None;
+        institution_by_short_name: "Comparison: 1/4/2021 chest x-ray at Montefiore.", "Montefiore" => Some(Label::Organization);
         org_clinic_phone: "seen by Dr. Reddy on 11/2018 at Tiwo Vale; clinic phone +1 666 812 0000", "Tiwo Vale" => Some(Label::Organization);
         org_comparison: "COMPARISON: 08/2015 from Lapodiza Rinu.\n\nFINDINGS:", "Lapodiza Rinu" => Some(Label::Organization);
         org_letter_from: "We also received the letter from Sude Malo about your knee.", "Sude Malo" => Some(Label::Organization);
