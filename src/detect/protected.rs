@@ -1166,65 +1166,56 @@ pub(crate) fn after_title(before: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A model span over the `nth` occurrence of `word` in `text`.
+    fn model_span(text: &str, word: &str, nth: usize, label: Label) -> Span {
+        let b = text.match_indices(word).nth(nth).expect("in the text").0;
+        let start = text[..b].chars().count();
+        Span::new(
+            start,
+            start + word.chars().count(),
+            label,
+            0.9,
+            Source::Model,
+        )
+    }
+
+    /// What `drop_protected` keeps of `spans`, as text.
+    fn kept_after_drop(text: &str, mut spans: Vec<Span>) -> Vec<&str> {
+        drop_protected(text, &mut spans);
+        let idx = CharIndex::new(text);
+        spans
+            .iter()
+            .map(|s| idx.slice(text, s.start, s.end))
+            .collect()
+    }
+
     #[test]
     fn a_degree_after_the_title_is_no_name_but_the_name_after_it_is() {
         let text = "Seen by Dr. med. Klaus Weber and Prof. Dr. rer. nat. Jana Med. Dr. Med.";
-        let span = |word: &str, nth: usize, label| {
-            let b = text.match_indices(word).nth(nth).expect("in the text").0;
-            let start = text[..b].chars().count();
-            Span::new(
-                start,
-                start + word.chars().count(),
-                label,
-                0.9,
-                Source::Model,
-            )
-        };
-        let mut spans = vec![
-            span("med", 0, Label::FirstName),
-            span("Klaus", 0, Label::FirstName),
-            span("nat", 0, Label::FirstName),
-            span("Jana", 0, Label::FirstName),
-            span("Med", 0, Label::LastName),
-            span("Med", 1, Label::LastName),
+        let spans = vec![
+            model_span(text, "med", 0, Label::FirstName),
+            model_span(text, "Klaus", 0, Label::FirstName),
+            model_span(text, "nat", 0, Label::FirstName),
+            model_span(text, "Jana", 0, Label::FirstName),
+            model_span(text, "Med", 0, Label::LastName),
+            model_span(text, "Med", 1, Label::LastName),
         ];
-        drop_protected(text, &mut spans);
-        let kept: Vec<&str> = spans
-            .iter()
-            .map(|s| CharIndex::new(text).slice(text, s.start, s.end))
-            .collect();
         // `Jana Med.` is a surname; the last `Med` follows a title but is no degree part
         // written in lowercase.
-        assert_eq!(kept, ["Klaus", "Jana", "Med", "Med"]);
+        assert_eq!(
+            kept_after_drop(text, spans),
+            ["Klaus", "Jana", "Med", "Med"]
+        );
     }
 
     #[test]
     fn the_word_for_the_patient_is_no_part_of_the_name_after_it() {
         let text = "रोगी काव्या शर्मा, उम्र 34 वर्ष। रोगी ठीक है।";
-        let idx = CharIndex::new(text);
-        let mut spans = vec![
-            Span::new(0, 11, Label::FirstName, 0.9, Source::Model),
-            Span::new(12, 17, Label::LastName, 0.9, Source::Model),
+        let spans = vec![
+            model_span(text, "रोगी काव्या", 0, Label::FirstName),
+            model_span(text, "शर्मा", 0, Label::LastName),
         ];
-        drop_protected(text, &mut spans);
-        let kept: Vec<&str> = spans
-            .iter()
-            .map(|s| idx.slice(text, s.start, s.end))
-            .collect();
-        assert_eq!(kept, ["काव्या", "शर्मा"]);
-    }
-
-    #[test]
-    fn a_bare_year_is_not_a_postcode_but_a_postcode_after_a_region_is() {
-        let text = "moved here in 2019. Glenelg SA 5045; since 2021";
-        let mut spans = vec![
-            Span::new(14, 18, Label::Zipcode, 0.9, Source::Model),
-            Span::new(31, 35, Label::Zipcode, 0.9, Source::Model),
-            Span::new(43, 47, Label::Zipcode, 0.9, Source::Model),
-        ];
-        drop_protected(text, &mut spans);
-        let kept: Vec<usize> = spans.iter().map(|s| s.start).collect();
-        assert_eq!(kept, [31]);
+        assert_eq!(kept_after_drop(text, spans), ["काव्या", "शर्मा"]);
     }
 
     /// A number after a label word (`Pt`, `Nambari`: "number") taken for a postcode is
@@ -1234,20 +1225,10 @@ mod tests {
         assert!(clinical().labels.contains("pt") && clinical().labels.contains("nambari"));
         assert!(!clinical().labels.contains("icu"));
         let text = "Pt 48213 seen. Nambari 55213. Plt 21000";
-        let span = |word: &str| {
-            let start = text.find(word).expect("in the text");
-            Span::new(
-                start,
-                start + word.len(),
-                Label::Zipcode,
-                0.9,
-                Source::Model,
-            )
-        };
-        let mut spans = vec![span("48213"), span("55213"), span("21000")];
-        drop_protected(text, &mut spans);
-        let kept: Vec<&str> = spans.iter().map(|s| &text[s.start..s.end]).collect();
-        assert_eq!(kept, ["48213", "55213"]);
+        let spans = ["48213", "55213", "21000"]
+            .map(|n| model_span(text, n, 0, Label::Zipcode))
+            .to_vec();
+        assert_eq!(kept_after_drop(text, spans), ["48213", "55213"]);
     }
 
     /// A credential after a name is no state (`Tomás Aguirre, MD`, `J. Whitfield-Osei,
@@ -1257,36 +1238,19 @@ mod tests {
     fn credentials_words_and_label_abbreviations_are_not_entities() {
         let text = "Resident: Tomás Aguirre, MD. Signed: J. Whitfield-Osei, PA-C. \
                     Lives in Baltimore, MD. Daughter (cell 319.555.0147). Pt reports pain.";
-        let idx = CharIndex::new(text);
-        let span = |word: &str, nth: usize, label| {
-            let b = text.match_indices(word).nth(nth).expect("in the text").0;
-            let start = idx.char_at_byte(b);
-            Span::new(
-                start,
-                start + word.chars().count(),
-                label,
-                0.9,
-                Source::Model,
-            )
-        };
-        let mut spans = vec![
-            span("Aguirre", 0, Label::LastName),
-            span("MD", 0, Label::State),
-            span("Whitfield-Osei", 0, Label::LastName),
-            span("PA", 0, Label::State),
-            span("Baltimore", 0, Label::City),
-            span("MD", 1, Label::State),
-            span("cell", 0, Label::Phone),
-            span("319.555.0147", 0, Label::Phone),
-            span("Pt", 0, Label::FirstName),
+        let spans = vec![
+            model_span(text, "Aguirre", 0, Label::LastName),
+            model_span(text, "MD", 0, Label::State),
+            model_span(text, "Whitfield-Osei", 0, Label::LastName),
+            model_span(text, "PA", 0, Label::State),
+            model_span(text, "Baltimore", 0, Label::City),
+            model_span(text, "MD", 1, Label::State),
+            model_span(text, "cell", 0, Label::Phone),
+            model_span(text, "319.555.0147", 0, Label::Phone),
+            model_span(text, "Pt", 0, Label::FirstName),
         ];
-        drop_protected(text, &mut spans);
-        let kept: Vec<&str> = spans
-            .iter()
-            .map(|s| idx.slice(text, s.start, s.end))
-            .collect();
         assert_eq!(
-            kept,
+            kept_after_drop(text, spans),
             [
                 "Aguirre",
                 "Whitfield-Osei",
@@ -1301,13 +1265,11 @@ mod tests {
     #[test]
     fn a_title_is_no_given_name() {
         let text = "Contact: Rev. Thomas Brennan.";
-        let mut spans = vec![
-            Span::new(9, 12, Label::FirstName, 0.9, Source::Model),
-            Span::new(14, 28, Label::LastName, 0.9, Source::Model),
+        let spans = vec![
+            model_span(text, "Rev", 0, Label::FirstName),
+            model_span(text, "Thomas Brennan", 0, Label::LastName),
         ];
-        drop_protected(text, &mut spans);
-        let kept: Vec<&str> = spans.iter().map(|s| &text[s.start..s.end]).collect();
-        assert_eq!(kept, ["Thomas Brennan"]);
+        assert_eq!(kept_after_drop(text, spans), ["Thomas Brennan"]);
     }
 
     /// A discharge summary's heading is no hospital (`Brief Hospital Course:`), and a
@@ -1315,33 +1277,22 @@ mod tests {
     #[test]
     fn a_heading_and_a_role_are_not_entities() {
         let text = "Brief Hospital Course: seen by SW (Kathleen). Moved to Mercy Hospital today.";
-        let idx = CharIndex::new(text);
-        let span = |word: &str, label| {
-            let start = text.find(word).expect("in the text");
-            Span::new(start, start + word.len(), label, 0.9, Source::Model)
-        };
-        let mut spans = vec![
-            span("Brief Hospital", Label::Organization),
-            span("SW", Label::FirstName),
-            span("Kathleen", Label::FirstName),
-            span("Mercy Hospital", Label::Organization),
+        let spans = vec![
+            model_span(text, "Brief Hospital", 0, Label::Organization),
+            model_span(text, "SW", 0, Label::FirstName),
+            model_span(text, "Kathleen", 0, Label::FirstName),
+            model_span(text, "Mercy Hospital", 0, Label::Organization),
         ];
-        drop_protected(text, &mut spans);
-        let kept: Vec<&str> = spans
-            .iter()
-            .map(|s| idx.slice(text, s.start, s.end))
-            .collect();
-        assert_eq!(kept, ["Kathleen", "Mercy Hospital"]);
-        let mut rules = vec![
-            Span::new(0, 14, Label::Organization, 0.8, Source::Rule),
-            Span::new(55, 69, Label::Organization, 0.8, Source::Rule),
-        ];
+        assert_eq!(kept_after_drop(text, spans), ["Kathleen", "Mercy Hospital"]);
+        let mut rules: Vec<Span> = ["Brief Hospital", "Mercy Hospital"]
+            .map(|w| {
+                let m = model_span(text, w, 0, Label::Organization);
+                Span::new(m.start, m.end, m.label, 0.8, Source::Rule)
+            })
+            .to_vec();
         clean_rule_spans(text, &mut rules);
-        let kept: Vec<&str> = rules
-            .iter()
-            .map(|s| idx.slice(text, s.start, s.end))
-            .collect();
-        assert_eq!(kept, ["Mercy Hospital"]);
+        assert_eq!(rules.len(), 1);
+        assert_eq!(&text[rules[0].start..rules[0].end], "Mercy Hospital");
     }
 
     /// A place that runs on into the next sentence and is clinical once cut there is
@@ -1349,16 +1300,8 @@ mod tests {
     #[test]
     fn a_place_cut_at_its_sentence_end_may_be_clinical() {
         let text = "Daughter at bedside. HCP is son Michael.";
-        let start = text.find("bedside").expect("in the text");
-        let mut spans = vec![Span::new(
-            start,
-            start + "bedside. HCP".len(),
-            Label::Organization,
-            0.9,
-            Source::Model,
-        )];
-        drop_protected(text, &mut spans);
-        assert!(spans.is_empty(), "{spans:?}");
+        let spans = vec![model_span(text, "bedside. HCP", 0, Label::Organization)];
+        assert!(kept_after_drop(text, spans).is_empty());
     }
 
     /// The name of an identifier a model took for a name or a place is dropped; the number
@@ -1368,23 +1311,20 @@ mod tests {
     #[test]
     fn the_name_of_an_identifier_is_no_name_but_its_number_stays() {
         let text = "PESEL 44051401359, ABHA 12345, Aadhaar 56789, NHIF nambari 246813579";
-        let span = |word: &str, label| {
-            let start = text.find(word).expect("in the text");
-            Span::new(start, start + word.len(), label, 0.9, Source::Model)
-        };
-        let mut spans = vec![
-            span("PESEL", Label::LastName),
-            span("44051401359", Label::IdNum),
-            span("ABHA", Label::City),
-            span("12345", Label::Zipcode),
-            span("Aadhaar", Label::FirstName),
-            span("56789", Label::Zipcode),
-            span("NHIF nambari", Label::City),
-            span("246813579", Label::IdNum),
+        let spans = vec![
+            model_span(text, "PESEL", 0, Label::LastName),
+            model_span(text, "44051401359", 0, Label::IdNum),
+            model_span(text, "ABHA", 0, Label::City),
+            model_span(text, "12345", 0, Label::Zipcode),
+            model_span(text, "Aadhaar", 0, Label::FirstName),
+            model_span(text, "56789", 0, Label::Zipcode),
+            model_span(text, "NHIF nambari", 0, Label::City),
+            model_span(text, "246813579", 0, Label::IdNum),
         ];
-        drop_protected(text, &mut spans);
-        let kept: Vec<&str> = spans.iter().map(|s| &text[s.start..s.end]).collect();
-        assert_eq!(kept, ["44051401359", "12345", "56789", "246813579"]);
+        assert_eq!(
+            kept_after_drop(text, spans),
+            ["44051401359", "12345", "56789", "246813579"]
+        );
     }
 
     /// Clinical content a model took for a place, organisation or name is dropped; real
