@@ -1218,6 +1218,19 @@ mod tests {
         assert_eq!(kept_after_drop(text, spans), ["काव्या", "शर्मा"]);
     }
 
+    #[test]
+    fn a_bare_year_is_not_a_postcode_but_a_postcode_after_a_region_is() {
+        let text = "moved here in 2019. Glenelg SA 5045; since 2021";
+        let mut spans = vec![
+            Span::new(14, 18, Label::Zipcode, 0.9, Source::Model),
+            Span::new(31, 35, Label::Zipcode, 0.9, Source::Model),
+            Span::new(43, 47, Label::Zipcode, 0.9, Source::Model),
+        ];
+        drop_protected(text, &mut spans);
+        let kept: Vec<usize> = spans.iter().map(|s| s.start).collect();
+        assert_eq!(kept, [31]);
+    }
+
     /// A number after a label word (`Pt`, `Nambari`: "number") taken for a postcode is
     /// kept: no analyte's value. After an analyte it is dropped (`Plt 210`).
     #[test]
