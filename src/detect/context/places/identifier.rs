@@ -177,11 +177,7 @@ impl Identifiers {
         let national: Vec<&str> = IDENTIFIER_NAMES
             .iter()
             .copied()
-            .filter(|name| {
-                !FIELDS
-                    .iter()
-                    .any(|f| f.words.split('|').any(|w| w.eq_ignore_ascii_case(name)))
-            })
+            .filter(|name| !is_field_name(name))
             .collect();
         fields.push((
             re(&format!(r"(?i)\b(?-i:{}){VALUE}", national.join("|"))),
